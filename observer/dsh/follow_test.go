@@ -1,0 +1,167 @@
+package dsh
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"dshmem/events"
+)
+
+// appendFile appends b to path, as the host does.
+func appendFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func poll(t *testing.T, f *Follower) []events.Envelope {
+	t.Helper()
+	evs, err := f.Poll()
+	if err != nil {
+		t.Fatalf("Poll at %d: %v", f.Offset(), err)
+	}
+	return evs
+}
+
+// TestFollow writes a host log frame by frame (and a JSONL log line by
+// line), leaving each unit half-written across a poll, and checks that every
+// event arrives exactly once, also across a restart from a saved offset.
+func TestFollow(t *testing.T) {
+	lines := fixtureLines(t, filepath.Join(fixtureDir, "goal-multi-turn-actions--session.jsonl"))
+	for _, format := range []string{"zstd", "jsonl"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			var units [][]byte // what the host appends, one durable write each
+			var name string
+			if format == "zstd" {
+				_, b := writeZstdFile(t, dir, "ref--session.jsonl.zstd", lines, 6)
+				starts := frameStarts(t, b)
+				for i := 0; i+1 < len(starts); i++ {
+					units = append(units, b[starts[i]:starts[i+1]])
+				}
+				name = "live--session.jsonl.zstd"
+			} else {
+				for _, l := range lines {
+					units = append(units, append(bytes.Clone(l), '\n'))
+				}
+				name = "live--session.jsonl"
+			}
+			full, err := decodeSession(name, bytes.Join(units, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, name)
+
+			f := NewFollower(path, 0)
+			if evs, err := f.Poll(); err == nil || len(evs) != 0 {
+				// The file does not exist yet.
+				t.Fatalf("Poll before the file exists: got %d events, err %v; want an error", len(evs), err)
+			}
+			var got []events.Envelope
+			var saved int64
+			var savedCount int
+			for i, u := range units {
+				half := len(u) / 2
+				appendFile(t, path, u[:half])
+				evs := poll(t, f)
+				if len(evs) != 0 {
+					t.Fatalf("unit %d half-written: got %d events, want none", i, len(evs))
+				}
+				if f.Pending() != int64(half) {
+					t.Fatalf("unit %d: pending %d, want %d", i, f.Pending(), half)
+				}
+				appendFile(t, path, u[half:])
+				got = append(got, poll(t, f)...)
+				got = append(got, poll(t, f)...) // nothing new: nothing twice
+				if i == len(units)/2 {
+					saved, savedCount = f.Offset(), len(got)
+				}
+			}
+			sameEnvelopes(t, got, full.Events)
+			if f.Offset() != full.End || f.Pending() != 0 {
+				t.Errorf("offset %d pending %d, want %d 0", f.Offset(), f.Pending(), full.End)
+			}
+
+			// Restart from the saved offset: exactly the rest, nothing twice.
+			r := NewFollower(path, saved)
+			rest := poll(t, r)
+			sameEnvelopes(t, append(got[:savedCount:savedCount], rest...), full.Events)
+			if len(poll(t, r)) != 0 {
+				t.Error("second poll after resume returned events")
+			}
+		})
+	}
+}
+
+// TestFollowResumeEveryBoundary resumes at every frame boundary of the
+// real host log.
+func TestFollowResumeEveryBoundary(t *testing.T) {
+	b, err := os.ReadFile(livePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := decodeSession("x.jsonl.zstd", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := writeRaw(t, dir, "l--session.jsonl.zstd", b)
+	starts := frameStarts(t, b)
+	// Events produced before each boundary, from a follower that never stops.
+	f := NewFollower(path, 0)
+	before := map[int64]int{}
+	n := 0
+	for _, end := range starts[1:] {
+		writeRaw(t, dir, filepath.Base(path), b[:end])
+		n += len(poll(t, f))
+		before[end] = n
+	}
+	if n != len(full.Events) {
+		t.Fatalf("follower from 0: got %d events, want %d", n, len(full.Events))
+	}
+	for _, off := range starts[1:] {
+		r := NewFollower(path, off)
+		rest := poll(t, r)
+		sameEnvelopes(t, rest, full.Events[before[off]:])
+	}
+	t.Run("ErrNotBoundary", func(t *testing.T) {
+		_, err := NewFollower(path, starts[2]+3).Poll()
+		if !errors.Is(err, ErrNotBoundary) {
+			t.Fatalf("got %v, want ErrNotBoundary", err)
+		}
+	})
+	t.Run("ErrShrunk", func(t *testing.T) {
+		g := NewFollower(path, 0)
+		poll(t, g)
+		if err := os.Truncate(path, starts[3]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Poll(); !errors.Is(err, ErrShrunk) {
+			t.Fatalf("got %v, want ErrShrunk", err)
+		}
+	})
+	t.Run("CorruptError", func(t *testing.T) {
+		bad := bytes.Clone(b)
+		bad[starts[4]+10] ^= 0xff
+		p := writeRaw(t, dir, "bad--session.jsonl.zstd", bad[:starts[4]])
+		g := NewFollower(p, 0)
+		poll(t, g)
+		appendFile(t, p, bad[starts[4]:])
+		evs, err := g.Poll()
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Offset != starts[4] || len(evs) != 0 || g.Offset() != starts[4] {
+			t.Fatalf("got %d events, offset %d, err %v; want *CorruptError at %d", len(evs), g.Offset(), err, starts[4])
+		}
+	})
+}

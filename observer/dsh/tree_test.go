@@ -1,0 +1,117 @@
+package dsh
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFindSessions(t *testing.T) {
+	root := t.TempDir()
+	lines := fixtureLines(t, filepath.Join(fixtureDir, "subagent-continuable--session.1.jsonl"))
+	mk := func(rel string) string {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(p, ".zstd") {
+			writeZstdFile(t, filepath.Dir(p), filepath.Base(p), lines, 3)
+		} else {
+			writeJSONLFile(t, filepath.Dir(p), filepath.Base(p), lines)
+		}
+		return p
+	}
+	mk("--home-u-a--/s1/session.jsonl.zstd")
+	v2 := mk("--home-u-a--/s1/session.v2.jsonl.zstd")
+	mk("--home-u-a--/s2/session.jsonl")
+	s2 := mk("--home-u-a--/s2/session.jsonl.zstd") // same generation: zstd wins
+	mk("_no-cwd/s3/session.jsonl")
+	s3 := mk("_no-cwd/s3/session.1.jsonl")
+	flatA := mk("fixtures/a--session.jsonl")
+	flatB := mk("fixtures/b--session.1.jsonl")
+	mk("fixtures/README.md")
+
+	got, err := FindSessions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{v2, s2, s3, flatA, flatB}
+	sortStrings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+
+	t.Run("OnlyHighestGeneration", func(t *testing.T) {
+		// Make v2 distinguishable: a different header id.
+		l2 := append([][]byte{[]byte(strings.Replace(string(lines[0]), "33333333-3333-4333-8333-333333333333", "v2-session", 1))}, lines[1:]...)
+		writeZstdFile(t, filepath.Dir(v2), filepath.Base(v2), l2, 3)
+		sessions, err := ReadTree(filepath.Join(root, "--home-u-a--", "s1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sessions) != 1 || sessions[0].ID != "v2-session" || sessions[0].Path != v2 {
+			t.Fatalf("got %d sessions (%+v), want only %s", len(sessions), sessionIDs(sessions), v2)
+		}
+	})
+	t.Run("ReadTreeKeepsGoing", func(t *testing.T) {
+		writeRaw(t, filepath.Join(root, "fixtures"), "c--session.jsonl", []byte("not json\n{\"type\":\"session\"}\n"))
+		sessions, err := ReadTree(root)
+		if err == nil || !strings.Contains(err.Error(), "c--session.jsonl") {
+			t.Fatalf("got %v, want an error naming c--session.jsonl", err)
+		}
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			t.Errorf("got %T, want *CorruptError inside", err)
+		}
+		if len(sessions) != 5 {
+			t.Errorf("got %d sessions, want 5", len(sessions))
+		}
+	})
+	t.Run("SingleFile", func(t *testing.T) {
+		got, err := FindSessions(flatA)
+		if err != nil || len(got) != 1 || got[0] != flatA {
+			t.Fatalf("got %v %v, want [%s]", got, err, flatA)
+		}
+	})
+}
+
+func TestReadTreeTestdata(t *testing.T) {
+	sessions, err := ReadTree(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range sessions {
+		names = append(names, strings.TrimPrefix(filepath.ToSlash(s.Path), fixtureDir+"/"))
+	}
+	want := []string{
+		"advanced-toolchain--session.jsonl",
+		"compaction-recovery--session.jsonl",
+		"goal-multi-turn-actions--session.jsonl",
+		"live/--tmp-dshlive-proj--/session-f89a0fe3-a8e2-43d3-89fc-ea47ed224b68/session.jsonl.zstd",
+		"permission-policy-context--session.jsonl",
+		"subagent-continuable--session.1.jsonl",
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("got %v\nwant %v", names, want)
+	}
+}
+
+func sessionIDs(ss []Session) []string {
+	var ids []string
+	for _, s := range ss {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
