@@ -1,0 +1,259 @@
+package tokenize
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite"
+)
+
+// openFTS returns an in-memory database with table raw(body) over the
+// original text and table tok(body) over IndexText, both unicode61, and a
+// fts5vocab instance table over tok.
+func openFTS(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	db.SetMaxOpenConns(1) // one connection: ":memory:" is per connection
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE raw USING fts5(body, tokenize='unicode61')`,
+		`CREATE VIRTUAL TABLE tok USING fts5(body, tokenize='unicode61')`,
+		`CREATE VIRTUAL TABLE tokv USING fts5vocab(tok, instance)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return db
+}
+
+func insert(t testing.TB, db *sql.DB, rowid int, text string) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO raw(rowid, body) VALUES(?, ?)`, rowid, text); err != nil {
+		t.Fatalf("insert raw: %v", err)
+	}
+	if _, err := db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, IndexText(text)); err != nil {
+		t.Fatalf("insert tok: %v", err)
+	}
+}
+
+func match(t testing.TB, db *sql.DB, table, expr string) []int {
+	t.Helper()
+	rows, err := db.Query(`SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid`, expr)
+	if err != nil {
+		t.Fatalf("match %s %q: %v", table, expr, err)
+	}
+	defer rows.Close()
+	var ids []int
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("match %s %q: %v", table, expr, err)
+	}
+	return ids
+}
+
+func TestFTS5RoundTrip(t *testing.T) {
+	db := openFTS(t)
+	docs := map[int]string{
+		1: "我们的记忆注入逻辑需要修复",
+		2: "修复DSH的记忆注入问题",
+		3: "call parseHTTPRequest from /usr/local/bin/go_build.sh",
+		4: "今天天气很好",
+		5: "ＤＳＨ　メモリーのテスト",
+	}
+	for id, text := range docs {
+		insert(t, db, id, text)
+	}
+
+	t.Run("RawUnicode61MissesTwoCharQuery", func(t *testing.T) {
+		// The failure this package exists for: unicode61 keeps the CJK run
+		// (and glued ASCII) as one token.
+		if got := match(t, db, "raw", `"记忆"`); len(got) != 0 {
+			t.Errorf("raw match 记忆 = %v, want none", got)
+		}
+	})
+	tests := []struct {
+		name  string
+		query string
+		mode  Mode
+		want  []int
+	}{
+		{"TwoCharChineseFound", "记忆", Any, []int{1, 2}},
+		{"LongerChineseAll", "记忆注入", All, []int{1, 2}},
+		{"ChineseAndASCIIAll", "DSH 记忆", All, []int{2}},
+		{"FullWidthQueryFindsASCII", "ｄｓｈ", Any, []int{2, 5}},
+		{"CamelPart", "request", Any, []int{3}},
+		{"SnakePart", "build", Any, []int{3}},
+		{"WholePathAll", "go_build.sh", All, []int{3}},
+		{"CamelPrefixAll", "parseHTTP", All, []int{3}},
+		{"CamelSuffixAll", "HTTPRequest", All, []int{3}},
+		{"LowercaseWholeWordAll", "parsehttprequest", All, []int{3}},
+		{"SubpathAll", "bin/go_build", All, []int{3}},
+		{"KanaBigram", "メモリ", All, []int{5}},
+		{"NoMatch", "逻辑错误", All, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expr := MatchQuery(tt.query, tt.mode)
+			got := match(t, db, "tok", expr)
+			if !equalInts(got, tt.want) {
+				t.Errorf("MATCH %s = %v, want %v", expr, got, tt.want)
+			}
+		})
+	}
+	t.Run("OneFTSTokenPerToken", func(t *testing.T) {
+		for id, text := range docs {
+			if got, want := ftsTokenCount(t, db, id), len(Tokens(text)); got != want {
+				t.Errorf("doc %d: unicode61 saw %d tokens, want %d", id, got, want)
+			}
+		}
+	})
+}
+
+func ftsTokenCount(t testing.TB, db *sql.DB, rowid int) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM tokv WHERE doc = ?`, rowid).Scan(&n); err != nil {
+		t.Fatalf("count tokens: %v", err)
+	}
+	return n
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestClassesAgreeWithUnicode61 checks every rune the tokenizer keeps in a
+// token against the linked SQLite: wrapped as "q<r>q", it must stay one
+// unicode61 token. It is what derived unicode61Gaps.
+func TestClassesAgreeWithUnicode61(t *testing.T) {
+	db := openFTS(t)
+	var kept []rune
+	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
+		if c := classOf(r); c == word || c == cjk {
+			kept = append(kept, r)
+		}
+	}
+	const batch = 4000
+	rowid := 0
+	for lo := 0; lo < len(kept); lo += batch {
+		hi := min(lo+batch, len(kept))
+		var b strings.Builder
+		for _, r := range kept[lo:hi] {
+			b.WriteString("q")
+			b.WriteRune(r)
+			b.WriteString("q ")
+		}
+		rowid++
+		if _, err := db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, b.String()); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		if got := ftsTokenCount(t, db, rowid); got != hi-lo {
+			// Find the culprits for the failure message.
+			for _, r := range kept[lo:hi] {
+				rowid++
+				db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, "q"+string(r)+"q")
+				if ftsTokenCount(t, db, rowid) != 1 {
+					t.Errorf("U+%04X %q: unicode61 splits it, but the tokenizer keeps it in tokens", r, r)
+				}
+			}
+		}
+	}
+}
+
+func FuzzTokens(f *testing.F) {
+	for _, s := range []string{
+		"", "parseHTTPRequest", "/usr/local/bin/go_build.sh", "记忆注入", "我", "修复DSH的记忆",
+		"ＤＳＨ　记忆", "os.path.join", "ｶﾞｷﾞ", "한국어 문장", "e\u0301\u0301x", "\xff\xfe", "a\u19b0b",
+		"ſΣς\u212a", strings.Repeat("é", 200), "😀!!", "__a__b__", "'@'@x",
+	} {
+		f.Add(s)
+	}
+	db := openFTS(f)
+	rowid := 0
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := Tokens(s)
+		for _, tok := range toks {
+			if tok == "" || !utf8.ValidString(tok) || len(tok) > maxToken {
+				t.Fatalf("Tokens(%q): bad token %q", s, tok)
+			}
+			var sawCJK, sawWord bool
+			for _, r := range tok {
+				if !unicode.IsLetter(r) && !unicode.IsNumber(r) || !indexable(r) {
+					t.Fatalf("Tokens(%q): token %q holds %U, which unicode61 may split on", s, tok, r)
+				}
+				if isCJK(r) {
+					sawCJK = true
+				} else {
+					sawWord = true
+				}
+			}
+			if sawCJK && sawWord {
+				t.Fatalf("Tokens(%q): token %q mixes CJK and other letters", s, tok)
+			}
+		}
+		idx := IndexText(s)
+		if got := strings.Fields(idx); !equalStrings(got, toks) {
+			t.Fatalf("IndexText(%q) = %q, fields %q, want %q", s, idx, got, toks)
+		}
+		rowid++
+		if _, err := db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, idx); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		if got := ftsTokenCount(t, db, rowid); got != len(toks) {
+			t.Fatalf("IndexText(%q) = %q: unicode61 saw %d tokens, want %d", s, idx, got, len(toks))
+		}
+		for _, mode := range []Mode{Any, All} {
+			if q := MatchQuery(s, mode); q != "" {
+				if ids := match(t, db, "tok", q); !containsInt(ids, rowid) {
+					t.Fatalf("MatchQuery(%q, %d) = %s does not find its own row", s, mode, q)
+				}
+			}
+		}
+		// Keep the table to one row: fts5vocab scans the whole index.
+		if _, err := db.Exec(`DELETE FROM tok WHERE rowid = ?`, rowid); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+	})
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

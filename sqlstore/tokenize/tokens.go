@@ -1,0 +1,278 @@
+package tokenize
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxToken bounds the byte length of a token. A longer segment (a base64
+// blob, a minified line) is cut at the last rune boundary before it; a longer
+// compound is not emitted at all, since its segments already cover it.
+// Index and query share this code, so a cut is the same on both sides.
+const maxToken = 128
+
+// class is what a rune is to the tokenizer.
+type class uint8
+
+const (
+	sep  class = iota // ends any token
+	word              // letter or number outside the CJK-like scripts
+	cjk               // letter or number of Han, kana, Hangul, Bopomofo
+	mark              // combining mark: dropped without ending a token
+	conn              // ASCII punctuation that joins segments into a compound
+)
+
+// asciiClass classifies the ASCII range; connector punctuation is what
+// joins identifiers, paths, dotted names, dates and e-mail addresses.
+var asciiClass = func() (t [128]class) {
+	for r := range t {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+			t[r] = word
+		case strings.ContainsRune(`_-./\:@'`, rune(r)):
+			t[r] = conn
+		}
+	}
+	return t
+}()
+
+func classOf(r rune) class {
+	if r < utf8.RuneSelf {
+		return asciiClass[r]
+	}
+	if 0x4E00 <= r && r <= 0x9FFF { // the common case of non-ASCII text: Han
+		return cjk
+	}
+	if unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || unicode.Is(unicode.Mc, r) {
+		return mark
+	}
+	if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
+		return sep
+	}
+	if !indexable(r) {
+		return sep
+	}
+	if isCJK(r) {
+		return cjk
+	}
+	return word
+}
+
+// isCJK reports whether letter or number r belongs to a script written
+// without spaces between words (or, for Hangul, one the index treats the
+// same way): such runs are indexed as overlapping character bigrams.
+func isCJK(r rune) bool {
+	switch {
+	case 0x4E00 <= r && r <= 0x9FFF, // CJK Unified Ideographs
+		0x3040 <= r && r <= 0x30FF, // Hiragana, Katakana (incl. ー U+30FC)
+		0xAC00 <= r && r <= 0xD7A3: // Hangul syllables
+		return true
+	case r == 0x3005 || r == 0x3006 || r == 0x3007: // 々 〆 〇
+		return true
+	}
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Bopomofo)
+}
+
+// Tokens returns the normalized tokens of s in text order, duplicates kept
+// (they are term frequencies to FTS5). See the package documentation for
+// the rules.
+func Tokens(s string) []string {
+	var t tokenizer
+	t.run(s)
+	return t.out
+}
+
+// IndexText returns the tokens of s joined by single spaces: the text to
+// store in an FTS5 column declared with tokenize='unicode61' (or 'ascii'),
+// under which each of our tokens is exactly one FTS5 token.
+func IndexText(s string) string {
+	return strings.Join(Tokens(s), " ")
+}
+
+// Terms returns the distinct tokens of s in first-seen order.
+func Terms(s string) []string {
+	toks := Tokens(s)
+	seen := make(map[string]struct{}, len(toks))
+	out := toks[:0]
+	for _, t := range toks {
+		if _, ok := seen[t]; ok {
+			continue
+		}
+		seen[t] = struct{}{}
+		out = append(out, t)
+	}
+	return out
+}
+
+// tokenizer holds the scratch buffers of one Tokens call.
+type tokenizer struct {
+	rs     []rune   // normalized input, original case
+	seg    []rune   // current compound with marks removed
+	bounds []int    // end offsets of the segments within seg
+	b      []byte   // fold buffer
+	out    []string // tokens
+
+	// wantGroups makes the tokenizer also build groups: one FTS5
+	// expression per CJK token or per compound, each matching a row
+	// exactly when the row holds the text the group came from.
+	wantGroups bool
+	groups     []string
+}
+
+func (t *tokenizer) run(s string) {
+	t.rs = make([]rune, 0, len(s))
+	for _, r := range s {
+		t.rs = normalizeRune(t.rs, r)
+	}
+	rs := t.rs
+	for i := 0; i < len(rs); {
+		switch classOf(rs[i]) {
+		case cjk:
+			t.seg = t.seg[:0]
+			for ; i < len(rs); i++ {
+				c := classOf(rs[i])
+				if c == cjk {
+					t.seg = append(t.seg, rs[i])
+				} else if c != mark {
+					break
+				}
+			}
+			t.emitCJK(t.seg)
+		case word:
+			t.seg, t.bounds = t.seg[:0], t.bounds[:0]
+			for {
+				for ; i < len(rs); i++ {
+					c := classOf(rs[i])
+					if c == word {
+						t.seg = append(t.seg, rs[i])
+					} else if c != mark {
+						break
+					}
+				}
+				t.bounds = append(t.bounds, len(t.seg))
+				j := i
+				for j < len(rs) && classOf(rs[j]) == conn {
+					j++
+				}
+				if j == i || j == len(rs) || classOf(rs[j]) != word {
+					break
+				}
+				i = j
+			}
+			t.emitWord(t.seg, t.bounds)
+		default:
+			i++
+		}
+	}
+}
+
+// emitCJK emits the bigrams of a CJK-like run, or the run itself when it is
+// a single character. Each is its own query group.
+func (t *tokenizer) emitCJK(run []rune) {
+	if len(run) == 1 {
+		t.group(t.emit(run, false))
+		return
+	}
+	for k := 0; k+1 < len(run); k++ {
+		t.group(t.emit(run[k:k+2], false))
+	}
+}
+
+// emitWord emits a compound (segments joined by connector punctuation):
+// the whole compound when it has more than one segment, then each segment,
+// each followed by its camelCase/letter-digit parts when it has more than
+// one. The compound is one query group: "the compound, or every segment",
+// where a segment is "the segment, or every part".
+func (t *tokenizer) emitWord(all []rune, bounds []int) {
+	var whole string
+	if len(bounds) > 1 {
+		whole = t.emit(all, true)
+	}
+	var segExprs []string
+	start := 0
+	for _, end := range bounds {
+		seg := all[start:end]
+		start = end
+		segTok := t.emit(seg, false)
+		cut := splitParts(seg)
+		var parts []string
+		p := 0
+		for _, c := range cut {
+			parts = append(parts, t.emit(seg[p:c], false))
+			p = c
+		}
+		if len(cut) > 0 {
+			parts = append(parts, t.emit(seg[p:], false))
+		}
+		if !t.wantGroups {
+			continue
+		}
+		if len(parts) == 0 {
+			segExprs = append(segExprs, quote(segTok))
+			continue
+		}
+		for i := range parts {
+			parts[i] = quote(parts[i])
+		}
+		segExprs = append(segExprs, anyOf(quote(segTok), allOf(parts)))
+	}
+	if !t.wantGroups {
+		return
+	}
+	expr := allOf(segExprs)
+	if whole != "" {
+		expr = anyOf(quote(whole), expr)
+	}
+	t.groups = append(t.groups, expr)
+}
+
+// group records a one-token query group.
+func (t *tokenizer) group(tok string) {
+	if t.wantGroups && tok != "" {
+		t.groups = append(t.groups, quote(tok))
+	}
+}
+
+// emit appends the case-folded form of rs as a token and returns it. An
+// over-long token is dropped (returning "") when dropLong is set and cut to
+// maxToken bytes otherwise.
+func (t *tokenizer) emit(rs []rune, dropLong bool) string {
+	t.b = t.b[:0]
+	for _, r := range rs {
+		r = fold(r)
+		if len(t.b)+utf8.RuneLen(r) > maxToken {
+			if dropLong {
+				return ""
+			}
+			break
+		}
+		t.b = utf8.AppendRune(t.b, r)
+	}
+	if len(t.b) == 0 {
+		return ""
+	}
+	tok := string(t.b)
+	t.out = append(t.out, tok)
+	return tok
+}
+
+// splitParts returns the cut points that split a segment into parts at
+// lower→Upper ("parse|Request"), at the last capital of a capital run
+// followed by a lowercase letter ("HTTP|Request") and at letter↔number
+// changes ("sha|256"). Nil means the segment is a single part.
+func splitParts(seg []rune) []int {
+	var cut []int
+	for j := 1; j < len(seg); j++ {
+		prev, cur := seg[j-1], seg[j]
+		switch {
+		case unicode.IsNumber(prev) != unicode.IsNumber(cur):
+		case unicode.IsLower(prev) && unicode.IsUpper(cur):
+		case unicode.IsUpper(prev) && unicode.IsUpper(cur) && j+1 < len(seg) && unicode.IsLower(seg[j+1]):
+		default:
+			continue
+		}
+		cut = append(cut, j)
+	}
+	return cut
+}

@@ -1,0 +1,167 @@
+package tokenize
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTokens(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"Empty", "", nil},
+		{"OnlyPunctuationAndEmoji", "😀 !!! — ¿? 🚀🚀 ©®", nil},
+		{"PlainWords", "Hello, World", []string{"hello", "world"}},
+		{"FullWidthAndIdeographicSpace", "ＤＳＨ　记忆", []string{"dsh", "记忆"}},
+		{"FullWidthPunctuationSeparates", "记忆，注入！ＡＢＣ", []string{"记忆", "注入", "abc"}},
+		{"CamelCase", "parseHTTPRequest", []string{"parsehttprequest", "parse", "http", "request"}},
+		{"PascalCase", "MemoryStore", []string{"memorystore", "memory", "store"}},
+		{"CapitalRunAtEnd", "loadJSON", []string{"loadjson", "load", "json"}},
+		{"LetterDigit", "sha256 v2", []string{"sha256", "sha", "256", "v2", "v", "2"}},
+		{"SnakeCase", "go_build", []string{"gobuild", "go", "build"}},
+		{"KebabCase", "dry-run", []string{"dryrun", "dry", "run"}},
+		{"ScreamingSnake", "MAX_TOKEN_LEN", []string{"maxtokenlen", "max", "token", "len"}},
+		{"DunderStaysOneSegment", "__init__", []string{"init"}},
+		{"Path", "/usr/local/bin/go_build.sh", []string{"usrlocalbingobuildsh", "usr", "local", "bin", "go", "build", "sh"}},
+		{"WindowsPath", `C:\Users\me`, []string{"cusersme", "c", "users", "me"}},
+		{"DottedName", "os.path.join", []string{"ospathjoin", "os", "path", "join"}},
+		{"CompoundWithCamelSegments", "getUser_byID", []string{"getuserbyid", "getuser", "get", "user", "byid", "by", "id"}},
+		{"Date", "2024-01-15", []string{"20240115", "2024", "01", "15"}},
+		{"SentenceDotThenSpaceIsNotCompound", "done. Next", []string{"done", "next"}},
+		{"TrailingConnector", "end. ", []string{"end"}},
+		{"CJKBigrams", "记忆注入", []string{"记忆", "忆注", "注入"}},
+		{"CJKTwoChars", "记忆", []string{"记忆"}},
+		{"CJKLoneChar", "我", []string{"我"}},
+		{"CJKLoneCharBetweenPunctuation", "好，我。", []string{"好", "我"}},
+		{"MixedCJKAndASCII", "修复DSH的记忆", []string{"修复", "dsh", "的记", "记忆"}},
+		{"DigitsSplitCJK", "第3章", []string{"第", "3", "章"}},
+		{"JapaneseKanaRun", "カタカナのテスト", []string{"カタ", "タカ", "カナ", "ナの", "のテ", "テス", "スト"}},
+		{"JapaneseProlongedMark", "メモリー", []string{"メモ", "モリ", "リー"}},
+		{"HalfwidthKatakana", "ﾒﾓﾘｰ", []string{"メモ", "モリ", "リー"}},
+		{"HalfwidthVoicedComposes", "ｶﾞｷﾞｸﾞ ﾊﾟﾝ ｳﾞ", []string{"ガギ", "ギグ", "パン", "ヴ"}},
+		{"KoreanHangul", "한국어 문장", []string{"한국", "국어", "문장"}},
+		{"LatinAccentsKept", "naïve café", []string{"naïve", "café"}},
+		{"CombiningMarkDropped", "e\u0301te\u0301", []string{"ete"}},
+		{"Ligature", "ﬁle", []string{"file"}},
+		{"CaseFoldOrbit", "ſtraße ΣΊΣΥΦΟΣ Kelvin", []string{"straße", "σίσυφοσ", "kelvin"}},
+		{"Cyrillic", "ПаМять", []string{"память", "па", "мять"}},
+		{"EmojiSeparates", "memory😀inject", []string{"memory", "inject"}},
+		{"Email", "dev@example.com", []string{"devexamplecom", "dev", "example", "com"}},
+		{"URLConnectorRun", "https://x.io/a_b", []string{"httpsxioab", "https", "x", "io", "a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Tokens(tt.in)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Tokens(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLongTokens(t *testing.T) {
+	t.Run("SegmentCut", func(t *testing.T) {
+		got := Tokens(strings.Repeat("a", 300))
+		if len(got) != 1 || got[0] != strings.Repeat("a", maxToken) {
+			t.Errorf("got %q, want one token of %d a's", got, maxToken)
+		}
+	})
+	t.Run("SegmentCutAtRuneBoundary", func(t *testing.T) {
+		got := Tokens("a" + strings.Repeat("é", 100)) // 1 + 200 bytes
+		if len(got) != 1 || len(got[0]) != maxToken-1 {
+			t.Errorf("got %d tokens, first %d bytes, want 1 token of %d bytes", len(got), len(got[0]), maxToken-1)
+		}
+	})
+	t.Run("CompoundDropped", func(t *testing.T) {
+		seg := strings.Repeat("x", 70)
+		got := Tokens(seg + "_" + seg)
+		if want := []string{seg, seg}; !slices.Equal(got, want) {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
+
+func TestIndexText(t *testing.T) {
+	got := IndexText("修复DSH的记忆 parseHTTP")
+	want := "修复 dsh 的记 记忆 parsehttp parse http"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestTerms(t *testing.T) {
+	got := Terms("go go_build GO build 记忆记忆")
+	want := []string{"go", "gobuild", "build", "记忆", "忆记"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestMatchQuery(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		mode Mode
+		want string
+	}{
+		{"AnyJoinsWithOR", "修复 DSH", Any, `"修复" OR "dsh"`},
+		{"AllJoinsWithAND", "修复 DSH", All, `"修复" AND "dsh"`},
+		{"AllCompoundOrSegments", "go_build.sh", All, `("gobuildsh" OR ("go" AND "build" AND "sh"))`},
+		{"AllCamelOrParts", "parseHTTP 记忆", All, `("parsehttp" OR ("parse" AND "http")) AND "记忆"`},
+		{"AllNested", "os.getEnv", All, `("osgetenv" OR ("os" AND ("getenv" OR ("get" AND "env"))))`},
+		{"AllDuplicatesRemoved", "x x 记忆 记忆", All, `"x" AND "记忆"`},
+		{"AnyCompoundTermsFlat", "go_build", Any, `"gobuild" OR "go" OR "build"`},
+		{"DuplicatesRemoved", "记忆 记忆 Memory memory", Any, `"记忆" OR "memory"`},
+		{"FTSOperatorsAreJustWords", `NOT near OR "x" AND`, Any, `"not" OR "near" OR "or" OR "x" OR "and"`},
+		{"EmptyWhenNoTokens", "?!… 😀", Any, ""},
+		{"EmptyInput", "", All, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MatchQuery(tt.in, tt.mode); got != tt.want {
+				t.Errorf("MatchQuery(%q) = %s, want %s", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeRune(t *testing.T) {
+	tests := []struct {
+		in, want string
+	}{
+		{"！～", "!~"},
+		{"\u3000\u00a0\u2003", "   "},
+		{"ｱｲｳ", "アイウ"},
+		{"ﾃﾞﾄﾞﾂﾞﾁﾞﾊﾞﾎﾟﾜﾞｦﾞ", "デドヅヂバポヷヺ"},
+		{"ｱﾞ", "ア\u3099"}, // no precomposed form: stays a (dropped) combining mark
+		{"ｯﾞ", "ッ\u3099"},
+		{"｡｢｣､･", "。「」、・"},
+		{"ﬀﬃﬅ", "ffffist"},
+		// The whole half-width block and every voiced pair, expected
+		// values from Python's unicodedata.normalize("NFKC", …).
+		{"｡｢｣､･ｦｧｨｩｪｫｬｭｮｯｰｱｲｳｴｵｶｷｸｹｺｻｼｽｾｿﾀﾁﾂﾃﾄﾅﾆﾇﾈﾉﾊﾋﾌﾍﾎﾏﾐﾑﾒﾓﾔﾕﾖﾗﾘﾙﾚﾛﾜﾝﾞﾟ", "。「」、・ヲァィゥェォャュョッーアイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワン\u3099\u309a"},
+		{"ｦﾞｳﾞｶﾞｷﾞｸﾞｹﾞｺﾞｻﾞｼﾞｽﾞｾﾞｿﾞﾀﾞﾁﾞﾂﾞﾃﾞﾄﾞﾊﾞﾊﾟﾋﾞﾋﾟﾌﾞﾌﾟﾍﾞﾍﾟﾎﾞﾎﾟﾜﾞ", "ヺヴガギグゲゴザジズゼゾダヂヅデドバパビピブプベペボポヷ"},
+	}
+	for _, tt := range tests {
+		var rs []rune
+		for _, r := range tt.in {
+			rs = normalizeRune(rs, r)
+		}
+		if got := string(rs); got != tt.want {
+			t.Errorf("normalize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+var benchText = strings.Repeat("我们的记忆注入逻辑需要修复：parseHTTPRequest 在 /usr/local/bin/go_build.sh 里调用 os.path.join，"+
+	"then the agent wrote `memory_store.Get(ctx, key)` and said 好的。", 20)
+
+func BenchmarkTokens(b *testing.B) {
+	b.SetBytes(int64(len(benchText)))
+	for b.Loop() {
+		Tokens(benchText)
+	}
+}
