@@ -1,0 +1,91 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+var benchWords = strings.Fields(`the memory engine log segment batch frame writer reader replay
+index summary workspace session checkpoint distiller projector recall search entry scope
+fix bug test build deploy config error retry timeout cache token file path function module
+package import export struct interface method value pointer slice map channel goroutine
+记忆 注入 修复 问题 会话 工作区 摘要 检索 日志 配置 错误 测试 构建 部署`)
+
+// benchEvent is a realistic ~300-byte event: ids, times and text vary.
+func benchEvent(rng *rand.Rand, i int) Envelope {
+	var sb strings.Builder
+	for sb.Len() < 150 {
+		sb.WriteString(benchWords[rng.Intn(len(benchWords))])
+		sb.WriteByte(' ')
+	}
+	data, _ := json.Marshal(map[string]string{"text": sb.String()})
+	return Envelope{
+		ID:      fmt.Sprintf("dsh:session-%08x:%d", rng.Uint32(), i),
+		Type:    Types[rng.Intn(4)+2],
+		Time:    fmt.Sprintf("2026-08-18T10:%02d:%02d.%03dZ", i/60000%60, i/1000%60, i%1000),
+		Session: "session-20260818-7f3a",
+		Cwd:     "/home/u/projects/dshmem",
+		Data:    data,
+	}
+}
+
+// BenchmarkAppend measures fsync'd group commit: many goroutines append
+// to one stream and each call returns after the fsync of its frame.
+func BenchmarkAppend(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		perCall int
+		par     int // goroutines per GOMAXPROCS
+	}{
+		{"1ev-x128", 1, 64},
+		{"1ev-x512", 1, 256},
+		{"16ev-x64", 16, 32},
+		{"64ev-x8", 64, 4},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rng := rand.New(rand.NewSource(1))
+			pool := make([]Envelope, 4096)
+			raw := 0
+			for i := range pool {
+				pool[i] = benchEvent(rng, i)
+				line, _ := Marshal(&Envelope{V: 1, Stream: "global", Seq: uint64(i + 1), ID: pool[i].ID, Type: pool[i].Type,
+					Time: pool[i].Time, Session: pool[i].Session, Cwd: pool[i].Cwd, Data: pool[i].Data})
+				raw += len(line) + 1
+			}
+			dir := b.TempDir()
+			l, err := OpenLog(dir, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var next atomic.Int64
+			b.SetParallelism(c.par)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				evs := make([]Envelope, c.perCall)
+				for pb.Next() {
+					n := int(next.Add(int64(c.perCall)))
+					for i := range evs {
+						evs[i] = pool[(n+i)%len(pool)]
+					}
+					if _, err := l.Append(context.Background(), "global", evs); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			events := float64(next.Load())
+			st, _ := l.Stats()
+			l.Close()
+			b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(st.Bytes)/events, "bytes/event")
+			b.ReportMetric(float64(raw)/float64(len(pool)), "json-bytes/event")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,0 +1,354 @@
+package events
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeBatches writes one Append (one batch) per group to a fresh log and
+// returns the log directory and all events.
+func writeBatches(t *testing.T, opts Options, groups ...int) (string, []Envelope) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openLog(t, dir, opts)
+	var all []Envelope
+	for _, n := range groups {
+		all = append(all, mustAppend(t, l, "global", testEvents(len(all), n))...)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, all
+}
+
+func brokenFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "global", "*"+brokenSuffix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// noSyncFS skips fsync, to keep tests that reopen a log hundreds of times
+// fast. Durability is not what they check.
+type noSyncFS struct{ OSFS }
+
+func (noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{f}, nil
+}
+
+type noSyncFile struct{ *os.File }
+
+func (noSyncFile) Sync() error { return nil }
+
+func TestTornTail(t *testing.T) {
+	t.Run("EveryOffsetOfLastBatch", func(t *testing.T) {
+		dir, all := writeBatches(t, Options{}, 3, 2, 4)
+		seg := segmentPaths(t, dir, "global")[0]
+		orig, _ := os.ReadFile(seg)
+		bs := readBatches(t, seg)
+		last := bs[len(bs)-1]
+		kept := all[:len(all)-int(last.Header.Count)]
+		for cut := last.Offset; cut < last.End; cut++ {
+			for _, b := range brokenFiles(t, dir) {
+				os.Remove(b)
+			}
+			torn := orig[:cut]
+			if err := os.WriteFile(seg, torn, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := OpenLog(dir, Options{FS: noSyncFS{}})
+			if err != nil {
+				t.Fatalf("cut at %d: OpenLog: %v", cut, err)
+			}
+			reps := l.Repairs()
+			if cut == last.Offset {
+				if len(reps) != 0 {
+					t.Fatalf("cut at a batch boundary: got repairs %v, want none", reps)
+				}
+			} else {
+				if len(reps) != 1 || reps[0].Offset != last.Offset || reps[0].Dropped != cut-last.Offset || reps[0].Segment != seg {
+					t.Fatalf("cut at %d: got repairs %+v, want one at offset %d dropping %d", cut, reps, last.Offset, cut-last.Offset)
+				}
+				b, err := os.ReadFile(reps[0].Broken)
+				if err != nil || !bytes.Equal(b, torn) {
+					t.Fatalf("cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
+				}
+			}
+			checkEvents(t, scanAll(t, l, "global", 1), kept)
+			if got := mustAppend(t, l, "global", testEvents(900, 1)); got[0].Seq != uint64(len(kept)+1) {
+				t.Fatalf("cut at %d: seq after repair: got %d, want %d", cut, got[0].Seq, len(kept)+1)
+			}
+			l.Close()
+			if p, err := Verify(dir); err != nil || len(p) != 0 {
+				t.Fatalf("cut at %d: Verify after repair and append: %v, %v", cut, p, err)
+			}
+		}
+	})
+
+	t.Run("EveryOffsetOfNewSegment", func(t *testing.T) {
+		// The last segment holds only its header and one batch, written
+		// together: a crash can leave any prefix of it.
+		dir, all := writeBatches(t, Options{SegmentSize: 1}, 3, 2)
+		segs := segmentPaths(t, dir, "global")
+		if len(segs) != 2 {
+			t.Fatalf("got %d segments, want 2", len(segs))
+		}
+		seg := segs[1]
+		orig, _ := os.ReadFile(seg)
+		// Drop the seal of the new segment (SegmentSize 1 seals every segment).
+		orig = orig[:len(orig)-recordFrameSize]
+		bs := readBatches(t, seg)
+		kept := all[:3]
+		for cut := 0; cut < len(orig); cut++ {
+			for _, b := range brokenFiles(t, dir) {
+				os.Remove(b)
+			}
+			if err := os.WriteFile(seg, orig[:cut], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := OpenLog(dir, Options{SegmentSize: 1, FS: noSyncFS{}})
+			if err != nil {
+				t.Fatalf("cut at %d: OpenLog: %v", cut, err)
+			}
+			reps := l.Repairs()
+			if cut == int(bs[0].Offset) {
+				// The stream header alone is a whole, empty segment.
+				if len(reps) != 0 {
+					t.Fatalf("cut after the stream header: got repairs %+v, want none", reps)
+				}
+			} else if len(reps) != 1 {
+				t.Fatalf("cut at %d: got repairs %+v, want one", cut, reps)
+			}
+			if cut > 0 && len(reps) > 0 {
+				b, err := os.ReadFile(reps[0].Broken)
+				if err != nil || !bytes.Equal(b, orig[:cut]) {
+					t.Fatalf("cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
+				}
+			}
+			checkEvents(t, scanAll(t, l, "global", 1), kept)
+			if got := mustAppend(t, l, "global", testEvents(900, 1)); got[0].Seq != 4 {
+				t.Fatalf("cut at %d: seq after repair: got %d, want 4", cut, got[0].Seq)
+			}
+			l.Close()
+			if p, err := Verify(dir); err != nil || len(p) != 0 {
+				t.Fatalf("cut at %d: Verify after repair and append: %v, %v", cut, p, err)
+			}
+			os.Remove(seg) // the append above recreated it
+		}
+	})
+
+	t.Run("VerifyReportsRepairable", func(t *testing.T) {
+		dir, _ := writeBatches(t, Options{}, 3, 2)
+		seg := segmentPaths(t, dir, "global")[0]
+		b, _ := os.ReadFile(seg)
+		os.WriteFile(seg, b[:len(b)-5], 0o644)
+		p, err := Verify(dir)
+		if err != nil || len(p) != 1 || !p[0].Repairable || p[0].Segment != seg {
+			t.Fatalf("Verify: got %v, %v; want one repairable problem in %s", p, err, seg)
+		}
+		reps, err := Repair(dir)
+		if err != nil || len(reps) != 1 || reps[0].Offset != p[0].Offset {
+			t.Fatalf("Repair: got %+v, %v", reps, err)
+		}
+		if p, err := Verify(dir); err != nil || len(p) != 0 {
+			t.Fatalf("Verify after Repair: got %v, %v", p, err)
+		}
+	})
+}
+
+func TestCorruption(t *testing.T) {
+	type flip struct {
+		name    string
+		opts    Options
+		seg     int  // index of the segment to damage
+		batch   int  // index of the batch in it; -1 for the stream header
+		inFrame bool // flip inside the data frame rather than the batch header
+	}
+	sealed := Options{SegmentSize: 1500}
+	for _, c := range []flip{
+		{"ActiveMiddleBatchFrame", Options{}, 0, 1, true},
+		{"ActiveMiddleBatchHeader", Options{}, 0, 1, false},
+		{"ActiveStreamHeader", Options{}, 0, -1, true},
+		{"SealedMiddleBatchFrame", sealed, 0, 1, true},
+		{"SealedLastBatchFrame", sealed, 0, 2, true},
+		{"SealedStreamHeader", sealed, 0, -1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := writeBatches(t, c.opts, 3, 3, 3, 3, 3, 3, 3, 3)
+			segs := segmentPaths(t, dir, "global")
+			if c.opts.SegmentSize > 0 && len(segs) < 2 {
+				t.Fatalf("got %d segments, want ≥ 2", len(segs))
+			}
+			seg := segs[c.seg]
+			bs := readBatches(t, seg)
+			if len(bs) < 3 {
+				t.Fatalf("segment has %d batches, want ≥ 3", len(bs))
+			}
+			var off, at int64
+			if c.batch < 0 {
+				off, at = 0, bs[0].Offset/2
+			} else {
+				b := bs[c.batch]
+				off, at = b.Offset, b.Offset+20
+				if c.inFrame {
+					at = b.Offset + recordFrameSize + int64(b.Header.Length)/2
+				}
+			}
+			orig, _ := os.ReadFile(seg)
+			damaged := bytes.Clone(orig)
+			damaged[at] ^= 0x40
+			os.WriteFile(seg, damaged, 0o644)
+
+			problems, err := Verify(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range problems {
+				if p.Segment == seg && p.Offset == off && !p.Repairable {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("Verify: got %v, want a problem in %s at offset %d", problems, seg, off)
+			}
+
+			_, err = OpenLog(dir, Options{})
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off || !strings.Contains(err.Error(), "dshmem verify") {
+				t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
+			}
+			if _, err := Repair(dir); !errors.As(err, &ce) {
+				t.Fatalf("Repair: got %v, want a *CorruptError", err)
+			}
+			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
+				t.Fatal("the damaged segment was changed")
+			}
+			if b := brokenFiles(t, dir); len(b) != 0 {
+				t.Fatalf("got .broken files %v for corruption", b)
+			}
+		})
+	}
+}
+
+func TestSplicedBatches(t *testing.T) {
+	dir, _ := writeBatches(t, Options{}, 2, 2, 2, 2, 2)
+	seg := segmentPaths(t, dir, "global")[0]
+	orig, _ := os.ReadFile(seg)
+	bs := readBatches(t, seg)
+	head := orig[:bs[0].Offset]
+	for _, c := range []struct {
+		name  string
+		order []int
+		want  []string // message fragment per problem, in order, at the offset of the batch
+		at    []int    // position in order of the batch each problem is reported at
+	}{
+		{"Missing", []int{0, 1, 3, 4}, []string{"missing events: seqs 5..6"}, []int{2}},
+		{"Duplicated", []int{0, 1, 2, 2, 3, 4}, []string{"duplicated or reordered"}, []int{3}},
+		{"Reordered", []int{0, 1, 3, 2, 4}, []string{"missing events: seqs 5..6", "duplicated or reordered"}, []int{2, 3}},
+		{"FirstMissing", []int{1, 2, 3, 4}, []string{"missing events: seqs 1..2"}, []int{0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := t.TempDir()
+			copyDir(t, dir, d)
+			spliced := bytes.Clone(head)
+			var offs []int64
+			for _, i := range c.order {
+				offs = append(offs, int64(len(spliced)))
+				spliced = append(spliced, orig[bs[i].Offset:bs[i].End]...)
+			}
+			p := filepath.Join(d, "global", filepath.Base(seg))
+			os.WriteFile(p, spliced, 0o644)
+			problems, err := Verify(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(problems) != len(c.want) {
+				t.Fatalf("Verify: got %v, want %d problems", problems, len(c.want))
+			}
+			for i, pr := range problems {
+				if pr.Segment != p || pr.Offset != offs[c.at[i]] || !strings.Contains(pr.Msg, c.want[i]) {
+					t.Errorf("problem %d: got %v, want %q at offset %d", i, pr, c.want[i], offs[c.at[i]])
+				}
+			}
+			if _, err := OpenLog(d, Options{}); err == nil {
+				t.Fatal("OpenLog of a spliced segment: got no error")
+			}
+		})
+	}
+
+	t.Run("MissingSegment", func(t *testing.T) {
+		d, _ := writeBatches(t, Options{SegmentSize: 1}, 2, 2, 2)
+		segs := segmentPaths(t, d, "global")
+		os.Remove(segs[1])
+		problems, err := Verify(d)
+		if err != nil || len(problems) != 1 || problems[0].Segment != segs[2] || problems[0].Offset != 0 ||
+			!strings.Contains(problems[0].Msg, "missing events: seqs 3..4") {
+			t.Fatalf("Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
+		}
+	})
+
+	t.Run("SwappedSegments", func(t *testing.T) {
+		// Same seqs, other content: the chain across segments breaks.
+		d1, _ := writeBatches(t, Options{SegmentSize: 1}, 2, 2, 2)
+		d2 := t.TempDir()
+		l := openLog(t, d2, Options{SegmentSize: 1})
+		for i := 0; i < 3; i++ {
+			mustAppend(t, l, "global", testEvents(500+i*2, 2))
+		}
+		l.Close()
+		s1, s2 := segmentPaths(t, d1, "global"), segmentPaths(t, d2, "global")
+		b, _ := os.ReadFile(s2[1])
+		os.WriteFile(s1[1], b, 0o644)
+		problems, err := Verify(d1)
+		if err != nil || len(problems) != 2 || problems[0].Segment != s1[1] || problems[1].Segment != s1[2] {
+			t.Fatalf("Verify: got %v, %v; want chain breaks at %s and %s", problems, err, s1[1], s1[2])
+		}
+		for _, p := range problems {
+			if !strings.Contains(p.Msg, "prev hash") {
+				t.Fatalf("got %v, want a prev hash mismatch", p)
+			}
+		}
+	})
+}
+
+func TestVerifyEnvelopes(t *testing.T) {
+	// A frame that passes its checksum but holds a bad envelope can only
+	// come from a buggy writer; Verify must still name it.
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{})
+	mustAppend(t, l, "global", testEvents(0, 2))
+	l.Close()
+	seg := segmentPaths(t, dir, "global")[0]
+	bs := readBatches(t, seg)
+	orig, _ := os.ReadFile(seg)
+	for _, c := range []struct{ name, content, want string }{
+		{"BadJSON", "{\"v\":1,\"stream\":\"global\",\"seq\":3,\"id\":\"x\"\n", "decode envelope"},
+		{"WrongSeq", "{\"v\":1,\"stream\":\"global\",\"seq\":9,\"id\":\"x\",\"type\":\"t\",\"time\":\"t\"}\n", "has seq 9, want 3"},
+		{"WrongStream", "{\"v\":1,\"stream\":\"other\",\"seq\":3,\"id\":\"x\",\"type\":\"t\",\"time\":\"t\"}\n", `names stream "other"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frame := sharedEncoder().EncodeAll([]byte(c.content), nil)
+			h := BatchHeader{FirstSeq: 3, Count: 1, Length: uint32(len(frame)), Prev: bs[0].Header.Hash()}
+			h.Checksum = sha256.Sum256(frame)
+			b := appendRecord(bytes.Clone(orig), h, kindBatch)
+			b = append(b, frame...)
+			os.WriteFile(seg, b, 0o644)
+			problems, err := Verify(dir)
+			if err != nil || len(problems) != 1 || problems[0].Offset != int64(len(orig)) || !strings.Contains(problems[0].Msg, c.want) {
+				t.Fatalf("Verify: got %v, %v; want %q at offset %d", problems, err, c.want, len(orig))
+			}
+		})
+	}
+}

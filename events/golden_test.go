@@ -1,0 +1,197 @@
+package events
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Golden segments: a log written once by this version and committed.
+// Every later version must read it exactly. Regenerate (only when the
+// format changes on purpose) with:
+//
+//	go test ./events -run TestGolden -update
+var update = flag.Bool("update", false, "rewrite testdata/segments from this version's writer")
+
+const goldenDir = "../testdata/segments"
+
+var goldenStreams = []string{"global", "ws-3f1a2b3c4d5e6f708192"}
+
+func writeGolden(t *testing.T) {
+	t.Helper()
+	logDir := filepath.Join(goldenDir, "log")
+	if err := os.RemoveAll(logDir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLog(logDir, Options{SegmentSize: 2048, MaxBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expected bytes.Buffer
+	for si, stream := range goldenStreams {
+		for call := 0; call < 8; call++ {
+			evs := testEvents(si*1000+call*3, 1+call%3)
+			for _, e := range mustAppend(t, l, stream, evs) {
+				expected.WriteString(marshalLine(t, e) + "\n")
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(goldenDir, "expected.jsonl"), expected.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Regression files for the reader, cut from a three-batch segment.
+	tmp := t.TempDir()
+	l, err = OpenLog(tmp, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		mustAppend(t, l, "global", testEvents(i*2, 2))
+	}
+	l.Close()
+	seg := segmentPaths(t, tmp, "global")[0]
+	b, _ := os.ReadFile(seg)
+	bs := readBatches(t, seg)
+	mid := bs[1]
+	torn := b[:mid.Offset+recordFrameSize+int64(mid.Header.Length)/2]
+	corrupt := bytes.Clone(b)
+	corrupt[mid.Offset+recordFrameSize+int64(mid.Header.Length)/2] ^= 0x01
+	for name, data := range map[string][]byte{
+		"three-batches.jsonl.zst":     b,
+		"torn-mid-batch.jsonl.zst":    torn,
+		"flipped-mid-batch.jsonl.zst": corrupt,
+	} {
+		if err := os.WriteFile(filepath.Join(goldenDir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestGolden(t *testing.T) {
+	if *update {
+		writeGolden(t)
+	}
+	want, err := os.ReadFile(filepath.Join(goldenDir, "expected.jsonl"))
+	if err != nil {
+		t.Fatalf("read golden file (generate with -update): %v", err)
+	}
+	dir := t.TempDir()
+	copyDir(t, filepath.Join(goldenDir, "log"), dir)
+	l := openLog(t, dir, Options{})
+	if got := strings.Join(l.Streams(), ","); got != strings.Join(goldenStreams, ",") {
+		t.Fatalf("Streams: got %s, want %v", got, goldenStreams)
+	}
+	var got bytes.Buffer
+	for _, stream := range goldenStreams {
+		if n := len(segmentPaths(t, dir, stream)); n < 2 {
+			t.Fatalf("stream %s: %d segments, want several", stream, n)
+		}
+		for _, e := range scanAll(t, l, stream, 1) {
+			got.WriteString(marshalLine(t, e) + "\n")
+		}
+	}
+	if got.String() != string(want) {
+		t.Fatalf("golden log: got\n%s\nwant\n%s", got.String(), want)
+	}
+	if len(l.Repairs()) != 0 {
+		t.Fatalf("golden log needed repairs: %v", l.Repairs())
+	}
+	if p, err := Verify(filepath.Join(goldenDir, "log")); err != nil || len(p) != 0 {
+		t.Fatalf("Verify golden log: got %v, %v", p, err)
+	}
+	// The raw lines are byte for byte what the writer produced.
+	var raw bytes.Buffer
+	for _, stream := range goldenStreams {
+		for _, p := range segmentPaths(t, dir, stream) {
+			f, _ := os.Open(p)
+			r := NewReader(bufio.NewReader(f))
+			for {
+				b, err := r.NextRaw()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, line := range b.Lines {
+					raw.Write(line)
+					raw.WriteByte('\n')
+				}
+			}
+			f.Close()
+		}
+	}
+	if raw.String() != string(want) {
+		t.Fatal("raw lines differ from expected.jsonl")
+	}
+}
+
+// TestReaderFiles reads the regression segments in testdata/segments.
+func TestReaderFiles(t *testing.T) {
+	for _, c := range []struct {
+		file        string
+		wantBatches int
+		wantErr     string // "", "torn", "corrupt"
+	}{
+		{"three-batches.jsonl.zst", 3, ""},
+		{"torn-mid-batch.jsonl.zst", 1, "torn"},
+		{"flipped-mid-batch.jsonl.zst", 2, "corrupt"},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(goldenDir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r := NewReader(f)
+			var (
+				batches  int
+				lastEnd  int64
+				gotErr   string
+				errAtEnd int64 = -1
+			)
+			for {
+				b, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				var ce *CorruptError
+				if errors.Is(err, ErrTornTail) {
+					gotErr, errAtEnd = "torn", r.Offset()
+					break
+				}
+				if errors.As(err, &ce) {
+					gotErr, errAtEnd = "corrupt", ce.Offset
+					if ce.Offset != lastEnd {
+						t.Fatalf("corruption at offset %d, want %d (end of the last good batch)", ce.Offset, lastEnd)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(b.Events) != int(b.Header.Count) {
+					t.Fatalf("batch at %d: got %d events, header says %d", b.Offset, len(b.Events), b.Header.Count)
+				}
+				batches++
+				lastEnd = b.End
+			}
+			if batches != c.wantBatches || gotErr != c.wantErr {
+				t.Fatalf("got %d batches and error %q, want %d and %q", batches, gotErr, c.wantBatches, c.wantErr)
+			}
+			if gotErr == "torn" && errAtEnd != lastEnd {
+				t.Fatalf("torn tail at %d, want %d", errAtEnd, lastEnd)
+			}
+		})
+	}
+}

@@ -1,0 +1,396 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// Options configure a Log. The zero value works.
+type Options struct {
+	SegmentSize int64 // roll threshold in bytes; 0 → 64 MiB
+	MaxBatch    int   // max events per frame (batch); 0 → 1024
+	FS          FS    // fault seam; nil → the OS file system
+}
+
+func (o Options) withDefaults() Options {
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = 64 << 20
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 1024
+	}
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	return o
+}
+
+// Repaired describes one torn tail cut off by OpenLog or Repair.
+type Repaired struct {
+	Segment string // path of the segment
+	Offset  int64  // length the segment was truncated to (0: the segment was removed)
+	Dropped int64  // bytes cut off
+	Broken  string // path of the copy of the original segment
+}
+
+// LogStats summarizes a log.
+type LogStats struct {
+	Streams  int
+	Events   uint64
+	Segments int
+	Bytes    int64 // committed bytes of all segments
+}
+
+// Log is a directory of streams, each a sequence of segments. It is safe
+// for concurrent use. Only one Log may write a directory at a time.
+type Log struct {
+	dir  string
+	opts Options
+	fs   FS
+
+	mu      sync.Mutex
+	streams map[string]*stream
+	closed  bool
+	repairs []Repaired
+}
+
+// OpenLog opens (creating if needed) the log in dir. It checks the last
+// segment of every stream, cuts off torn tails (keeping a .broken copy)
+// and refuses to open a log with corruption.
+func OpenLog(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, streams: map[string]*stream{}}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	names, err := listStreams(l.fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	for _, name := range names {
+		rec, err := recoverStream(l.fs, dir, name)
+		l.repairs = append(l.repairs, rec.repairs...)
+		if err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				return nil, fmt.Errorf("open log %s: stream %s is corrupt (%w); run `dshmem verify` to list every problem", dir, name, err)
+			}
+			return nil, fmt.Errorf("open log %s: stream %s: %w", dir, name, err)
+		}
+		s := l.newStream(name)
+		s.segs = rec.segs
+		s.lastSeq = rec.next - 1
+		s.lastHash = rec.last
+		s.initWriter(rec)
+		l.streams[name] = s
+	}
+	return l, nil
+}
+
+// listStreams returns the stream directories of a log directory, sorted.
+func listStreams(fsys FS, dir string) ([]string, error) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && ValidStream(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// recovered is the state of a stream after recovery.
+type recovered struct {
+	segs    []segRef // sealed flags set; the last one's size is its committed size
+	next    uint64   // next seq to assign
+	last    [32]byte // hash of the last batch
+	events  uint32   // events in the last (active) segment, if unsealed
+	repairs []Repaired
+}
+
+// recoverStream finds the end of a stream. It walks every segment,
+// checking frame checksums, seq order and the hash chain without decoding
+// JSON (sha256 runs at disk speed), and cuts off a torn tail of the last
+// segment. Corruption anywhere is returned, never repaired.
+func recoverStream(fsys FS, dir, name string) (recovered, error) {
+	var rec recovered
+	sdir := filepath.Join(dir, name)
+	segs, err := listSegments(fsys, sdir)
+	if err != nil {
+		return rec, err
+	}
+	state := segState{next: 1, torn: -1}
+	for i := 0; i < len(segs); i++ {
+		seg := segs[i]
+		prev := state.last
+		st, err := walkSegment(fsys, seg, walkOpts{
+			stream: name, skipBelow: ^uint64(0), expNext: state.next, expPrev: &prev,
+			report: func(ce *CorruptError) error { return ce },
+		})
+		if err != nil {
+			return rec, err
+		}
+		last := i == len(segs)-1
+		switch {
+		case st.torn >= 0 && !last:
+			return rec, &CorruptError{Segment: seg.path, Offset: st.torn, Err: errors.New("incomplete or damaged batch at the end of a segment that is not the last one")}
+		case !st.sealed && !last:
+			return rec, &CorruptError{Segment: seg.path, Offset: st.end, Err: errors.New("segment is not sealed but is not the last one")}
+		case st.torn >= 0:
+			r, err := cutTornTail(fsys, seg, st.torn)
+			if err != nil {
+				return rec, err
+			}
+			rec.repairs = append(rec.repairs, r)
+			if st.torn == 0 {
+				// Not even the stream header was whole: the segment is gone.
+				segs = segs[:i]
+				continue
+			}
+			segs[i].size = st.torn
+		}
+		segs[i].sealed = st.sealed
+		state = st
+	}
+	rec.segs, rec.next, rec.last = segs, state.next, state.last
+	if n := len(segs); n > 0 && !segs[n-1].sealed {
+		rec.events = uint32(state.next - segs[n-1].first)
+	}
+	return rec, nil
+}
+
+// cutTornTail copies a segment to a .broken file, then truncates it to
+// off (removing it when off is 0: nothing of it was whole), with fsyncs
+// so that the cut is durable before anything is appended after it.
+func cutTornTail(fsys FS, seg segRef, off int64) (Repaired, error) {
+	r := Repaired{Segment: seg.path, Offset: off, Dropped: seg.size - off}
+	dir := filepath.Dir(seg.path)
+	if seg.size > 0 {
+		broken, err := saveBroken(fsys, seg.path)
+		if err != nil {
+			return r, err
+		}
+		r.Broken = broken
+	}
+	if off == 0 {
+		if err := fsys.Remove(seg.path); err != nil {
+			return r, fmt.Errorf("remove torn segment %s: %w", seg.path, err)
+		}
+	} else {
+		f, err := fsys.OpenFile(seg.path, os.O_RDWR, 0)
+		if err != nil {
+			return r, fmt.Errorf("truncate segment %s: %w", seg.path, err)
+		}
+		err = f.Truncate(off)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return r, fmt.Errorf("truncate segment %s: %w", seg.path, err)
+		}
+	}
+	if err := syncDir(fsys, dir); err != nil {
+		return r, fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return r, nil
+}
+
+// saveBroken copies path to path.broken (or path.broken.N if that exists)
+// and fsyncs the copy.
+func saveBroken(fsys FS, path string) (string, error) {
+	src, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return "", fmt.Errorf("copy torn segment %s: %w", path, err)
+	}
+	defer src.Close()
+	for i := 1; ; i++ {
+		dst := path + brokenSuffix
+		if i > 1 {
+			dst = fmt.Sprintf("%s%s.%d", path, brokenSuffix, i)
+		}
+		out, err := fsys.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("copy torn segment %s: %w", path, err)
+		}
+		_, err = copyFile(out, src)
+		if err == nil {
+			err = out.Sync()
+		}
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("copy torn segment %s to %s: %w", path, dst, err)
+		}
+		return dst, nil
+	}
+}
+
+func copyFile(dst File, src File) (int64, error) {
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		k, err := src.ReadAt(buf, n)
+		if k > 0 {
+			if _, werr := dst.Write(buf[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, err
+		}
+	}
+}
+
+// Repairs returns the torn tails OpenLog cut off.
+func (l *Log) Repairs() []Repaired {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Repaired(nil), l.repairs...)
+}
+
+// Dir is the directory of the log.
+func (l *Log) Dir() string { return l.dir }
+
+// Streams returns the names of the streams that hold events, sorted.
+func (l *Log) Streams() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for name, s := range l.streams {
+		if s.LastSeq() > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LastSeq is the seq of the last durable event of the stream (0 if none).
+func (l *Log) LastSeq(stream string) uint64 {
+	l.mu.Lock()
+	s := l.streams[stream]
+	l.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	return s.LastSeq()
+}
+
+// Stats counts the streams, events, segments and committed bytes.
+func (l *Log) Stats() (LogStats, error) {
+	l.mu.Lock()
+	streams := make([]*stream, 0, len(l.streams))
+	for _, s := range l.streams {
+		streams = append(streams, s)
+	}
+	l.mu.Unlock()
+	var st LogStats
+	for _, s := range streams {
+		segs, last := s.snapshot()
+		if last == 0 {
+			continue
+		}
+		st.Streams++
+		st.Events += last
+		st.Segments += len(segs)
+		for _, seg := range segs {
+			st.Bytes += seg.size
+		}
+	}
+	return st, nil
+}
+
+// Scan calls fn for every durable event of the stream with Seq ≥ fromSeq,
+// in order, as of the moment Scan starts. Segments wholly below fromSeq
+// are skipped by their names and batches below it are not decoded. An
+// error from fn stops the scan and is returned as is; damage is returned
+// as a *CorruptError.
+func (l *Log) Scan(stream string, fromSeq uint64, fn func(Envelope) error) error {
+	l.mu.Lock()
+	s := l.streams[stream]
+	l.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	segs, lastSeq := s.snapshot()
+	if fromSeq == 0 {
+		fromSeq = 1
+	}
+	if fromSeq > lastSeq || len(segs) == 0 {
+		return nil
+	}
+	start := sort.Search(len(segs), func(i int) bool { return segs[i].first > fromSeq }) - 1
+	if start < 0 {
+		start = 0
+	}
+	var (
+		expNext uint64
+		expPrev *[32]byte
+		stop    = errors.New("stop")
+		fnErr   error
+	)
+	if start == 0 {
+		var zero [32]byte
+		expNext, expPrev = 1, &zero
+	}
+	for i := start; i < len(segs); i++ {
+		seg := segs[i]
+		st, err := walkSegment(l.fs, seg, walkOpts{
+			stream: stream, decode: true, skipBelow: fromSeq,
+			expNext: expNext, expPrev: expPrev,
+			report: func(ce *CorruptError) error { return ce },
+			onBatch: func(b Batch) error {
+				for _, e := range b.Events {
+					if e.Seq < fromSeq {
+						continue
+					}
+					if e.Seq > lastSeq {
+						return stop
+					}
+					if err := fn(e); err != nil {
+						fnErr = err
+						return stop
+					}
+				}
+				return nil
+			},
+		})
+		if err == stop {
+			return fnErr
+		}
+		if err != nil {
+			return fmt.Errorf("scan stream %s: %w", stream, err)
+		}
+		if st.torn >= 0 {
+			return fmt.Errorf("scan stream %s: %w", stream, &CorruptError{Segment: seg.path, Offset: st.torn, Err: ErrTornTail})
+		}
+		if i < len(segs)-1 && !st.sealed {
+			return fmt.Errorf("scan stream %s: %w", stream, &CorruptError{Segment: seg.path, Offset: st.end, Err: errors.New("segment is not sealed but is not the last one")})
+		}
+		if st.next > lastSeq {
+			return nil
+		}
+		expNext, expPrev = st.next, &st.last
+	}
+	return fmt.Errorf("scan stream %s: %w: log ends at seq %d, but seq %d was acknowledged", stream, ErrChain, expNext-1, lastSeq)
+}

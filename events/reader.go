@@ -1,0 +1,339 @@
+package events
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Batch is one durable append batch: a batch header and its data frame.
+type Batch struct {
+	Offset int64 // byte offset of the batch header frame in the segment
+	End    int64 // byte offset just past the data frame
+	Header BatchHeader
+	// Events are the decoded envelopes (nil for NextRaw and for batches
+	// skipped below a start seq).
+	Events []Envelope
+	// Lines are the raw JSON lines without their newline. They alias an
+	// internal buffer and are valid only until the next call to Next.
+	Lines [][]byte
+}
+
+// Reader reads a segment batch by batch. It never decodes events from a
+// frame before the frame's checksum was verified: the batch header gives
+// the frame's length, the whole frame is read, hashed and then decoded
+// with DecodeAll (which also checks zstd's own content checksum).
+//
+// Next returns io.EOF at a clean end, ErrTornTail when the input ends in
+// an incomplete or damaged batch with nothing valid after it, and a
+// *CorruptError for a damaged frame followed by valid data. After a
+// *CorruptError, Next resumes at the next valid frame, so a verifier can
+// list every problem; io.EOF and ErrTornTail are final.
+type Reader struct {
+	src *bufio.Reader
+	off int64
+
+	headerDone bool
+	header     StreamHeader
+	headerPrev [32]byte
+	headerErr  error
+
+	sealed bool
+	seal   Seal
+
+	err error // final error
+
+	rec     [recordFrameSize]byte
+	frame   []byte
+	content []byte
+	lines   [][]byte
+
+	// skipBelow makes Next skip decoding batches whose last seq is below it.
+	skipBelow uint64
+}
+
+// NewReader returns a Reader that reads a segment from r.
+func NewReader(r io.Reader) *Reader {
+	br, ok := r.(*bufio.Reader)
+	if !ok || br.Size() < 2*maxHeaderFrame {
+		br = bufio.NewReaderSize(r, 256<<10)
+	}
+	return &Reader{src: br}
+}
+
+var (
+	decoderOnce   sync.Once
+	decoder       *zstd.Decoder // batch frames, after their sha256 matched
+	headerDecoder *zstd.Decoder // stream header frames, checked only by XXH64
+)
+
+func sharedDecoder() *zstd.Decoder {
+	decoderOnce.Do(func() {
+		var err error
+		decoder, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithDecoderMaxMemory(maxDecoded))
+		if err != nil {
+			panic(err) // only bad options fail
+		}
+		// A damaged header frame may claim any content size; DecodeAll
+		// would allocate it up front. A header line is small.
+		headerDecoder, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(maxHeaderFrame),
+			zstd.WithDecoderMaxWindow(1<<20))
+		if err != nil {
+			panic(err)
+		}
+	})
+	return decoder
+}
+
+// Offset is the offset just past the last frame consumed. After
+// ErrTornTail it is where the torn tail starts: the length to truncate to.
+func (r *Reader) Offset() int64 { return r.off }
+
+// Header returns the segment's stream header, reading it if needed.
+func (r *Reader) Header() (StreamHeader, error) {
+	if !r.headerDone {
+		if err := r.readHeader(); err != nil {
+			return StreamHeader{}, err
+		}
+	}
+	return r.header, r.headerErr
+}
+
+// Seal returns the segment's seal record once one was read.
+func (r *Reader) Seal() (Seal, bool) { return r.seal, r.sealed }
+
+// Next returns the next batch with its events decoded.
+func (r *Reader) Next() (Batch, error) { return r.next(true) }
+
+// NextRaw returns the next batch with only its raw lines: the checksum
+// is verified, the JSON is not decoded. It is the fast path for readers
+// that copy or index lines.
+func (r *Reader) NextRaw() (Batch, error) { return r.next(false) }
+
+func (r *Reader) readHeader() error {
+	r.headerDone = true
+	peek, perr := r.src.Peek(maxHeaderFrame)
+	n, err := zstdFrameEnd(peek)
+	if errors.Is(err, errShort) {
+		if perr != nil { // input really ends here
+			if perr != io.EOF && perr != bufio.ErrBufferFull {
+				r.err = fmt.Errorf("read segment header: %w", perr)
+				return r.err
+			}
+			return r.torn(r.off)
+		}
+		err = errors.New("stream header frame too large")
+	}
+	if err != nil {
+		return r.badHeader(fmt.Errorf("stream header frame: %w", err))
+	}
+	frame := bytes.Clone(peek[:n])
+	sharedDecoder()
+	content, derr := headerDecoder.DecodeAll(frame, nil)
+	if derr != nil {
+		return r.badHeader(fmt.Errorf("stream header frame: %w: %v", ErrChecksum, derr))
+	}
+	h, prev, herr := decodeStreamHeader(content)
+	if herr != nil {
+		// The frame is intact, so the position is trustworthy: report and go on.
+		_, _ = r.src.Discard(n)
+		r.off = int64(n)
+		r.headerErr = &CorruptError{Offset: 0, Err: herr}
+		return r.headerErr
+	}
+	_, _ = r.src.Discard(n)
+	r.off = int64(n)
+	r.header, r.headerPrev = h, prev
+	return nil
+}
+
+func (r *Reader) badHeader(cause error) error {
+	first, _ := r.src.ReadByte()
+	err := r.bad(0, []byte{first}, cause)
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		r.headerErr = ce
+	}
+	return err
+}
+
+func (r *Reader) next(decode bool) (Batch, error) {
+	if r.err != nil {
+		return Batch{}, r.err
+	}
+	if !r.headerDone {
+		if err := r.readHeader(); err != nil {
+			return Batch{}, err
+		}
+	}
+	for {
+		off := r.off
+		n, err := io.ReadFull(r.src, r.rec[:])
+		switch {
+		case n == 0 && err == io.EOF:
+			r.err = io.EOF
+			return Batch{}, io.EOF
+		case err == io.ErrUnexpectedEOF:
+			return Batch{}, r.torn(off)
+		case err != nil:
+			r.err = fmt.Errorf("read segment at offset %d: %w", off, err)
+			return Batch{}, r.err
+		}
+		if r.sealed {
+			return Batch{}, r.bad(off, bytes.Clone(r.rec[:]), errors.New("data after the seal"))
+		}
+		h, kind, perr := parseRecord(r.rec[:])
+		if perr != nil {
+			return Batch{}, r.bad(off, bytes.Clone(r.rec[:]), perr)
+		}
+		if kind == kindSeal {
+			r.sealed = true
+			r.seal = Seal{FirstSeq: h.FirstSeq, Count: h.Count, Last: h.Prev}
+			r.off += recordFrameSize
+			continue
+		}
+		if err := r.readFrame(int(h.Length)); err != nil {
+			if err == io.ErrUnexpectedEOF || err == io.EOF {
+				return Batch{}, r.torn(off)
+			}
+			r.err = fmt.Errorf("read segment at offset %d: %w", off, err)
+			return Batch{}, r.err
+		}
+		if sha256.Sum256(r.frame) != h.Checksum {
+			consumed := append(bytes.Clone(r.rec[:]), r.frame...)
+			return Batch{}, r.bad(off, consumed, fmt.Errorf("batch at seq %d: %w", h.FirstSeq, ErrChecksum))
+		}
+		r.off = off + recordFrameSize + int64(h.Length)
+		b := Batch{Offset: off, End: r.off, Header: h}
+		if r.skipBelow > 0 && h.LastSeq() < r.skipBelow {
+			return b, nil
+		}
+		return r.decodeBatch(b, decode)
+	}
+}
+
+// decodeBatch decompresses a verified frame and splits (and decodes) its
+// lines. A failure here is reported at the batch's offset; the reader's
+// position is already past the batch, so reading goes on.
+func (r *Reader) decodeBatch(b Batch, decode bool) (Batch, error) {
+	h := b.Header
+	corrupt := func(err error) (Batch, error) {
+		return Batch{}, &CorruptError{Offset: b.Offset, Err: fmt.Errorf("batch at seq %d: %w", h.FirstSeq, err)}
+	}
+	content, err := sharedDecoder().DecodeAll(r.frame, r.content[:0])
+	if err != nil {
+		return corrupt(fmt.Errorf("decompress: %w", err))
+	}
+	r.content = content
+	if len(content) == 0 || content[len(content)-1] != '\n' {
+		return corrupt(errors.New("frame does not end with a newline"))
+	}
+	r.lines = r.lines[:0]
+	for rest := content; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		r.lines = append(r.lines, rest[:i])
+		rest = rest[i+1:]
+	}
+	if uint64(len(r.lines)) != uint64(h.Count) {
+		return corrupt(fmt.Errorf("header says %d events, frame holds %d lines", h.Count, len(r.lines)))
+	}
+	b.Lines = r.lines
+	if !decode {
+		return b, nil
+	}
+	b.Events = make([]Envelope, len(r.lines))
+	for i, line := range r.lines {
+		e, err := Unmarshal(line)
+		if err != nil {
+			return corrupt(fmt.Errorf("line %d: %w", i+1, err))
+		}
+		if want := h.FirstSeq + uint64(i); e.Seq != want {
+			return corrupt(fmt.Errorf("line %d has seq %d, want %d", i+1, e.Seq, want))
+		}
+		b.Events[i] = e
+	}
+	return b, nil
+}
+
+// readFrame reads n bytes into r.frame, growing the buffer only as data
+// arrives so that a damaged length cannot force a huge allocation.
+func (r *Reader) readFrame(n int) error {
+	r.frame = r.frame[:0]
+	for len(r.frame) < n {
+		chunk := min(n-len(r.frame), 1<<20)
+		start := len(r.frame)
+		r.frame = append(r.frame, make([]byte, chunk)...)
+		if _, err := io.ReadFull(r.src, r.frame[start:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reader) torn(off int64) error {
+	r.off = off
+	r.err = ErrTornTail
+	return ErrTornTail
+}
+
+// bad handles a damaged frame starting at off, whose bytes read so far
+// are consumed. It reads the rest of the input and looks for a valid
+// frame after off: if there is one the damage is corruption and reading
+// resumes there; if not, the damage is a torn tail.
+func (r *Reader) bad(off int64, consumed []byte, cause error) error {
+	rest, err := io.ReadAll(r.src)
+	if err != nil {
+		r.err = fmt.Errorf("read segment after offset %d: %w", off, err)
+		return r.err
+	}
+	tail := append(consumed[1:len(consumed):len(consumed)], rest...)
+	i := findValid(tail)
+	if i < 0 {
+		return r.torn(off)
+	}
+	r.src = bufio.NewReader(bytes.NewReader(tail[i:]))
+	r.off = off + 1 + int64(i)
+	r.sealed = false
+	return &CorruptError{Offset: off, Err: cause}
+}
+
+var magicBytes = binary.LittleEndian.AppendUint32(nil, skippableMagic)
+
+// findValid returns the index of the first complete, valid record frame
+// in b (a batch whose data frame matches its checksum, or a seal), or -1.
+func findValid(b []byte) int {
+	for i := 0; i+recordFrameSize <= len(b); {
+		j := bytes.Index(b[i:], magicBytes)
+		if j < 0 {
+			return -1
+		}
+		p := i + j
+		if p+recordFrameSize > len(b) {
+			return -1
+		}
+		h, kind, err := parseRecord(b[p : p+recordFrameSize])
+		if err == nil {
+			if kind == kindSeal {
+				return p
+			}
+			end := p + recordFrameSize + int(h.Length)
+			if end <= len(b) && sha256.Sum256(b[p+recordFrameSize:end]) == h.Checksum {
+				return p
+			}
+		}
+		i = p + 1
+	}
+	return -1
+}

@@ -1,0 +1,108 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// Problem is one finding of Verify.
+type Problem struct {
+	Segment string // path of the segment
+	Offset  int64  // byte offset in the segment
+	Msg     string
+	// Repairable is set for a torn tail of a stream's last segment, the
+	// one kind of damage Repair (and OpenLog) fixes.
+	Repairable bool
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s at offset %d: %s", p.Segment, p.Offset, p.Msg)
+}
+
+// Verify reads every segment of every stream in dir and reports every
+// problem it finds: damaged frames, torn tails, missing, duplicated or
+// reordered batches, a broken hash chain (within and across segments),
+// unsealed segments that are not the last, seal mismatches, envelopes
+// that do not decode or whose seq or stream disagree with their batch.
+// It changes nothing. The error is for I/O failures only.
+func Verify(dir string) ([]Problem, error) {
+	return verify(OSFS{}, dir)
+}
+
+func verify(fsys FS, dir string) ([]Problem, error) {
+	names, err := listStreams(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("verify log %s: %w", dir, err)
+	}
+	var problems []Problem
+	for _, name := range names {
+		segs, err := listSegments(fsys, filepath.Join(dir, name))
+		if err != nil {
+			return problems, fmt.Errorf("verify log %s: %w", dir, err)
+		}
+		var zero [32]byte
+		expNext, expPrev := uint64(1), &zero
+		for i, seg := range segs {
+			st, err := walkSegment(fsys, seg, walkOpts{
+				stream: name, decode: true, expNext: expNext, expPrev: expPrev,
+				report: func(ce *CorruptError) error {
+					problems = append(problems, Problem{Segment: ce.Segment, Offset: ce.Offset, Msg: ce.Err.Error()})
+					return nil
+				},
+			})
+			if err != nil {
+				return problems, fmt.Errorf("verify log %s: %w", dir, err)
+			}
+			last := i == len(segs)-1
+			switch {
+			case st.torn >= 0 && last:
+				problems = append(problems, Problem{Segment: seg.path, Offset: st.torn, Repairable: true,
+					Msg: fmt.Sprintf("torn tail: the last %d bytes are an incomplete batch (a crash during a write); `dshmem repair` cuts them off and keeps a .broken copy", seg.size-st.torn)})
+			case st.torn >= 0:
+				problems = append(problems, Problem{Segment: seg.path, Offset: st.torn,
+					Msg: "incomplete or damaged batch at the end of a segment that is not the last one"})
+			case !last && !st.sealed:
+				problems = append(problems, Problem{Segment: seg.path, Offset: st.end,
+					Msg: "segment is not sealed but is not the last one"})
+			}
+			expNext, expPrev = st.next, &st.last
+		}
+	}
+	return problems, nil
+}
+
+// Repair cuts off the torn tail of the last segment of each stream in
+// dir, after copying the segment to <name>.broken. It touches nothing
+// else: a stream with corruption is left as it is and reported in the
+// returned error (a *CorruptError inside), with the repairs that were
+// made in other streams.
+func Repair(dir string) ([]Repaired, error) {
+	return repair(OSFS{}, dir)
+}
+
+func repair(fsys FS, dir string) ([]Repaired, error) {
+	names, err := listStreams(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("repair log %s: %w", dir, err)
+	}
+	var (
+		repairs []Repaired
+		errs    []error
+	)
+	for _, name := range names {
+		rec, err := recoverStream(fsys, dir, name)
+		repairs = append(repairs, rec.repairs...)
+		if err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				err = fmt.Errorf("stream %s is corrupt, not repaired (%w); run `dshmem verify` to list every problem", name, err)
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return repairs, fmt.Errorf("repair log %s: %w", dir, errors.Join(errs...))
+	}
+	return repairs, nil
+}

@@ -1,0 +1,215 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// segRef names one segment file of a stream.
+type segRef struct {
+	first  uint64 // first seq, from the file name
+	path   string
+	size   int64 // bytes to read; the committed size for the active segment
+	sealed bool
+}
+
+// listSegments returns the segments of the stream directory, by seq.
+// Other files (.broken copies, stray files) are ignored.
+func listSegments(fsys FS, dir string) ([]segRef, error) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list segments of %s: %w", dir, err)
+	}
+	var segs []segRef
+	for _, e := range ents {
+		first, ok := parseSegmentName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("list segments of %s: %w", dir, err)
+		}
+		segs = append(segs, segRef{first: first, path: filepath.Join(dir, e.Name()), size: info.Size()})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].first < segs[j].first })
+	return segs, nil
+}
+
+// segState is what walking a segment found.
+type segState struct {
+	next   uint64   // seq after the last event read
+	last   [32]byte // hash of the last batch (the header's prev if none)
+	events uint64
+	sealed bool
+	torn   int64 // offset of a torn tail, -1 if none
+	end    int64 // offset just past the last frame read
+}
+
+// walkOpts says what to check and what to do with each batch.
+type walkOpts struct {
+	stream    string
+	decode    bool      // decode JSON (Next) or only split lines (NextRaw)
+	skipBelow uint64    // do not decode batches wholly below this seq
+	expNext   uint64    // seq the segment must start at; 0 = unknown
+	expPrev   *[32]byte // hash the header's prev must equal; nil = unknown
+	onBatch   func(Batch) error
+	// report receives each problem; a non-nil return stops the walk.
+	report func(*CorruptError) error
+}
+
+// walkSegment reads one segment, checking the header, the seq order and
+// the hash chain of its batches, and the seal. A torn tail is returned
+// in segState.torn, not reported: only the caller knows whether the
+// segment is the last one (where a torn tail is expected after a crash).
+func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
+	st := segState{next: seg.first, torn: -1}
+	if o.expPrev != nil {
+		st.last = *o.expPrev
+	}
+	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
+	if err != nil {
+		return st, fmt.Errorf("open segment %s: %w", seg.path, err)
+	}
+	defer f.Close()
+	r := NewReader(io.NewSectionReader(f, 0, seg.size))
+	r.skipBelow = o.skipBelow
+	problem := func(off int64, err error) error {
+		return o.report(&CorruptError{Segment: seg.path, Offset: off, Err: err})
+	}
+	var ce *CorruptError
+
+	h, err := r.Header()
+	switch {
+	case err == nil:
+		st.last = r.headerPrev
+		if h.Stream != o.stream {
+			err = problem(0, fmt.Errorf("stream header names stream %q, want %q", h.Stream, o.stream))
+		} else if h.FirstSeq != seg.first {
+			err = problem(0, fmt.Errorf("stream header says first seq %d, file name says %d", h.FirstSeq, seg.first))
+		} else if o.expNext != 0 && seg.first != o.expNext {
+			err = problem(0, chainError(seg.first, o.expNext))
+		} else if o.expPrev != nil && r.headerPrev != *o.expPrev {
+			err = problem(0, fmt.Errorf("%w: stream header prev hash does not match the last batch of the previous segment", ErrChain))
+		}
+	case errors.Is(err, ErrTornTail):
+		st.torn = r.Offset()
+		return st, nil
+	case errors.As(err, &ce):
+		ce.Segment = seg.path
+		err = o.report(ce)
+	default:
+		return st, fmt.Errorf("read segment %s: %w", seg.path, err)
+	}
+	if err != nil {
+		return st, err
+	}
+
+	for {
+		var b Batch
+		if o.decode {
+			b, err = r.Next()
+		} else {
+			b, err = r.NextRaw()
+		}
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, ErrTornTail) {
+			st.torn = r.Offset()
+			break
+		}
+		if errors.As(err, &ce) {
+			ce.Segment = seg.path
+			if err := o.report(ce); err != nil {
+				return st, err
+			}
+			continue
+		}
+		if err != nil {
+			return st, fmt.Errorf("read segment %s: %w", seg.path, err)
+		}
+		bh := b.Header
+		var perr error
+		if bh.FirstSeq != st.next {
+			perr = problem(b.Offset, chainError(bh.FirstSeq, st.next))
+		} else if bh.Prev != st.last {
+			perr = problem(b.Offset, fmt.Errorf("%w: batch at seq %d does not follow the previous batch (prev hash mismatch)", ErrChain, bh.FirstSeq))
+		}
+		if perr != nil {
+			return st, perr
+		}
+		if bh.FirstSeq < st.next {
+			// A duplicate or a batch out of order: keep the chain state
+			// of the batches in order so that one misplaced batch is
+			// reported once, not again at every batch after it.
+			continue
+		}
+		for _, e := range b.Events {
+			if e.Stream != o.stream {
+				if err := problem(b.Offset, fmt.Errorf("event seq %d names stream %q, want %q", e.Seq, e.Stream, o.stream)); err != nil {
+					return st, err
+				}
+				break
+			}
+		}
+		st.next = bh.LastSeq() + 1
+		st.last = bh.Hash()
+		st.events += uint64(bh.Count)
+		if o.onBatch != nil {
+			if err := o.onBatch(b); err != nil {
+				return st, err
+			}
+		}
+	}
+	st.end = r.Offset()
+	if s, ok := r.Seal(); ok && st.torn < 0 {
+		st.sealed = true
+		var err error
+		switch {
+		case s.FirstSeq != seg.first || s.FirstSeq+uint64(s.Count) != st.next:
+			err = fmt.Errorf("seal covers seqs %d..%d, segment holds %d..%d", s.FirstSeq, s.LastSeq(), seg.first, st.next-1)
+		case s.Last != st.last:
+			err = fmt.Errorf("%w: seal hash does not match the last batch", ErrChain)
+		}
+		if err != nil {
+			if err := problem(st.end-recordFrameSize, err); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// chainError explains a batch or segment starting at got when want was expected.
+func chainError(got, want uint64) error {
+	if got < want {
+		return fmt.Errorf("%w: duplicated or reordered batch: starts at seq %d, but seqs up to %d were already read", ErrChain, got, want-1)
+	}
+	return fmt.Errorf("%w: missing events: seqs %d..%d are absent", ErrChain, want, got-1)
+}
+
+// readSeal reads the seal record at the end of a segment, if any.
+func readSeal(fsys FS, seg segRef) (Seal, bool, error) {
+	if seg.size < recordFrameSize {
+		return Seal{}, false, nil
+	}
+	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
+	if err != nil {
+		return Seal{}, false, fmt.Errorf("open segment %s: %w", seg.path, err)
+	}
+	defer f.Close()
+	var b [recordFrameSize]byte
+	if _, err := f.ReadAt(b[:], seg.size-recordFrameSize); err != nil {
+		return Seal{}, false, fmt.Errorf("read seal of %s: %w", seg.path, err)
+	}
+	h, kind, err := parseRecord(b[:])
+	if err != nil || kind != kindSeal {
+		return Seal{}, false, nil
+	}
+	return Seal{FirstSeq: h.FirstSeq, Count: h.Count, Last: h.Prev}, true, nil
+}

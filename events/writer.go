@@ -1,0 +1,452 @@
+package events
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// encoderLevel is the zstd level of data frames: the fastest one keeps
+// 300-byte events under 100 bytes on disk at group-commit batch sizes.
+const encoderLevel = zstd.SpeedFastest
+
+var (
+	encoderOnce sync.Once
+	encoder     *zstd.Encoder
+)
+
+// sharedEncoder is safe for concurrent EncodeAll calls; it keeps a pool
+// of per-goroutine states, so encoders are reused, not rebuilt per batch.
+func sharedEncoder() *zstd.Encoder {
+	encoderOnce.Do(func() {
+		var err error
+		encoder, err = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(encoderLevel),
+			zstd.WithEncoderCRC(true),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+		if err != nil {
+			panic(err) // only bad options fail
+		}
+	})
+	return encoder
+}
+
+// appendReq is one Append call waiting in a stream's queue.
+type appendReq struct {
+	tails [][]byte // each event marshalled without v, stream and seq: `{"id":…}`
+	first uint64   // seq of the first event, set by the writer
+	done  chan error
+}
+
+// stream is one stream of a Log with its writer goroutine.
+type stream struct {
+	log    *Log
+	name   string
+	dir    string
+	quoted []byte // the name as a JSON string
+
+	sendMu  sync.RWMutex // held for reading while sending on reqs
+	closed  bool
+	started bool
+	reqs    chan *appendReq
+	done    chan struct{}
+
+	mu       sync.Mutex // guards the committed state below
+	segs     []segRef   // the last one's size is its committed size
+	lastSeq  uint64
+	lastHash [32]byte
+	failed   error
+
+	// Owned by the writer goroutine.
+	wFile    File   // open active segment, nil if not open yet
+	wPath    string // active segment path
+	wFirst   uint64 // first seq of the active segment
+	wSize    int64  // committed size of the active segment
+	wEvents  uint32 // events in the active segment
+	wNeedNew bool   // the next frame starts a new segment
+	wCreate  bool   // the active segment is not created on disk yet
+	wNext    uint64 // next seq to assign
+	wHash    [32]byte
+	out      []byte // bytes to write to the active segment
+	content  []byte // uncompressed lines of the frame being built
+	frame    []byte
+}
+
+func (l *Log) newStream(name string) *stream {
+	q, _ := json.Marshal(name)
+	return &stream{log: l, name: name, dir: filepath.Join(l.dir, name), quoted: q, wNeedNew: true, wNext: 1}
+}
+
+func (s *stream) initWriter(rec recovered) {
+	s.wNext, s.wHash = rec.next, rec.last
+	s.wNeedNew = true
+	if n := len(rec.segs); n > 0 && !rec.segs[n-1].sealed {
+		last := rec.segs[n-1]
+		s.wNeedNew = false
+		s.wPath, s.wFirst, s.wSize, s.wEvents = last.path, last.first, last.size, rec.events
+	}
+}
+
+// LastSeq is the seq of the last durable event.
+func (s *stream) LastSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastSeq
+}
+
+func (s *stream) snapshot() ([]segRef, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]segRef(nil), s.segs...), s.lastSeq
+}
+
+// writerFor returns the stream, creating it and starting its writer.
+func (l *Log) writerFor(name string) (*stream, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	s := l.streams[name]
+	if s == nil {
+		s = l.newStream(name)
+		l.streams[name] = s
+	}
+	if !s.started {
+		s.started = true
+		s.reqs = make(chan *appendReq, 1024)
+		s.done = make(chan struct{})
+		go s.run()
+	}
+	return s, nil
+}
+
+// Append writes evs to the end of stream and returns them stamped with
+// Stream, Seq (contiguous, in order) and V, after the frames holding them
+// were fsynced. Concurrent Appends to one stream are committed together
+// (group commit). If ctx ends first, Append returns ctx.Err() and the
+// events may or may not be written. After a write or sync error every
+// Append to the stream fails with an error wrapping ErrStreamFailed and
+// the cause, until the log is reopened.
+func (l *Log) Append(ctx context.Context, stream string, evs []Envelope) ([]Envelope, error) {
+	if !ValidStream(stream) {
+		return nil, fmt.Errorf("append to stream %q: invalid stream name (want 1-128 of [A-Za-z0-9._-], not starting with '.')", stream)
+	}
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Envelope, len(evs))
+	req := &appendReq{tails: make([][]byte, len(evs)), done: make(chan error, 1)}
+	for i, e := range evs {
+		if e.V != 0 && e.V != CurrentVersion {
+			return nil, fmt.Errorf("append to stream %s: event %d has version %d; this build writes version %d", stream, i, e.V, CurrentVersion)
+		}
+		e.V, e.Stream, e.Seq = CurrentVersion, stream, 0
+		tail, err := marshalTail(&e)
+		if err != nil {
+			return nil, fmt.Errorf("append to stream %s: event %d (%s): %w", stream, i, e.ID, err)
+		}
+		if len(tail)+len(stream)+64 > maxEventSize {
+			return nil, fmt.Errorf("append to stream %s: event %d (%s) is %d bytes; the limit is %d", stream, i, e.ID, len(tail), maxEventSize)
+		}
+		out[i], req.tails[i] = e, tail
+	}
+	s, err := l.writerFor(stream)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		return nil, failed
+	}
+	s.sendMu.RLock()
+	if s.closed {
+		s.sendMu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case s.reqs <- req:
+		s.sendMu.RUnlock()
+	case <-ctx.Done():
+		s.sendMu.RUnlock()
+		return nil, ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for i := range out {
+		out[i].Seq = req.first + uint64(i)
+	}
+	return out, nil
+}
+
+// envelopeTail mirrors Envelope after its seq field, so that the costly
+// part of marshalling runs in the appending goroutine and the writer only
+// splices in the seq. The field order and tags must match Envelope's:
+// a line must equal Marshal's output byte for byte.
+type envelopeTail struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Time    string          `json:"time"`
+	Session string          `json:"session,omitempty"`
+	Cwd     string          `json:"cwd,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func marshalTail(e *Envelope) ([]byte, error) {
+	return json.Marshal(envelopeTail{e.ID, e.Type, e.Time, e.Session, e.Cwd, e.Data})
+}
+
+// appendLine appends `{"v":1,"stream":…,"seq":N,` + tail[1:] + "\n".
+func (s *stream) appendLine(dst []byte, seq uint64, tail []byte) []byte {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, CurrentVersion, 10)
+	dst = append(dst, `,"stream":`...)
+	dst = append(dst, s.quoted...)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, ',')
+	dst = append(dst, tail[1:]...)
+	return append(dst, '\n')
+}
+
+// run is the stream's writer goroutine: it takes every queued request,
+// commits them together, and answers each after the fsync.
+func (s *stream) run() {
+	defer close(s.done)
+	maxGroup := 16 * s.log.opts.MaxBatch
+	var group []*appendReq
+	for req := range s.reqs {
+		group = append(group[:0], req)
+		n := len(req.tails)
+	drain:
+		for n < maxGroup {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break drain
+				}
+				group = append(group, r)
+				n += len(r.tails)
+			default:
+				break drain
+			}
+		}
+		err := s.commit(group)
+		for i, r := range group {
+			r.done <- err
+			group[i] = nil
+		}
+	}
+	if s.wFile != nil {
+		s.wFile.Close()
+		s.wFile = nil
+	}
+}
+
+// commit writes the events of group as frames of at most MaxBatch
+// events, rolling segments as they fill, and fsyncs.
+func (s *stream) commit(group []*appendReq) error {
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	maxBatch := s.log.opts.MaxBatch
+	s.out = s.out[:0]
+	s.content = s.content[:0]
+	var count uint32
+	frameFirst := s.wNext
+	for _, r := range group {
+		r.first = s.wNext
+		for _, tail := range r.tails {
+			if count > 0 && len(s.content)+len(tail)+64 > maxFrameBytes {
+				if err := s.addFrame(frameFirst, count); err != nil {
+					return s.fail(err)
+				}
+				count, frameFirst = 0, s.wNext
+			}
+			s.content = s.appendLine(s.content, s.wNext, tail)
+			s.wNext++
+			count++
+			if int(count) == maxBatch {
+				if err := s.addFrame(frameFirst, count); err != nil {
+					return s.fail(err)
+				}
+				count, frameFirst = 0, s.wNext
+			}
+		}
+	}
+	if count > 0 {
+		if err := s.addFrame(frameFirst, count); err != nil {
+			return s.fail(err)
+		}
+	}
+	if len(s.out) > 0 {
+		if err := s.flush(false); err != nil {
+			return s.fail(err)
+		}
+	}
+	return nil
+}
+
+// addFrame compresses s.content into a batch of the active segment
+// (starting a new segment if needed), and seals the segment when it has
+// reached the size limit.
+func (s *stream) addFrame(first uint64, count uint32) error {
+	enc := sharedEncoder()
+	if s.wNeedNew {
+		s.wNeedNew, s.wCreate = false, true
+		s.wPath = filepath.Join(s.dir, SegmentName(first))
+		s.wFirst, s.wSize, s.wEvents = first, 0, 0
+		s.out = enc.EncodeAll(encodeStreamHeader(s.name, first, s.wHash), s.out)
+	}
+	s.frame = enc.EncodeAll(s.content, s.frame[:0])
+	s.content = s.content[:0]
+	h := BatchHeader{FirstSeq: first, Count: count, Length: uint32(len(s.frame)), Checksum: sha256.Sum256(s.frame), Prev: s.wHash}
+	s.out = appendRecord(s.out, h, kindBatch)
+	s.out = append(s.out, s.frame...)
+	s.wHash = h.Hash()
+	s.wEvents += count
+	if s.wSize+int64(len(s.out)) >= s.log.opts.SegmentSize {
+		s.out = appendSeal(s.out, Seal{FirstSeq: s.wFirst, Count: s.wEvents, Last: s.wHash})
+		return s.flush(true)
+	}
+	return nil
+}
+
+// flush writes s.out to the active segment and fsyncs it (and, for a new
+// segment, its directory), then publishes the new committed state.
+func (s *stream) flush(seal bool) error {
+	if s.wCreate {
+		if err := s.createDir(); err != nil {
+			return err
+		}
+		f, err := s.log.fs.OpenFile(s.wPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("create segment %s: %w", s.wPath, err)
+		}
+		s.wFile = f
+	} else if s.wFile == nil {
+		f, err := s.log.fs.OpenFile(s.wPath, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("open segment %s: %w", s.wPath, err)
+		}
+		s.wFile = f
+	}
+	if _, err := s.wFile.Write(s.out); err != nil {
+		return fmt.Errorf("write segment %s: %w", s.wPath, err)
+	}
+	if err := s.wFile.Sync(); err != nil {
+		return fmt.Errorf("sync segment %s: %w", s.wPath, err)
+	}
+	if s.wCreate {
+		if err := syncDir(s.log.fs, s.dir); err != nil {
+			return fmt.Errorf("sync %s: %w", s.dir, err)
+		}
+	}
+	s.wSize += int64(len(s.out))
+	s.out = s.out[:0]
+
+	s.mu.Lock()
+	if s.wCreate {
+		s.segs = append(s.segs, segRef{first: s.wFirst, path: s.wPath})
+	}
+	last := &s.segs[len(s.segs)-1]
+	last.size, last.sealed = s.wSize, seal
+	s.lastSeq, s.lastHash = s.wNext-1, s.wHash
+	s.mu.Unlock()
+	s.wCreate = false
+
+	if seal {
+		s.wNeedNew = true
+		err := s.wFile.Close()
+		s.wFile = nil
+		if err != nil {
+			return fmt.Errorf("close segment %s: %w", s.wPath, err)
+		}
+	}
+	return nil
+}
+
+// createDir makes the stream directory durable before its first segment.
+func (s *stream) createDir() error {
+	if _, err := s.log.fs.Stat(s.dir); err == nil {
+		return nil
+	}
+	if err := s.log.fs.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("create stream directory %s: %w", s.dir, err)
+	}
+	if err := syncDir(s.log.fs, s.log.dir); err != nil {
+		return fmt.Errorf("sync %s: %w", s.log.dir, err)
+	}
+	return nil
+}
+
+// fail makes err sticky for the stream.
+func (s *stream) fail(err error) error {
+	err = fmt.Errorf("append to stream %s: %w: %w", s.name, ErrStreamFailed, err)
+	s.mu.Lock()
+	s.failed = err
+	s.mu.Unlock()
+	if s.wFile != nil {
+		s.wFile.Close()
+		s.wFile = nil
+	}
+	return err
+}
+
+// Close stops accepting appends, commits what is queued, and closes the
+// segments. It returns the first sticky stream error, if any.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	streams := make([]*stream, 0, len(l.streams))
+	for _, s := range l.streams {
+		streams = append(streams, s)
+	}
+	l.mu.Unlock()
+	for _, s := range streams {
+		s.sendMu.Lock()
+		s.closed = true
+		if s.started {
+			close(s.reqs)
+		}
+		s.sendMu.Unlock()
+	}
+	var first error
+	for _, s := range streams {
+		if s.started {
+			<-s.done
+		}
+		s.mu.Lock()
+		if s.failed != nil && first == nil {
+			first = s.failed
+		}
+		s.mu.Unlock()
+	}
+	return first
+}
