@@ -1,0 +1,117 @@
+package markdown
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// WriteFileAtomic replaces the file at path with data so that a reader or
+// a crash sees either the old file or the new one, never a part: it
+// creates the parent directories (0755), writes a temporary file in the
+// same directory (".<name>.tmp-<random>"), sets its mode to perm exactly
+// (no umask), fsyncs it, renames it over path and fsyncs the directory.
+// On any error before the rename the temporary file is removed and path is
+// untouched. An error from the final directory fsync means the new file is
+// in place but may not survive a crash.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(osFS{}, path, data, perm)
+}
+
+// atomicFS is the file-system seam of WriteFileAtomic, so tests can fail
+// any step.
+type atomicFS interface {
+	MkdirAll(path string, perm os.FileMode) error
+	CreateTemp(dir, pattern string) (tempFile, error)
+	Rename(oldpath, newpath string) error
+	Remove(name string) error
+	SyncDir(dir string) error
+}
+
+type tempFile interface {
+	io.Writer
+	Name() string
+	Chmod(mode os.FileMode) error
+	Sync() error
+	Close() error
+}
+
+type osFS struct{}
+
+func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) CreateTemp(dir, pattern string) (tempFile, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err // an *os.File in a nil interface would not be nil
+	}
+	return f, nil
+}
+
+// SyncDir makes a rename in dir durable. Windows cannot fsync a
+// directory; NTFS journals metadata.
+func (osFS) SyncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+func writeFileAtomic(fsys atomicFS, path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if base == "" {
+		return fmt.Errorf("write %q: no file name", path)
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: create directory: %w", path, err)
+	}
+	f, err := fsys.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: create temporary file: %w", path, err)
+	}
+	tmp, closed, renamed := f.Name(), false, false
+	defer func() {
+		if err == nil || renamed {
+			return
+		}
+		if !closed {
+			f.Close()
+		}
+		fsys.Remove(tmp)
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err = f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: set mode: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync: %w", tmp, err)
+	}
+	closed = true
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", tmp, err)
+	}
+	if err = fsys.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: rename temporary file over it: %w", path, err)
+	}
+	renamed = true
+	if err = fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
+	return nil
+}

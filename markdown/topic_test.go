@@ -1,0 +1,42 @@
+package markdown
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestTopicFile(t *testing.T) {
+	tests := []struct{ topic, want string }{
+		// hashes: printf %s TOPIC | sha256sum | cut -c1-8
+		{"Go tooling", "go-tooling.md"},
+		{"  go_tooling  ", "go-tooling.md"},
+		{"Go--Tooling", "go-tooling.md"},
+		{"C++", "c-f1deb75f.md"},
+		{"数据库", "topic-263200d7.md"},
+		{"", "topic-e3b0c442.md"},
+		{"..", "topic-5ec1f7e7.md"},
+		{"con", "con-1143da2b.md"},
+	}
+	for _, tt := range tests {
+		if got := TopicFile(tt.topic); got != tt.want {
+			t.Errorf("TopicFile(%q) = %q, want %q", tt.topic, got, tt.want)
+		}
+	}
+}
+
+func TestTopicFileIsSafe(t *testing.T) {
+	safe := regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*\.md$`)
+	topics := []string{"a/b", `a\b`, "../../etc/passwd", "Go 工具链", strings.Repeat("long topic ", 40), "\x00", "Ａ", "LPT1", "a.b", "🙂"}
+	seen := map[string]string{}
+	for _, topic := range topics {
+		got := TopicFile(topic)
+		if !safe.MatchString(got) || len(got) > 64+9+3 {
+			t.Errorf("TopicFile(%q) = %q: not a safe name", topic, got)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("TopicFile(%q) = TopicFile(%q) = %q", topic, prev, got)
+		}
+		seen[got] = topic
+	}
+}
