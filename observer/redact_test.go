@@ -1,0 +1,313 @@
+package observer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"dshmem/events"
+)
+
+const secretsDir = "../testdata/secrets"
+
+// corpusSample is one line of testdata/secrets/corpus.jsonl: a synthetic
+// credential in context, the kind it must be reported as, the texts that
+// must be gone from the output, and the texts around it that must stay.
+type corpusSample struct {
+	Kind    string   `json:"kind"`
+	Text    string   `json:"text"`
+	Secrets []string `json:"secrets"`
+	Keep    []string `json:"keep"`
+}
+
+func readCorpus(t testing.TB) []corpusSample {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(secretsDir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corpusSample
+	for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var s corpusSample
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatalf("corpus.jsonl line %d: %v", i+1, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// readTexts reads a file of one text per line, '#' lines being comments.
+func readTexts(t testing.TB, name string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(secretsDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRedactCorpus(t *testing.T) {
+	samples := readCorpus(t)
+	if len(samples) < 40 {
+		t.Fatalf("corpus has %d samples, want at least 40", len(samples))
+	}
+	kinds := map[string]int{}
+	r := NewRedactor()
+	for _, s := range samples {
+		kinds[s.Kind]++
+		t.Run(s.Kind, func(t *testing.T) {
+			got, found := r.String(s.Text)
+			if !slices.Contains(found, s.Kind) {
+				t.Errorf("kinds %v, want %s; output %q", found, s.Kind, got)
+			}
+			if !strings.Contains(got, "[REDACTED:"+s.Kind+"]") {
+				t.Errorf("output %q lacks [REDACTED:%s]", got, s.Kind)
+			}
+			for _, secret := range s.Secrets {
+				if strings.Contains(got, secret) {
+					t.Errorf("output %q still holds %q", got, secret)
+				}
+			}
+			for _, keep := range s.Keep {
+				if !strings.Contains(got, keep) {
+					t.Errorf("output %q lost %q", got, keep)
+				}
+			}
+			if again, more := r.String(got); again != got || more != nil {
+				t.Errorf("second pass changed %q to %q (kinds %v)", got, again, more)
+			}
+		})
+	}
+	for _, k := range []string{kindPrivateKey, kindAnthropicKey, kindOpenAIKey, kindGitHubToken, kindSlackToken,
+		kindGoogleAPIKey, kindAWSSecretKey, kindAWSAccessKeyID, kindJWT, kindBearerToken, kindBasicAuth,
+		kindURLCredentials, kindPassword} {
+		if kinds[k] == 0 {
+			t.Errorf("corpus has no sample of kind %s", k)
+		}
+	}
+}
+
+func TestRedactExact(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"KeyValueKeepsKey", "password=hunter2", "password=[REDACTED:password]"},
+		{"ColonAndQuotes", `"password": "p w d"`, `"password": "[REDACTED:password]"`},
+		{"URLKeepsUserAndHost", "https://user:s3cret@host/x", "https://user:[REDACTED:url-credentials]@host/x"},
+		{"SpecificKindBeatsKeyValue", "token=ghp_FAKE0123456789abcdefghijklmnopqrstuv", "token=[REDACTED:github-token]"},
+		{"TwoSecretsOneLine", "user=bob password=Fake1 api_key=Fake2xyz", "user=bob password=[REDACTED:password] api_key=[REDACTED:password]"},
+		{"AccessKeyPair", "AKIAFAKE0EXAMPLE0003 Zx9Fake+Secret/Key0123456789abcdefGHIJKL.",
+			"[REDACTED:aws-access-key-id] [REDACTED:aws-secret-key]."},
+		{"PlaceholderLeftAlone", "password=[REDACTED:password]", "password=[REDACTED:password]"},
+		{"ValueStartingWithPlaceholderLeftAlone", "x-access-token:[REDACTED:x]@github.com/o/r", "x-access-token:[REDACTED:x]@github.com/o/r"},
+		{"PlaceholderInsideValue", "password=hunter[REDACTED:x]2", "password=[REDACTED:password]"},
+		{"ChineseKey", "密码：Fake1234。", "密码：[REDACTED:password]。"},
+	}
+	r := NewRedactor()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, _ := r.String(tt.in); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedactNearMisses(t *testing.T) {
+	r := NewRedactor()
+	for _, text := range readTexts(t, "near-misses.txt") {
+		if got, kinds := r.String(text); got != text {
+			t.Errorf("redacted ordinary text %q to %q (kinds %v)", text, got, kinds)
+		}
+	}
+}
+
+// TestRedactOrdinaryText measures false positives on ordinary dialogue:
+// testdata/secrets/ordinary.txt, a sample of MADial-Bench, always; and
+// every dialogue and memory string of the full MADial-Bench when
+// DSHMEM_MADIAL_DIR names a folder with its *.json files.
+func TestRedactOrdinaryText(t *testing.T) {
+	texts := readTexts(t, "ordinary.txt")
+	if len(texts) < 500 {
+		t.Fatalf("ordinary.txt has %d texts, want at least 500", len(texts))
+	}
+	if dir := os.Getenv("DSHMEM_MADIAL_DIR"); dir != "" {
+		full := madialTexts(t, dir)
+		t.Logf("DSHMEM_MADIAL_DIR=%s: %d texts", dir, len(full))
+		texts = full
+	}
+	r := NewRedactor()
+	changed := 0
+	for _, text := range texts {
+		if got, kinds := r.String(text); got != text {
+			changed++
+			t.Errorf("false positive %v: %q -> %q", kinds, text, got)
+		}
+	}
+	t.Logf("false positives: %d of %d texts", changed, len(texts))
+}
+
+// madialTexts returns every string of MADial-Bench's JSON-lines files:
+// the utterances of each "dialogue" and every string field of each memory.
+func madialTexts(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no *.json in %s: %v", dir, err)
+	}
+	var out []string
+	for _, name := range files {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+			var rec map[string]json.RawMessage
+			if err := json.Unmarshal(line, &rec); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for key, v := range rec {
+				var strs []string
+				var fields map[string]any
+				switch {
+				case key == "dialogue" && json.Unmarshal(v, &strs) == nil:
+					out = append(out, strs...)
+				case json.Unmarshal(v, &fields) == nil:
+					for _, f := range fields {
+						if s, ok := f.(string); ok {
+							out = append(out, s)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestOnlySecret(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e", true},
+		{"  ghp_FAKE0123456789abcdefghijklmnopqrstuv\n", true},
+		{"OPENAI_API_KEY=sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e", true},
+		{"export DEEPSEEK_API_KEY=sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e;", true},
+		{"password: hunter2FAKE", true},
+		{"Bearer FAKEopaqueToken0123456789abcdef", true},
+		{"AKIAFAKE0EXAMPLE0003, Zx9Fake+Secret/Key0123456789abcdefGHIJKL", true},
+		{"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANFAKE\n-----END PRIVATE KEY-----", true},
+		{"The staging DB key is in 1Password under 'staging'.", false},
+		{"use sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e for the eval runs", false},
+		{"https://user:FakePass1@db.internal/app", false},
+		{"prefers tabs over spaces", false},
+		{"", false},
+		{"[REDACTED:openai-key]", false},
+	}
+	for _, tt := range tests {
+		if got := OnlySecret(tt.in); got != tt.want {
+			t.Errorf("OnlySecret(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRedactorZeroValue(t *testing.T) {
+	var r Redactor
+	if got, kinds := r.String("password=hunter2"); got != "password=[REDACTED:password]" || len(kinds) != 1 {
+		t.Fatalf("zero Redactor: got %q %v, want the password redacted", got, kinds)
+	}
+}
+
+func TestRedactEnvelope(t *testing.T) {
+	e := events.Envelope{
+		V: 1, ID: "sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e", Type: "tool/result", Time: "2026-08-18T10:00:00Z",
+		Cwd: "/home/u/password=hunter2",
+		Data: json.RawMessage(`{"zeta":1,"name":"bash","alpha":{"ok":true,"n":null,"big":12345678901234567890,` +
+			`"f":1.50,"e":1e400,"list":["a",2,"password=hunter2",[],{}]},"text":"key \u0073k-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e <b>&",` +
+			`"ghp_FAKE0123456789abcdefghijklmnopqrstuv":"k"}`),
+	}
+	kinds, err := NewRedactor().Envelope(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"zeta":1,"name":"bash","alpha":{"ok":true,"n":null,"big":12345678901234567890,` +
+		`"f":1.50,"e":1e400,"list":["a",2,"password=[REDACTED:password]",[],{}]},"text":"key [REDACTED:openai-key] <b>&",` +
+		`"[REDACTED:github-token]":"k"}`
+	if string(e.Data) != want {
+		t.Fatalf("got  %s\nwant %s", e.Data, want)
+	}
+	if !slices.Equal(kinds, []string{kindGitHubToken, kindOpenAIKey, kindPassword}) {
+		t.Fatalf("kinds %v, want [github-token openai-key password]", kinds)
+	}
+	if e.ID != "sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e" || e.Cwd != "/home/u/password=hunter2" {
+		t.Fatalf("envelope fields outside data changed: id %q cwd %q", e.ID, e.Cwd)
+	}
+	// Same values, other spelling: same bytes.
+	e2 := events.Envelope{Data: json.RawMessage(` { "a" : "\u00e9\/" , "b":[ 1 ,true] } `)}
+	if _, err := NewRedactor().Envelope(&e2); err != nil || string(e2.Data) != `{"a":"é/","b":[1,true]}` {
+		t.Fatalf("got %s, %v; want {\"a\":\"é/\",\"b\":[1,true]}", e2.Data, err)
+	}
+}
+
+func TestRedactEnvelopeErrors(t *testing.T) {
+	for _, data := range []string{`{"a":`, `{"a":1}}`, `{"a":1} {"b":2}`, `{"a" 1}`, `[1,]`} {
+		e := events.Envelope{Data: json.RawMessage(data)}
+		if _, err := NewRedactor().Envelope(&e); err == nil {
+			t.Errorf("Envelope(%s) gave %s, want an error", data, e.Data)
+		}
+	}
+	e := events.Envelope{}
+	if kinds, err := NewRedactor().Envelope(&e); err != nil || kinds != nil || e.Data != nil {
+		t.Fatalf("empty data: got %v %v %s, want nothing", kinds, err, e.Data)
+	}
+}
+
+func FuzzRedact(f *testing.F) {
+	for _, s := range readCorpus(f) {
+		f.Add(s.Text)
+	}
+	for _, s := range readTexts(f, "near-misses.txt") {
+		f.Add(s)
+	}
+	f.Add("password=[REDACTED:x]hunter2 https://u:[REDACTED:y]@h")
+	r := NewRedactor()
+	f.Fuzz(func(t *testing.T, s string) {
+		once, _ := r.String(s)
+		if utf8.ValidString(s) && !utf8.ValidString(once) {
+			t.Fatalf("valid UTF-8 %q became invalid %q", s, once)
+		}
+		twice, kinds := r.String(once)
+		if twice != once || kinds != nil {
+			t.Fatalf("not idempotent: %q -> %q -> %q (kinds %v)", s, once, twice, kinds)
+		}
+	})
+}
+
+func BenchmarkRedactString(b *testing.B) {
+	text := strings.Join(readTexts(b, "ordinary.txt"), "\n")
+	r := NewRedactor()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		r.String(text)
+	}
+}

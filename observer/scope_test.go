@@ -1,0 +1,145 @@
+package observer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+
+	"dshmem/events"
+)
+
+func TestNormalizeCwd(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"Empty", "", ""},
+		{"POSIX", "/home/u/proj", "/home/u/proj"},
+		{"TrailingSlash", "/home/u/proj/", "/home/u/proj"},
+		{"DotsAndDoubleSlashes", "/home//u/./x/../proj", "/home/u/proj"},
+		{"Root", "/", "/"},
+		{"POSIXKeepsCase", "/Home/U/Proj", "/Home/U/Proj"},
+		{"Windows", `C:\Users\X\proj`, "c:/users/x/proj"},
+		{"WindowsTrailingBackslash", `C:\Users\X\proj\`, "c:/users/x/proj"},
+		{"WindowsForwardSlashes", "C:/Users/X/proj", "c:/users/x/proj"},
+		{"WindowsDriveRoot", `D:\`, "d:/"},
+		{"WindowsDotDotStopsAtRoot", `C:\..\..\Windows`, "c:/windows"},
+		{"WindowsMixedSlashes", `c:/Users\X/proj/`, "c:/users/x/proj"},
+		{"RelativeStaysRelative", "proj/src/", "proj/src"},
+		{"BareDrive", "C:", "c:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NormalizeCwd(tt.in)
+			if got != tt.want {
+				t.Fatalf("NormalizeCwd(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if again := NormalizeCwd(got); again != got {
+				t.Fatalf("NormalizeCwd is not idempotent: %q -> %q -> %q", tt.in, got, again)
+			}
+		})
+	}
+}
+
+// wsStream computes a stream name the long way, independently of
+// StreamForCwd, from an already normalized cwd.
+func wsStream(t *testing.T, normalized string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(normalized))
+	return "ws-" + hex.EncodeToString(sum[:])[:20]
+}
+
+func TestStreamForCwd(t *testing.T) {
+	tests := []struct {
+		name, cwd, want string
+	}{
+		{"EmptyIsGlobal", "", "global"},
+		{"POSIX", "/home/u/proj", wsStream(t, "/home/u/proj")},
+		{"TrailingSlashSameStream", "/home/u/proj/", wsStream(t, "/home/u/proj")},
+		{"WindowsLowerCased", `C:\Users\X\proj`, wsStream(t, "c:/users/x/proj")},
+		{"WindowsOtherSpellingSameStream", `c:/users/x/proj/`, wsStream(t, "c:/users/x/proj")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := StreamForCwd(tt.cwd)
+			if got != tt.want {
+				t.Fatalf("StreamForCwd(%q) = %q, want %q", tt.cwd, got, tt.want)
+			}
+			if !ValidStream(got) {
+				t.Fatalf("ValidStream(%q) = false, want true", got)
+			}
+		})
+	}
+	// Hard-coded values pin the format (computed with
+	// `printf '/home/u/proj' | sha256sum | cut -c1-20`): a change of hash,
+	// length or normalization would move every existing scope.
+	pinned := map[string]string{
+		"/home/u/proj":    "ws-9c09f8055a26c27736dd",
+		`C:\Users\X\proj`: "ws-6fbb0ddd626f14969a6a",
+	}
+	for cwd, want := range pinned {
+		if got := StreamForCwd(cwd); got != want {
+			t.Errorf("StreamForCwd(%q) = %q, want %q", cwd, got, want)
+		}
+	}
+	if StreamForCwd("/home/u/proj") == StreamForCwd("/home/u/proj2") {
+		t.Fatal("different directories share a stream")
+	}
+}
+
+func TestValidStream(t *testing.T) {
+	tests := []struct {
+		s    string
+		want bool
+	}{
+		{"global", true},
+		{"ws-0123456789abcdef0123", true},
+		{"ws-0123456789ABCDEF0123", false},
+		{"ws-0123456789abcdef012", false},
+		{"ws-0123456789abcdef01234", false},
+		{"ws-0123456789abcdef012g", false},
+		{"Global", false},
+		{"", false},
+		{"ws-", false},
+	}
+	for _, tt := range tests {
+		if got := ValidStream(tt.s); got != tt.want {
+			t.Errorf("ValidStream(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
+
+func TestResolveStream(t *testing.T) {
+	proj := StreamForCwd("/home/u/proj")
+	other := StreamForCwd("/home/u/other")
+	tests := []struct {
+		name       string
+		cwd        string
+		stream     string
+		sessionCwd string
+		want       string
+		wantErr    bool
+	}{
+		{name: "CwdWins", cwd: "/home/u/proj", sessionCwd: "/home/u/other", want: proj},
+		{name: "SessionCwd", sessionCwd: "/home/u/proj", want: proj},
+		{name: "NoCwdIsGlobal", want: "global"},
+		{name: "ExplicitStreamWithoutCwd", stream: other, want: other},
+		{name: "ExplicitStreamMatchingCwd", cwd: "/home/u/proj/", stream: proj, want: proj},
+		{name: "ErrStreamDisagreesWithCwd", cwd: "/home/u/proj", stream: other, wantErr: true},
+		{name: "ErrStreamDisagreesWithSessionCwd", sessionCwd: "/home/u/proj", stream: "global", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := events.Envelope{Cwd: tt.cwd, Stream: tt.stream}
+			got, lerr := ResolveStream(&e, tt.sessionCwd, 7)
+			if tt.wantErr {
+				if lerr == nil || lerr.Field != "stream" || lerr.Line != 7 {
+					t.Fatalf("got %q, %v; want a LineError on line 7, field stream", got, lerr)
+				}
+				return
+			}
+			if lerr != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, lerr, tt.want)
+			}
+		})
+	}
+}
