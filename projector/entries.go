@@ -1,0 +1,250 @@
+package projector
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"dshmem/events"
+	"dshmem/sqlstore/tokenize"
+)
+
+// Entry types of the memory model (ARCHITECTURE §5).
+var entryTypes = map[string]bool{
+	"preference": true, "decision": true, "architecture": true, "rule": true,
+	"fact": true, "fix": true, "procedure": true,
+}
+
+const (
+	defaultEntryType  = "fact"
+	defaultImportance = 1
+	maxTitleRunes     = 160
+)
+
+// EntryID derives the id of the entry created by the pos-th item of the
+// event at (stream, seq): "m-" and the first 16 hex digits of
+// sha256("stream:seq:pos"). memory/remember creates one entry, pos 0;
+// memory/ops numbers its add ops. Part of the on-disk format (ids appear
+// in Markdown anchors and later events); do not change.
+func EntryID(stream string, seq uint64, pos int) string {
+	sum := sha256.Sum256([]byte(stream + ":" + strconv.FormatUint(seq, 10) + ":" + strconv.Itoa(pos)))
+	return "m-" + hex.EncodeToString(sum[:8])
+}
+
+// entry is the state of one entries row, as written by an op.
+type entry struct {
+	id, scope, typ     string
+	title, description string
+	terms, content     string
+	tags               []string
+	importance         int
+	confidence         float64
+	status             string
+	version            int64
+}
+
+type rememberData struct {
+	Content     string          `json:"content"`
+	Title       string          `json:"title"`
+	Type        string          `json:"type"`
+	Description string          `json:"description"`
+	Terms       string          `json:"terms"`
+	Tags        json.RawMessage `json:"tags"`       // decoded leniently: see remember
+	Importance  json.RawMessage `json:"importance"` // likewise
+}
+
+// remember adds the entry a memory/remember event asks for. Data the
+// intake should have refused (no content) records nothing rather than
+// failing replay; values out of range are brought into it.
+func (f *fold) remember(ev *events.Envelope) error {
+	var d rememberData
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return nil
+	}
+	content := strings.TrimSpace(d.Content)
+	if content == "" {
+		return nil
+	}
+	e := entry{
+		id:          EntryID(ev.Stream, ev.Seq, 0),
+		scope:       ev.Stream,
+		typ:         d.Type,
+		title:       strings.TrimSpace(d.Title),
+		description: strings.TrimSpace(d.Description),
+		terms:       strings.TrimSpace(d.Terms),
+		content:     content,
+		tags:        cleanTags(d.Tags),
+		importance:  defaultImportance,
+		confidence:  1,
+		status:      "active",
+		version:     1,
+	}
+	if !entryTypes[e.typ] {
+		e.typ = defaultEntryType
+	}
+	if e.title == "" {
+		e.title = titleFrom(content)
+	}
+	var imp float64
+	if json.Unmarshal(d.Importance, &imp) == nil {
+		e.importance = int(min(max(imp, 0), 3))
+	}
+	return f.addEntry(ev, &e, "")
+}
+
+// addEntry inserts a new entry, its first version and its index row.
+func (f *fold) addEntry(ev *events.Envelope, e *entry, reason string) error {
+	tags, _ := json.Marshal(e.tags)
+	prov, _ := json.Marshal(provenance{EventIDs: []string{ev.ID}, Reason: reason})
+	res, err := f.exec(`INSERT INTO entries (id, scope, type, title, description, terms, content, tags,
+			importance, confidence, status, provenance, created_at, updated_at, version, created_seq, updated_seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.id, e.scope, e.typ, e.title, e.description, e.terms, e.content, string(tags),
+		e.importance, e.confidence, e.status, string(prov), ev.Time, ev.Time, e.version, int64(ev.Seq), int64(ev.Seq))
+	if err != nil {
+		return fmt.Errorf("insert entry %s: %w", e.id, err)
+	}
+	n, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert entry %s: %w", e.id, err)
+	}
+	if err := f.entryVersion(ev, e, "add", reason); err != nil {
+		return err
+	}
+	return f.indexEntry(n, e)
+}
+
+// indexEntry writes the entry's row in entries_fts. A later revise must
+// delete the old row (DELETE FROM entries_fts WHERE rowid = n) first.
+func (f *fold) indexEntry(n int64, e *entry) error {
+	body := joinNonEmpty(e.description, e.terms, e.content)
+	bigrams := tokenize.IndexText(joinNonEmpty(e.title, body, strings.Join(e.tags, " ")))
+	if _, err := f.exec(`INSERT INTO entries_fts (rowid, title, body, bigrams) VALUES (?, ?, ?, ?)`,
+		n, e.title, body, bigrams); err != nil {
+		return fmt.Errorf("index entry %s: %w", e.id, err)
+	}
+	return nil
+}
+
+func (f *fold) entryVersion(ev *events.Envelope, e *entry, op, reason string) error {
+	tags, _ := json.Marshal(e.tags)
+	if _, err := f.exec(`INSERT INTO entry_versions (entry_id, version, stream, seq, event_id, op, time,
+			type, title, description, terms, content, tags, importance, confidence, status, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.id, e.version, ev.Stream, int64(ev.Seq), ev.ID, op, ev.Time,
+		e.typ, e.title, e.description, e.terms, e.content, string(tags), e.importance, e.confidence, e.status, reason); err != nil {
+		return fmt.Errorf("insert version %d of entry %s: %w", e.version, e.id, err)
+	}
+	return nil
+}
+
+// forget hides an entry. Only entries of the event's own stream are
+// touched: an op never reaches across streams, which is what lets folds
+// of different streams commute. An unknown id, or an entry already
+// forgotten, records nothing (replay must not fail on it).
+func (f *fold) forget(ev *events.Envelope) error {
+	var d struct {
+		EntryID string `json:"entryId"`
+		Reason  string `json:"reason"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil || d.EntryID == "" {
+		return nil
+	}
+	e, err := f.loadEntry(d.EntryID, ev.Stream)
+	if err != nil || e == nil || e.status == "forgotten" {
+		return err
+	}
+	e.status = "forgotten"
+	e.version++
+	if _, err := f.exec(`UPDATE entries SET status = ?, version = ?, updated_at = ?, updated_seq = ? WHERE id = ?`,
+		e.status, e.version, ev.Time, int64(ev.Seq), e.id); err != nil {
+		return fmt.Errorf("forget entry %s: %w", e.id, err)
+	}
+	return f.entryVersion(ev, e, "forget", d.Reason)
+}
+
+// loadEntry reads entry id of scope, or nil when there is none.
+func (f *fold) loadEntry(id, scope string) (*entry, error) {
+	var e entry
+	var tags string
+	err := f.tx.QueryRow(`SELECT id, scope, type, title, description, terms, content, tags,
+			importance, confidence, status, version
+		FROM entries WHERE id = ? AND scope = ?`, id, scope).
+		Scan(&e.id, &e.scope, &e.typ, &e.title, &e.description, &e.terms, &e.content, &tags,
+			&e.importance, &e.confidence, &e.status, &e.version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read entry %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(tags), &e.tags); err != nil {
+		return nil, fmt.Errorf("read entry %s: tags: %w", id, err)
+	}
+	return &e, nil
+}
+
+type provenance struct {
+	EventIDs []string `json:"eventIds"`
+	Reason   string   `json:"reason,omitempty"`
+}
+
+// titleFrom is the first non-blank line of content, cut to 160 runes.
+func titleFrom(content string) string {
+	line := content
+	for l := range strings.Lines(content) {
+		if t := strings.TrimSpace(l); t != "" {
+			line = t
+			break
+		}
+	}
+	if utf8.RuneCountInString(line) <= maxTitleRunes {
+		return line
+	}
+	i, n := 0, 0
+	for i = range line {
+		if n == maxTitleRunes {
+			break
+		}
+		n++
+	}
+	return strings.TrimSpace(line[:i])
+}
+
+// cleanTags decodes a JSON array of strings (anything else is no tags),
+// trims them and drops empty and repeated ones, keeping order.
+func cleanTags(raw json.RawMessage) []string {
+	var tags []string
+	_ = json.Unmarshal(raw, &tags)
+	out := []string{}
+	seen := map[string]bool{}
+	for _, t := range tags {
+		t = strings.TrimSpace(t)
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		out = append(out, t)
+	}
+	return out
+}
+
+func joinNonEmpty(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}

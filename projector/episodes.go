@@ -1,0 +1,80 @@
+package projector
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"dshmem/events"
+	"dshmem/sqlstore/tokenize"
+)
+
+// EpisodeText returns the searchable text of an event of an episodic type
+// and whether the host injected it into the conversation (memory handed
+// back, a system reminder). ok is false for other types, for data that
+// does not decode, and for empty text.
+//
+// The episode_texts view (migrations/00001_events.sql) and
+// sqlstore.Search compute the same text in SQL from events.data; the
+// projector tests hold the two to each other.
+func EpisodeText(typ string, data json.RawMessage) (text string, injected bool, ok bool) {
+	switch typ {
+	case events.TypeUserMessage, events.TypeAssistantMessage, events.TypeToolResult, events.TypeCompactionSummary:
+		var d struct {
+			Text     string `json:"text"`
+			Injected bool   `json:"injected"`
+		}
+		if json.Unmarshal(data, &d) != nil {
+			return "", false, false
+		}
+		text, injected = d.Text, d.Injected
+	case events.TypeTaskEnd:
+		var d struct {
+			Request string `json:"request"`
+			Result  string `json:"result"`
+		}
+		if json.Unmarshal(data, &d) != nil {
+			return "", false, false
+		}
+		text = strings.Trim(d.Request+"\n"+d.Result, "\n")
+	default:
+		return "", false, false
+	}
+	return text, injected, text != ""
+}
+
+// prepared is what the fold derives from one event without the database:
+// the CPU-heavy half of folding (JSON, tokenizing), done by a second
+// goroutine ahead of the inserts (see prepare in fold.go).
+type prepared struct {
+	episode  bool   // the event has searchable text
+	text     string // that text
+	injected bool
+	terms    string // its distinct terms joined by spaces, for episodes_fts
+}
+
+func prepareEvent(ev *events.Envelope) prepared {
+	text, injected, ok := EpisodeText(ev.Type, ev.Data)
+	if !ok {
+		return prepared{}
+	}
+	// detail=none keeps no counts or positions, so a repeated term would
+	// only cost tokenizer and hash work inside FTS5.
+	return prepared{episode: true, text: text, injected: injected, terms: strings.Join(tokenize.Terms(text), " ")}
+}
+
+// episode indexes the text of event row n. Injected text stays searchable
+// (it is what the model saw) but is flagged, so recall can rank it down
+// and never re-inject memory as if the user had said it.
+func (f *fold) episode(n int64, p *prepared) error {
+	if !p.episode || p.terms == "" {
+		return nil // no text, or only punctuation and emoji: nothing a query could match
+	}
+	if _, err := f.exec(`INSERT INTO episodes (n, injected) VALUES (?, ?)`, n, p.injected); err != nil {
+		return fmt.Errorf("insert episode: %w", err)
+	}
+	if _, err := f.exec(`INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, p.terms); err != nil {
+		return fmt.Errorf("index episode: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,284 @@
+package projector
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"dshmem/events"
+	"dshmem/sqlstore"
+)
+
+// ErrGap is wrapped by every *GapError.
+var ErrGap = errors.New("projector: gap in stream")
+
+// GapError says a fold got an event whose seq is past the stream's cursor
+// + 1: the events in between were never folded, so folding this one would
+// leave a hole the cursor could not describe.
+type GapError struct {
+	Stream string
+	Cursor uint64 // last seq folded
+	Seq    uint64 // seq of the event that came next
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("projector: stream %s: event seq %d follows cursor %d; seqs %d..%d were never folded (fold the stream from its cursor, e.g. with CatchUp)",
+		e.Stream, e.Seq, e.Cursor, e.Cursor+1, e.Seq-1)
+}
+
+func (e *GapError) Unwrap() error { return ErrGap }
+
+// Projector folds events into a store.
+type Projector struct {
+	s *sqlstore.Store
+
+	// ChunkSize is the number of events CatchUp folds per transaction;
+	// 0 means DefaultChunkSize.
+	ChunkSize int
+}
+
+// DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
+// flush) against memory held per fold.
+const DefaultChunkSize = 10000
+
+// New returns a projector writing to s.
+func New(s *sqlstore.Store) *Projector { return &Projector{s: s} }
+
+// Fold projects evs into the index in one transaction: their rows and the
+// cursor of every stream they advance commit together or not at all.
+//
+// evs may hold several streams; each stream's events must come in seq
+// order. An event whose seq is at or below its stream's cursor was folded
+// before and is skipped, so folding the same events twice changes
+// nothing. An event past cursor+1 is a *GapError and nothing of the call
+// is committed. Folding never reads the clock: every timestamp comes from
+// an event.
+func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error) {
+	if len(evs) == 0 {
+		return nil
+	}
+	tx, err := p.s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("fold: begin: %w", err)
+	}
+	f := &fold{tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
+	pre := startPrepare(evs)
+	defer func() {
+		pre.stop()
+		f.close()
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	for i := range evs {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("fold: %w", err)
+			}
+		}
+		ev := &evs[i]
+		pr := pre.get(i)
+		if ev.Stream == "" || ev.Seq == 0 {
+			return fmt.Errorf("fold: event %q (type %s) has stream %q and seq %d; both are required", ev.ID, ev.Type, ev.Stream, ev.Seq)
+		}
+		cur, err := f.cursor(ev.Stream)
+		if err != nil {
+			return err
+		}
+		if ev.Seq <= cur {
+			continue
+		}
+		if ev.Seq != cur+1 {
+			return &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
+		}
+		if err := f.apply(ev, pr); err != nil {
+			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+		}
+		f.cursors[ev.Stream] = ev.Seq
+		f.advanced[ev.Stream] = true
+	}
+	if err := f.finish(); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("fold: commit: %w", err)
+	}
+	return nil
+}
+
+// fold is the state of one Fold call: its transaction, the statements
+// prepared on it, and what is aggregated until the end of the call.
+//
+// Statements run with a background context: the modernc driver starts a
+// goroutine per statement to watch a cancellable context, which would
+// cost more than the insert. Fold checks its context between events.
+type fold struct {
+	tx       *sql.Tx
+	stmts    map[string]*sql.Stmt
+	cursors  map[string]uint64
+	advanced map[string]bool
+	sessions map[sessionKey]*sessionAcc
+}
+
+// stmt returns the statement for query, prepared on the fold's
+// transaction the first time it is needed.
+func (f *fold) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := f.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := f.tx.Prepare(query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if f.stmts == nil {
+		f.stmts = map[string]*sql.Stmt{}
+	}
+	f.stmts[query] = st
+	return st, nil
+}
+
+func (f *fold) exec(query string, args ...any) (sql.Result, error) {
+	st, err := f.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.Exec(args...)
+}
+
+func (f *fold) close() {
+	for _, st := range f.stmts {
+		st.Close()
+	}
+}
+
+func (f *fold) cursor(stream string) (uint64, error) {
+	if c, ok := f.cursors[stream]; ok {
+		return c, nil
+	}
+	var seq int64
+	err := f.tx.QueryRow(`SELECT seq FROM cursors WHERE stream = ?`, stream).Scan(&seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		seq = 0
+	case err != nil:
+		return 0, fmt.Errorf("fold: read cursor of %s: %w", stream, err)
+	}
+	f.cursors[stream] = uint64(seq)
+	return uint64(seq), nil
+}
+
+const insertEventSQL = `INSERT INTO events (stream, seq, id, type, time, session, data) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+// apply folds one event: its events row, then whatever projection its
+// type feeds. A new type gets a case here and a file of its own.
+func (f *fold) apply(ev *events.Envelope, p *prepared) error {
+	var data any // NULL when the event has no data
+	if len(ev.Data) > 0 && string(ev.Data) != "null" {
+		data = string(ev.Data)
+	}
+	res, err := f.exec(insertEventSQL, ev.Stream, int64(ev.Seq), ev.ID, ev.Type, ev.Time, ev.Session, data)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	n, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	f.session(ev, p)
+	switch ev.Type {
+	case events.TypeUserMessage, events.TypeAssistantMessage, events.TypeToolResult,
+		events.TypeCompactionSummary, events.TypeTaskEnd:
+		return f.episode(n, p)
+	case events.TypeMemoryRemember:
+		return f.remember(ev)
+	case events.TypeMemoryForget:
+		return f.forget(ev)
+	}
+	return nil
+}
+
+// finish writes what was aggregated over the call: sessions, then the
+// cursor of every stream that advanced, in sorted order.
+func (f *fold) finish() error {
+	if err := f.flushSessions(); err != nil {
+		return err
+	}
+	streams := make([]string, 0, len(f.advanced))
+	for s := range f.advanced {
+		streams = append(streams, s)
+	}
+	slices.Sort(streams)
+	for _, s := range streams {
+		if _, err := f.exec(`INSERT INTO cursors (stream, seq) VALUES (?, ?)
+			ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, s, int64(f.cursors[s])); err != nil {
+			return fmt.Errorf("fold: write cursor of %s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// prepareChunk is how many events the preparing goroutine hands over at
+// a time; small folds (live ingest) are prepared inline.
+const prepareChunk = 256
+
+// preparer runs prepareEvent over a fold's events on a second goroutine,
+// in order, so that JSON decoding and tokenizing overlap with SQLite's
+// inserts (on two cores, most of the fold's non-SQLite CPU). Results are
+// read in event order, so the fold stays deterministic.
+type preparer struct {
+	out   []prepared
+	ready chan int      // receives the end of each prepared chunk
+	quit  chan struct{} // closed when the fold ends early
+	done  chan struct{} // closed when the goroutine has returned
+	upTo  int           // out[:upTo] is ready to read
+}
+
+func startPrepare(evs []events.Envelope) *preparer {
+	p := &preparer{out: make([]prepared, len(evs))}
+	if len(evs) <= prepareChunk {
+		for i := range evs {
+			p.out[i] = prepareEvent(&evs[i])
+		}
+		p.upTo = len(evs)
+		return p
+	}
+	p.ready = make(chan int, len(evs)/prepareChunk+1)
+	p.quit = make(chan struct{})
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		for start := 0; start < len(evs); start += prepareChunk {
+			select {
+			case <-p.quit:
+				return
+			default:
+			}
+			end := min(start+prepareChunk, len(evs))
+			for i := start; i < end; i++ {
+				p.out[i] = prepareEvent(&evs[i])
+			}
+			p.ready <- end // never blocks: the buffer holds every chunk
+		}
+	}()
+	return p
+}
+
+// get returns the prepared form of event i, waiting for it if needed.
+func (p *preparer) get(i int) *prepared {
+	for i >= p.upTo {
+		p.upTo = <-p.ready
+	}
+	return &p.out[i]
+}
+
+// stop ends the goroutine and waits for it: after Fold returns, nothing
+// reads the caller's events any more.
+func (p *preparer) stop() {
+	if p.done == nil {
+		return
+	}
+	close(p.quit)
+	<-p.done
+}

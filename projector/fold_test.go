@@ -1,0 +1,250 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"dshmem/events"
+)
+
+// mixed returns events of three streams, each in seq order, interleaved.
+func mixed() (all []events.Envelope, byStream map[string][]events.Envelope) {
+	byStream = map[string][]events.Envelope{
+		"global":  corpus("global", 150, 120, 1),
+		"ws-aaaa": corpus("ws-aaaa", 300, 200, 2),
+		"ws-bbbb": corpus("ws-bbbb", 220, 80, 3),
+	}
+	// Round-robin interleave: every stream stays in seq order.
+	for i := 0; ; i++ {
+		added := false
+		for _, s := range []string{"global", "ws-aaaa", "ws-bbbb"} {
+			if i < len(byStream[s]) {
+				all = append(all, byStream[s][i])
+				added = true
+			}
+		}
+		if !added {
+			return all, byStream
+		}
+	}
+}
+
+func TestFoldIdempotent(t *testing.T) {
+	all, _ := mixed()
+	s := openStore(t)
+	p := New(s)
+	mustFold(t, p, all)
+	want := dump(t, s)
+	if !strings.Contains(want, "episodes_fts\t") || !strings.Contains(want, "entries\t") || !strings.Contains(want, "sessions\t") {
+		t.Fatalf("dump lacks projections:\n%.2000s", want)
+	}
+	t.Run("SameEventsAgain", func(t *testing.T) {
+		mustFold(t, p, all)
+		if got := dump(t, s); got != want {
+			t.Error("folding the same events twice changed the index")
+		}
+	})
+	t.Run("OverlappingBatches", func(t *testing.T) {
+		mustFold(t, p, all[100:600])
+		mustFold(t, p, all[:50])
+		if got := dump(t, s); got != want {
+			t.Error("refolding parts changed the index")
+		}
+	})
+	t.Run("Cursors", func(t *testing.T) {
+		cur, err := s.Cursors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur["global"] != 150 || cur["ws-aaaa"] != 300 || cur["ws-bbbb"] != 220 || len(cur) != 3 {
+			t.Errorf("got cursors %v", cur)
+		}
+	})
+}
+
+func TestFoldOrderIndependent(t *testing.T) {
+	all, by := mixed()
+	ref := openStore(t)
+	mustFold(t, New(ref), all)
+	want := dump(t, ref)
+	for _, order := range [][]string{
+		{"ws-bbbb", "global", "ws-aaaa"},
+		{"ws-aaaa", "ws-bbbb", "global"},
+	} {
+		t.Run("Equal", func(t *testing.T) {
+			s := openStore(t)
+			p := New(s)
+			for _, st := range order {
+				evs := by[st]
+				// Uneven batches too: the split must not matter.
+				mustFold(t, p, evs[:len(evs)/3])
+				mustFold(t, p, evs[len(evs)/3:])
+			}
+			if got := dump(t, s); got != want {
+				t.Errorf("order %v: dump differs from folding everything at once\n%s", order, firstDiff(got, want))
+			}
+		})
+	}
+}
+
+func TestFoldGap(t *testing.T) {
+	all, by := mixed()
+	_ = all
+	s := openStore(t)
+	p := New(s)
+	mustFold(t, p, by["ws-aaaa"][:10])
+	before := dump(t, s)
+	batch := append([]events.Envelope{}, by["global"][:5]...) // fine on its own
+	batch = append(batch, by["ws-aaaa"][12:15]...)            // seq 13 after cursor 10
+	err := p.Fold(context.Background(), batch)
+	var gap *GapError
+	if !errors.Is(err, ErrGap) || !errors.As(err, &gap) {
+		t.Fatalf("got %v, want a *GapError", err)
+	}
+	if gap.Stream != "ws-aaaa" || gap.Cursor != 10 || gap.Seq != 13 {
+		t.Errorf("got %+v, want stream ws-aaaa, cursor 10, seq 13", gap)
+	}
+	if got := dump(t, s); got != before {
+		t.Error("a fold that failed on a gap committed rows")
+	}
+}
+
+func TestFoldAtomic(t *testing.T) {
+	_, by := mixed()
+	s := openStore(t)
+	p := New(s)
+	mustFold(t, p, by["ws-bbbb"][:20])
+	before := dump(t, s)
+
+	// Valid events of two streams, then one whose id repeats an earlier
+	// event of its stream: the events insert fails on UNIQUE(stream, id)
+	// after many rows of the call were written.
+	batch := append([]events.Envelope{}, by["global"][:100]...)
+	batch = append(batch, by["ws-bbbb"][20:60]...)
+	bad := by["ws-bbbb"][60]
+	bad.ID = by["ws-bbbb"][3].ID
+	batch = append(batch, bad)
+	err := p.Fold(context.Background(), batch)
+	if err == nil || !strings.Contains(err.Error(), "seq 61") {
+		t.Fatalf("got %v, want an error naming seq 61", err)
+	}
+	if got := dump(t, s); got != before {
+		t.Errorf("a failed fold left rows behind:\n%s", firstDiff(got, before))
+	}
+	for stream, want := range map[string]uint64{"global": 0, "ws-bbbb": 20} {
+		if c, err := s.Cursor(stream); err != nil || c != want {
+			t.Errorf("cursor of %s: got %d, %v; want %d", stream, c, err, want)
+		}
+	}
+	// The same call without the bad event goes through.
+	mustFold(t, p, batch[:len(batch)-1])
+	if c, _ := s.Cursor("ws-bbbb"); c != 60 {
+		t.Errorf("got cursor %d after the good part, want 60", c)
+	}
+}
+
+func TestFoldErrBadPosition(t *testing.T) {
+	s := openStore(t)
+	p := New(s)
+	for _, e := range []events.Envelope{
+		ev("", 1, events.TypeTurnEnd, "", nil),
+		ev("global", 0, events.TypeTurnEnd, "", nil),
+	} {
+		if err := p.Fold(context.Background(), []events.Envelope{e}); err == nil {
+			t.Errorf("stream %q seq %d: got nil error", e.Stream, e.Seq)
+		}
+	}
+}
+
+func TestFoldContextCanceled(t *testing.T) {
+	_, by := mixed()
+	s := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := New(s).Fold(ctx, by["global"]); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	if c, _ := s.Cursor("global"); c != 0 {
+		t.Errorf("got cursor %d, want 0", c)
+	}
+}
+
+func TestCatchUp(t *testing.T) {
+	all, by := mixed()
+	ref := openStore(t)
+	mustFold(t, New(ref), all)
+	want := dump(t, ref)
+
+	s := openStore(t)
+	p := New(s)
+	p.ChunkSize = 64
+	mustFold(t, p, by["ws-aaaa"][:123]) // a partial fold before the crash
+	mustFold(t, p, by["global"][:1])
+	type report struct {
+		stream string
+		seq    uint64
+	}
+	var reports []report
+	if err := p.CatchUp(context.Background(), newFakeSource(all), func(stream string, seq uint64) {
+		reports = append(reports, report{stream, seq})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, s); got != want {
+		t.Errorf("catch-up after a partial fold differs from folding everything:\n%s", firstDiff(got, want))
+	}
+	// Streams in name order, chunks of 64 from the cursor, last one partial.
+	if len(reports) == 0 || reports[0] != (report{"global", 65}) || reports[len(reports)-1] != (report{"ws-bbbb", 220}) {
+		t.Errorf("got progress %v", reports)
+	}
+	t.Run("NothingNew", func(t *testing.T) {
+		reports = nil
+		if err := p.CatchUp(context.Background(), newFakeSource(all), func(s string, q uint64) { reports = append(reports, report{s, q}) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(reports) != 0 {
+			t.Errorf("got progress %v with nothing to fold", reports)
+		}
+	})
+}
+
+// firstDiff shows the first differing line of two dumps.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return "line " + itoa(i+1) + ":\n got  " + trunc(gl) + "\n want " + trunc(wl)
+		}
+	}
+	return "(equal)"
+}
+
+func trunc(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+func itoa(i int) string {
+	var b []byte
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		i /= 10
+		if i == 0 {
+			return string(b)
+		}
+	}
+}
+
+// The event log is the Source CatchUp reads in production.
+var _ Source = (*events.Log)(nil)

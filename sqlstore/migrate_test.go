@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// schema returns the index schema (without goose's table) as text, one
+// object per line in name order.
+func schema(t *testing.T, path string) string {
+	t.Helper()
+	db, err := openWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var lines []string
+	if err := db.Select(&lines, `SELECT type || ' ' || name || ': ' || coalesce(sql, '')
+		FROM sqlite_schema WHERE name NOT LIKE 'goose%' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func applied(t *testing.T, path string) []int64 {
+	t.Helper()
+	st, err := MigrationStatus(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, m := range st {
+		if m.Applied {
+			out = append(out, m.Version)
+		}
+	}
+	return out
+}
+
+func TestMigrations(t *testing.T) {
+	dir := t.TempDir()
+	opened := filepath.Join(dir, "opened.db")
+	s, err := Open(opened)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	full := schema(t, opened)
+	for _, table := range []string{"table events:", "table episodes_fts:", "table sessions:", "table entries:", "table entry_versions:", "table entries_fts:", "table cursors:", "table files:", "view episode_texts:"} {
+		if !strings.Contains(full, table) {
+			t.Errorf("schema after Open lacks %q", table)
+		}
+	}
+
+	t.Run("StatusListsEveryMigration", func(t *testing.T) {
+		st, err := MigrationStatus(opened)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range st {
+			names = append(names, m.Name)
+			if !m.Applied {
+				t.Errorf("after Open, %s is not applied", m.Name)
+			}
+		}
+		if got, want := strings.Join(names, ","), "00001_events.sql,00002_entries.sql,00003_files.sql"; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	})
+
+	t.Run("MigrateUpEqualsOpen", func(t *testing.T) {
+		p := filepath.Join(dir, "up.db")
+		if err := MigrateUp(p); err != nil {
+			t.Fatal(err)
+		}
+		if got := schema(t, p); got != full {
+			t.Errorf("schema after MigrateUp differs from Open:\n%s\nwant\n%s", got, full)
+		}
+	})
+
+	t.Run("StatusDoesNotApply", func(t *testing.T) {
+		p := filepath.Join(dir, "fresh.db")
+		if got := applied(t, p); len(got) != 0 {
+			t.Errorf("got applied %v on a fresh file, want none", got)
+		}
+		if got := schema(t, p); got != "" {
+			t.Errorf("MigrationStatus created schema:\n%s", got)
+		}
+	})
+
+	t.Run("DownToAndUpRoundTrip", func(t *testing.T) {
+		p := filepath.Join(dir, "roundtrip.db")
+		if err := MigrateUp(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := MigrateDownTo(p, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := applied(t, p); len(got) != 1 || got[0] != 1 {
+			t.Errorf("after down-to 1: got applied %v, want [1]", got)
+		}
+		mid := schema(t, p)
+		if strings.Contains(mid, "entries") || strings.Contains(mid, "table files") || !strings.Contains(mid, "table events") {
+			t.Errorf("after down-to 1 the schema is wrong:\n%s", mid)
+		}
+		if err := MigrateDownTo(p, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := schema(t, p); got != "" {
+			t.Errorf("after down-to 0 the schema is not empty:\n%s", got)
+		}
+		if err := MigrateUp(p); err != nil {
+			t.Fatal(err)
+		}
+		if got := schema(t, p); got != full {
+			t.Errorf("schema after down and up differs:\n%s\nwant\n%s", got, full)
+		}
+		if got := applied(t, p); len(got) != 3 {
+			t.Errorf("got applied %v, want all three", got)
+		}
+	})
+
+	t.Run("ErrNegativeVersion", func(t *testing.T) {
+		if err := MigrateDownTo(filepath.Join(dir, "neg.db"), -1); err == nil {
+			t.Error("got nil error for down-to -1")
+		}
+	})
+}

@@ -1,0 +1,132 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+
+	"dshmem/migrations"
+)
+
+// Store is an open index database.
+type Store struct {
+	db       *sqlx.DB
+	path     string
+	readOnly bool
+}
+
+// writerPragmas are set on every connection of a read-write Store. They go
+// into the DSN because a PRAGMA run through Exec reaches only one pooled
+// connection. synchronous(NORMAL) is enough: the index is derived and a
+// lost tail is folded again from the log on the next open.
+var writerPragmas = []string{
+	"journal_mode(WAL)",
+	"synchronous(NORMAL)",
+	"busy_timeout(5000)",
+	"foreign_keys(1)",
+	"temp_store(MEMORY)",
+	"cache_size(-32768)", // 32 MiB: keeps the hot b-tree and FTS pages of a large fold in memory
+}
+
+// dsn builds a file: URI (URI parameters are ignored on a plain path).
+func dsn(path string, params url.Values) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("resolve index path %s: %w", path, err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: params.Encode()}
+	return u.String(), nil
+}
+
+func openWriter(path string) (*sqlx.DB, error) {
+	q := url.Values{}
+	for _, p := range writerPragmas {
+		q.Add("_pragma", p)
+	}
+	// BEGIN IMMEDIATE: a write transaction takes the write lock when it
+	// starts, so two writers queue on busy_timeout instead of failing
+	// with SQLITE_BUSY when one of them upgrades a read lock.
+	q.Set("_txlock", "immediate")
+	name, err := dsn(path, q)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlx.Open("sqlite", name)
+	if err != nil {
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Open opens (creating if needed) the index at path in WAL mode and
+// applies every pending migration.
+func Open(path string) (*Store, error) {
+	db, err := openWriter(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newProvider(db.DB)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	if _, err := p.Up(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate index %s: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// OpenReadOnly opens an existing index for audit queries. The connection
+// is read-only three times over: the file is opened with mode=ro, the
+// connection has query_only set, and an authorizer refuses every
+// statement that could write (including ATTACH and PRAGMA assignments).
+// Any refused statement returns ErrReadOnly.
+func OpenReadOnly(path string) (*Store, error) {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	name, err := dsn(path, q)
+	if err != nil {
+		return nil, err
+	}
+	d := &sqlite.Driver{}
+	d.RegisterConnectionHook(installAuditAuthorizer)
+	db := sqlx.NewDb(sql.OpenDB(connector{d: d, dsn: name}), "sqlite")
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open index %s read-only: %w", path, err)
+	}
+	return &Store{db: db, path: path, readOnly: true}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close index %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// DB returns the underlying pool. Writers (the projector) run their own
+// transactions on it.
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// newProvider returns a quiet goose provider over the embedded migrations.
+func newProvider(db *sql.DB) (*goose.Provider, error) {
+	return goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+}
