@@ -1,0 +1,185 @@
+package observer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dshmem/events"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+)
+
+// The crash test re-runs this test binary as a child writer. The child
+// ingests batches of events and prints "ack FIRST LAST" after each call
+// returns, i.e. after the fsync that acknowledged them.
+const crashChildEnv = "DSHMEM_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if root := os.Getenv(crashChildEnv); root != "" {
+		crashChild(root)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func crashChild(root string) {
+	start, _ := strconv.Atoi(os.Getenv("DSHMEM_CRASH_START"))
+	seed, _ := strconv.ParseUint(os.Getenv("DSHMEM_CRASH_SEED"), 10, 64)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ctx := context.Background()
+	eng, err := Open(ctx, root, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		os.Exit(3)
+	}
+	syn := NewSynth(seed)
+	for n := start; ; {
+		size := 1 + rng.IntN(100)
+		lines := make([][]byte, size)
+		for i := range lines {
+			id := n + i
+			lines[i] = []byte(fmt.Sprintf(`{"id":"crash:%d","type":"user/message","time":"2026-08-18T10:00:00Z","session":"s%d","cwd":"/crash/ws%d","data":{"text":%q}}`,
+				id, id%3, id%3, syn.Text(200)))
+		}
+		res, _, err := eng.Ingest(ctx, lines)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child ingest:", err)
+			os.Exit(4)
+		}
+		// Re-sent ids (the overlap with the previous life) come back
+		// as duplicates; they were acknowledged before.
+		if res.Rejected != 0 {
+			fmt.Fprintln(os.Stderr, "child: rejected", res.Rejected)
+			os.Exit(5)
+		}
+		fmt.Printf("ack %d %d\n", n, n+size-1)
+		n += size
+	}
+}
+
+// TestCrashKill9 kills a real writer process with SIGKILL at random
+// moments and checks, after each restart, that every acknowledged event
+// is in the log exactly once and that the index equals a fresh rebuild
+// of the log.
+func TestCrashKill9(t *testing.T) {
+	kills := 50
+	if testing.Short() {
+		kills = 10
+	}
+	root := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DSHMEM_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (set DSHMEM_CRASH_SEED to repeat)", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	acked := map[int]bool{}
+	next := 0
+	for k := 0; k < kills; k++ {
+		// Re-send a few ids of the previous life: dedupe must hold.
+		start := max(0, next-rng.IntN(50))
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+root,
+			"DSHMEM_CRASH_START="+strconv.Itoa(start),
+			"DSHMEM_CRASH_SEED="+strconv.FormatUint(seed+uint64(k), 10))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(10+rng.IntN(150)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("kill %d: child exited by itself (%v): %s", k, err, stderr.String())
+		}
+		sc := bufio.NewScanner(&stdout)
+		for sc.Scan() {
+			var a, b int
+			if _, err := fmt.Sscanf(sc.Text(), "ack %d %d", &a, &b); err != nil {
+				continue // a line cut by the kill
+			}
+			for i := a; i <= b; i++ {
+				acked[i] = true
+			}
+			next = max(next, b+1)
+		}
+		checkCrashRoot(t, root, acked, k)
+	}
+	if len(acked) == 0 {
+		t.Fatal("no event was ever acknowledged: the child never got going")
+	}
+	t.Logf("%d kills, %d events acknowledged", kills, len(acked))
+}
+
+func checkCrashRoot(t *testing.T, root string, acked map[int]bool, k int) {
+	t.Helper()
+	ctx := context.Background()
+	eng, err := Open(ctx, root, Options{})
+	if err != nil {
+		t.Fatalf("kill %d: reopen: %v", k, err)
+	}
+	defer eng.Close()
+	seen := map[int]int{}
+	lg := eng.Log()
+	for _, s := range lg.Streams() {
+		var want uint64 = 1
+		err := lg.Scan(s, 1, func(e events.Envelope) error {
+			if e.Seq != want {
+				return fmt.Errorf("stream %s: seq %d, want %d", s, e.Seq, want)
+			}
+			want++
+			n, err := strconv.Atoi(strings.TrimPrefix(e.ID, "crash:"))
+			if err != nil {
+				return fmt.Errorf("unexpected id %q", e.ID)
+			}
+			seen[n]++
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("kill %d: scan: %v", k, err)
+		}
+	}
+	for n, c := range seen {
+		if c != 1 {
+			t.Fatalf("kill %d: event crash:%d is in the log %d times", k, n, c)
+		}
+	}
+	for n := range acked {
+		if seen[n] != 1 {
+			t.Fatalf("kill %d: acknowledged event crash:%d is missing from the log", k, n)
+		}
+	}
+	// The live index must equal a fresh rebuild of the log.
+	var live, fresh bytes.Buffer
+	if err := projector.Dump(ctx, eng.Store(), &live); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlstore.Open(filepath.Join(t.TempDir(), "fresh.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := projector.New(st).CatchUp(ctx, lg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := projector.Dump(ctx, st, &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(live.Bytes(), fresh.Bytes()) {
+		t.Fatalf("kill %d: live index differs from a fresh rebuild of the log (%d vs %d bytes of dump)", k, live.Len(), fresh.Len())
+	}
+}

@@ -1,0 +1,365 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"dshmem/events"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+)
+
+// Options configure an Engine. The zero value works.
+type Options struct {
+	// Log is passed to events.OpenLog (segment size, batch size, FS seam).
+	Log events.Options
+	// ReadOnly opens the index without the writer lock and without
+	// touching the log: for audit queries and search while another
+	// process writes.
+	ReadOnly bool
+	// Progress, when set, is told about catch-up on open.
+	Progress func(stream string, seq uint64)
+}
+
+// Engine is one open root: the writer lock, the log, the index and the
+// projector that keeps the index in step with the log.
+type Engine struct {
+	root  string
+	lock  *rootLock
+	log   *events.Log
+	store *sqlstore.Store
+	proj  *projector.Projector
+	red   *Redactor
+
+	// rebuilt names why the index was rebuilt on open, if it was.
+	rebuilt string
+
+	// mu serializes intake: dedupe, append and fold happen as one step
+	// so that two callers can never both append the same id.
+	mu sync.Mutex
+}
+
+// Paths inside a root. Part of the on-disk layout (ARCHITECTURE §2).
+const (
+	LogDir    = "log"
+	IndexFile = "index.db"
+)
+
+// Open opens (creating when needed) the root for writing: it takes the
+// writer lock, opens the log (repairing a torn tail), opens the index
+// (applying migrations) and folds whatever the log holds beyond the
+// index's cursors.
+func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
+	if opts.ReadOnly {
+		st, err := sqlstore.OpenReadOnly(filepath.Join(root, IndexFile))
+		if err != nil {
+			return nil, err
+		}
+		return &Engine{root: root, store: st}, nil
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("create root %s: %w", root, err)
+	}
+	lk, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{root: root, lock: lk, red: NewRedactor()}
+	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), opts.Log); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("open index: %w", err)
+	}
+	if ahead, err := e.indexAhead(); err != nil {
+		e.Close()
+		return nil, err
+	} else if ahead != "" {
+		// The index saw events the log no longer holds: someone cut an
+		// acknowledged batch out of the log by hand. Folding on top of
+		// that would skip the next events with those seqs, so the
+		// derived index is dropped and rebuilt from the log.
+		e.rebuilt = ahead
+		e.store.Close()
+		e.store = nil
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(filepath.Join(root, IndexFile+suffix)); err != nil && !os.IsNotExist(err) {
+				e.Close()
+				return nil, fmt.Errorf("drop index that is ahead of the log: %w", err)
+			}
+		}
+		if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("open index: %w", err)
+		}
+	}
+	e.proj = projector.New(e.store)
+	if err := e.proj.CatchUp(ctx, e.log, opts.Progress); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("catch up index from log: %w", err)
+	}
+	return e, nil
+}
+
+// indexAhead reports a stream whose index cursor is beyond the log's
+// last seq, or "".
+func (e *Engine) indexAhead() (string, error) {
+	cursors, err := e.store.Cursors()
+	if err != nil {
+		return "", fmt.Errorf("read index cursors: %w", err)
+	}
+	streams := make([]string, 0, len(cursors))
+	for s := range cursors {
+		streams = append(streams, s)
+	}
+	sort.Strings(streams)
+	for _, s := range streams {
+		if last := e.log.LastSeq(s); cursors[s] > last {
+			return fmt.Sprintf("index of stream %s was at seq %d but the log ends at seq %d", s, cursors[s], last), nil
+		}
+	}
+	return "", nil
+}
+
+// Rebuilt says why the index was dropped and rebuilt from the log when
+// the root was opened, or "" when it was not.
+func (e *Engine) Rebuilt() string { return e.rebuilt }
+
+// Root returns the root directory.
+func (e *Engine) Root() string { return e.root }
+
+// Log returns the event log (nil for a read-only engine).
+func (e *Engine) Log() *events.Log { return e.log }
+
+// Store returns the index.
+func (e *Engine) Store() *sqlstore.Store { return e.store }
+
+// Repairs returns the torn tails repaired when the log was opened.
+func (e *Engine) Repairs() []events.Repaired {
+	if e.log == nil {
+		return nil
+	}
+	return e.log.Repairs()
+}
+
+// Close flushes and closes the log, the index and the lock.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.log != nil {
+		errs = append(errs, e.log.Close())
+		e.log = nil
+	}
+	if e.store != nil {
+		errs = append(errs, e.store.Close())
+		e.store = nil
+	}
+	errs = append(errs, e.lock.release())
+	return errors.Join(errs...)
+}
+
+// IngestResult counts what one intake call did. Its JSON form is what
+// `dshmem ingest` prints.
+type IngestResult struct {
+	Appended   int `json:"appended"`
+	Duplicates int `json:"duplicates"`
+	Rejected   int `json:"rejected"`
+}
+
+// Outcome is the fate of one input event, in input order.
+type Outcome struct {
+	Line   int        `json:"line"`
+	ID     string     `json:"id,omitempty"`
+	Status string     `json:"status"` // appended | duplicate | rejected
+	Stream string     `json:"stream,omitempty"`
+	Seq    uint64     `json:"seq,omitempty"`
+	Error  *LineError `json:"error,omitempty"`
+}
+
+// Outcome statuses.
+const (
+	StatusAppended  = "appended"
+	StatusDuplicate = "duplicate"
+	StatusRejected  = "rejected"
+)
+
+// IngestReader reads JSONL envelopes (without seq) from r and ingests
+// the valid ones. Invalid lines are reported in the outcomes and do not
+// stop the others. The error is non-nil only when nothing could be
+// decided for the input as a whole (too large, unreadable) or the log
+// failed; events acknowledged before a log failure stay acknowledged.
+func (e *Engine) IngestReader(ctx context.Context, r io.Reader) (IngestResult, []Outcome, error) {
+	var items []intakeItem
+	var out []Outcome
+	err := SplitLines(r, func(lineNo int, line []byte) error {
+		env, lerr := Validate(line, lineNo)
+		if lerr != nil {
+			out = append(out, Outcome{Line: lineNo, ID: env.ID, Status: StatusRejected, Error: lerr})
+			return nil
+		}
+		items = append(items, intakeItem{line: lineNo, env: env, outcome: len(out)})
+		out = append(out, Outcome{Line: lineNo, ID: env.ID})
+		return nil
+	})
+	if err != nil {
+		return IngestResult{}, nil, err
+	}
+	return e.ingest(ctx, items, out)
+}
+
+// Ingest takes already-decoded envelopes, as the HTTP API does. Each
+// is validated exactly like a line of `dshmem ingest`; Line in the
+// outcomes is the 1-based position in evs.
+func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Outcome, error) {
+	var items []intakeItem
+	out := make([]Outcome, 0, len(lines))
+	for i, line := range lines {
+		env, lerr := Validate(line, i+1)
+		if lerr != nil {
+			out = append(out, Outcome{Line: i + 1, ID: env.ID, Status: StatusRejected, Error: lerr})
+			continue
+		}
+		items = append(items, intakeItem{line: i + 1, env: env, outcome: len(out)})
+		out = append(out, Outcome{Line: i + 1, ID: env.ID})
+	}
+	return e.ingest(ctx, items, out)
+}
+
+type intakeItem struct {
+	line    int
+	env     events.Envelope
+	outcome int
+}
+
+func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (IngestResult, []Outcome, error) {
+	if e.log == nil {
+		return IngestResult{}, nil, errors.New("observer: engine is read-only")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+
+	// Resolve streams. A session's cwd learnt earlier in this call wins
+	// over the index, so a session/start and its messages may arrive
+	// together.
+	sessCwd := map[string]string{}
+	for i := range items {
+		env := &items[i].env
+		if env.Cwd != "" && env.Session != "" {
+			if _, ok := sessCwd[env.Session]; !ok {
+				sessCwd[env.Session] = env.Cwd
+			}
+		}
+	}
+	for i := range items {
+		env := &items[i].env
+		n := items[i].outcome
+		sc := ""
+		if env.Cwd == "" && env.Session != "" {
+			if c, ok := sessCwd[env.Session]; ok {
+				sc = c
+			} else if c, ok, err := e.store.SessionCwd(ctx, env.Session); err != nil {
+				return IngestResult{}, nil, fmt.Errorf("look up session %s: %w", env.Session, err)
+			} else if ok {
+				sc = c
+				sessCwd[env.Session] = c
+			}
+		}
+		stream, lerr := ResolveStream(env, sc, items[i].line)
+		if lerr == nil {
+			env.Stream = stream
+			if _, err := e.red.Envelope(env); err != nil {
+				lerr = &LineError{Line: items[i].line, Field: "data", Msg: err.Error()}
+			}
+		}
+		if lerr != nil {
+			out[n].Status = StatusRejected
+			out[n].Error = lerr
+			items[i].outcome = -1
+		}
+	}
+
+	// Dedupe by id within each stream: against the index, and within
+	// this call.
+	byStream := map[string][]int{}
+	var order []string
+	for i, it := range items {
+		if it.outcome < 0 {
+			continue
+		}
+		s := it.env.Stream
+		if _, ok := byStream[s]; !ok {
+			order = append(order, s)
+		}
+		byStream[s] = append(byStream[s], i)
+	}
+	sort.Strings(order)
+	var res IngestResult
+	var folded []events.Envelope
+	for _, stream := range order {
+		idx := byStream[stream]
+		ids := make([]string, len(idx))
+		for k, i := range idx {
+			ids[k] = items[i].env.ID
+		}
+		seen, err := e.store.ExistingIDs(ctx, stream, ids)
+		if err != nil {
+			return res, nil, fmt.Errorf("dedupe stream %s: %w", stream, err)
+		}
+		var batch []events.Envelope
+		var batchItems []int
+		for _, i := range idx {
+			id := items[i].env.ID
+			n := items[i].outcome
+			if seen[id] {
+				out[n].Status = StatusDuplicate
+				out[n].Stream = stream
+				res.Duplicates++
+				continue
+			}
+			seen[id] = true
+			batch = append(batch, items[i].env)
+			batchItems = append(batchItems, i)
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		stamped, err := e.log.Append(ctx, stream, batch)
+		if err != nil {
+			e.tally(&res, out)
+			return res, out, fmt.Errorf("append to stream %s: %w", stream, err)
+		}
+		for k, i := range batchItems {
+			n := items[i].outcome
+			out[n].Status = StatusAppended
+			out[n].Stream = stream
+			out[n].Seq = stamped[k].Seq
+		}
+		res.Appended += len(stamped)
+		folded = append(folded, stamped...)
+	}
+	e.tally(&res, out)
+	if len(folded) > 0 {
+		// The events are durable; an index failure here is repaired by
+		// the catch-up on the next open.
+		if err := e.proj.Fold(ctx, folded); err != nil {
+			return res, out, fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", err)
+		}
+	}
+	return res, out, nil
+}
+
+func (e *Engine) tally(res *IngestResult, out []Outcome) {
+	res.Rejected = 0
+	for _, o := range out {
+		if o.Status == StatusRejected {
+			res.Rejected++
+		}
+	}
+}
