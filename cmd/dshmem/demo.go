@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/sqlstore"
+)
+
+//go:embed demodata/sample.jsonl
+var demoSample []byte
+
+func init() {
+	register(&command{
+		name:    "demo",
+		summary: "run dshmem's main job on bundled sample data and narrate it",
+		usage: `demo [--keep]
+
+Creates a fresh temporary root and walks through what dshmem does with
+the bundled sample conversation (English and Chinese, two workspaces):
+ingest with validation and secret redaction, idempotent re-ingest,
+search, verification of the log, recovery from a torn tail left by a
+crash, and rebuilding the index from the log alone. --root is not used.
+With --keep the root is left on disk for you to explore.
+`,
+		run: runDemo,
+	})
+}
+
+func runDemo(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["demo"]
+	fs := newFlags(c)
+	keep := fs.Bool("keep", false, "keep the temporary root afterwards")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"takes no arguments"}
+	}
+	root, err := os.MkdirTemp("", "dshmem-demo-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(root)
+	}
+	w := env.stdout
+	step := 0
+	say := func(format string, a ...any) {
+		step++
+		fmt.Fprintf(w, "\n%d. %s\n", step, fmt.Sprintf(format, a...))
+	}
+	fmt.Fprintf(w, "dshmem demo — a fresh root at %s\n", root)
+
+	// 1. Ingest.
+	say("Ingest the sample: %d JSONL lines from two agent sessions in two workspaces.", bytes.Count(demoSample, []byte("\n")))
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if eng != nil {
+			eng.Close()
+		}
+	}()
+	res, outcomes, err := eng.IngestReader(ctx, bytes.NewReader(demoSample))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   appended %d, duplicates %d, rejected %d\n", res.Appended, res.Duplicates, res.Rejected)
+	for _, o := range outcomes {
+		if o.Error != nil {
+			fmt.Fprintf(w, "   rejected, as it should be: %v\n", o.Error)
+		}
+	}
+	streams := eng.Log().Streams()
+	fmt.Fprintf(w, "   streams (one per workspace, plus global): %s\n", strings.Join(streams, ", "))
+
+	// 2. Idempotence.
+	say("Ingest the same file again: every id is already in its stream.")
+	res, _, err = eng.IngestReader(ctx, bytes.NewReader(demoSample))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   appended %d, duplicates %d, rejected %d\n", res.Appended, res.Duplicates, res.Rejected)
+
+	// 3. Redaction.
+	say("Secrets never reach the disk: the sample held an API key and a database password.")
+	raw, err := decompressedLog(filepath.Join(root, observer.LogDir))
+	if err != nil {
+		return err
+	}
+	for _, secret := range []string{"sk-proj-8fK2mQ9xLr4TzW1vB7nC3dE5gH6jP0sA", "Xk9fLq2w"} {
+		fmt.Fprintf(w, "   %q in the decompressed log: %v\n", secret, bytes.Contains(raw, []byte(secret)))
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if i := strings.Index(line, "[REDACTED:"); i >= 0 {
+			from := max(0, i-40)
+			for from > 0 && !utf8.RuneStart(line[from]) {
+				from--
+			}
+			fmt.Fprintf(w, "   …%s\n", oneLine(line[from:], 100))
+		}
+	}
+
+	// 4. Search.
+	say("Search the episodic record. Chinese is indexed as bigrams, code identifiers by their parts.")
+	for _, q := range []string{"记忆", "parseConfig", "pnpm"} {
+		hits, err := eng.Store().Search(ctx, sqlstore.SearchQuery{Text: q, Limit: 3})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "   %q → %d hit(s)\n", q, len(hits))
+		for _, h := range hits {
+			fmt.Fprintf(w, "      %s [%s] %s\n", h.EventID, h.Type, oneLine(h.Text, 90))
+		}
+	}
+	if err := eng.Close(); err != nil {
+		return err
+	}
+	eng = nil
+
+	// 5. Verify.
+	say("Verify the log: checksums, batch headers, the hash chain, contiguous seqs.")
+	problems, err := events.Verify(filepath.Join(root, observer.LogDir))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   problems: %d\n", len(problems))
+
+	// 6. Crash.
+	say("Simulate a crash mid-write: a last batch whose bytes only half reached the disk.")
+	eng, err = observer.Open(ctx, root, observer.Options{})
+	if err != nil {
+		return err
+	}
+	late := `{"id":"demo:crash:1","type":"user/message","time":"2026-08-19T14:03:00Z","data":{"text":"this batch is torn by the simulated crash"}}`
+	if _, _, err := eng.IngestReader(ctx, strings.NewReader(late)); err != nil {
+		return err
+	}
+	if err := eng.Close(); err != nil {
+		return err
+	}
+	eng = nil
+	seg, err := lastSegment(filepath.Join(root, observer.LogDir, "global"))
+	if err != nil {
+		return err
+	}
+	cut, err := tearLastBatch(seg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   cut %s to %d bytes, in the middle of its last batch\n", filepath.Base(seg), cut)
+	problems, _ = events.Verify(filepath.Join(root, observer.LogDir))
+	for _, p := range problems {
+		fmt.Fprintf(w, "   verify: %s offset %d: %s\n", filepath.Base(p.Segment), p.Offset, p.Msg)
+	}
+	eng, err = observer.Open(ctx, root, observer.Options{})
+	if err != nil {
+		return err
+	}
+	for _, r := range eng.Repairs() {
+		fmt.Fprintf(w, "   on open: repaired %s\n", describeRepair(r))
+	}
+	if why := eng.Rebuilt(); why != "" {
+		fmt.Fprintf(w, "   on open: the %s, so the index was rebuilt from the log\n", why)
+	}
+	if err := eng.Close(); err != nil {
+		return err
+	}
+	eng = nil
+	problems, _ = events.Verify(filepath.Join(root, observer.LogDir))
+	fmt.Fprintf(w, "   problems after repair: %d (the torn bytes are kept in the .broken copy)\n", len(problems))
+
+	// 7. Rebuild.
+	say("Delete index.db and open again: the index is rebuilt from the log alone.")
+	for _, s := range []string{"", "-wal", "-shm"} {
+		os.Remove(filepath.Join(root, observer.IndexFile+s))
+	}
+	eng, err = observer.Open(ctx, root, observer.Options{})
+	if err != nil {
+		return err
+	}
+	hits, err := eng.Store().Search(ctx, sqlstore.SearchQuery{Text: "记忆", Limit: 3})
+	if err != nil {
+		return err
+	}
+	st, err := eng.Store().Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   rebuilt: %d events, %d sessions, %d entries; \"记忆\" → %d hit(s) again\n", st.Events, st.Sessions, st.Entries, len(hits))
+
+	fmt.Fprintln(w)
+	if *keep {
+		fmt.Fprintf(w, "The root is kept at %s. Try:\n  dshmem --root %s stats\n  dshmem --root %s search 注入\n  zstd -dc %s/log/*/*.jsonl.zst | head\n", root, root, root, root)
+	} else {
+		fmt.Fprintln(w, "Done; the temporary root was removed (run 'dshmem demo --keep' to explore it).")
+	}
+	return nil
+}
+
+// decompressedLog returns every event line of every segment below dir.
+func decompressedLog(dir string) ([]byte, error) {
+	var out bytes.Buffer
+	segs, err := filepath.Glob(filepath.Join(dir, "*", "*.jsonl.zst"))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range segs {
+		f, err := os.Open(s)
+		if err != nil {
+			return nil, err
+		}
+		r := events.NewReader(f)
+		for {
+			b, err := r.Next()
+			if err != nil {
+				break
+			}
+			for _, e := range b.Events {
+				line, _ := events.Marshal(&e)
+				out.Write(line)
+				out.WriteByte('\n')
+			}
+		}
+		f.Close()
+	}
+	return out.Bytes(), nil
+}
+
+func lastSegment(dir string) (string, error) {
+	segs, err := filepath.Glob(filepath.Join(dir, "*.jsonl.zst"))
+	if err != nil || len(segs) == 0 {
+		return "", fmt.Errorf("no segment in %s", dir)
+	}
+	return segs[len(segs)-1], nil
+}
+
+// tearLastBatch truncates seg in the middle of its last batch, as a
+// crash between write and fsync can leave it, and returns the new size.
+func tearLastBatch(seg string) (int64, error) {
+	f, err := os.Open(seg)
+	if err != nil {
+		return 0, err
+	}
+	var last events.Batch
+	r := events.NewReader(f)
+	for {
+		b, err := r.Next()
+		if err != nil {
+			break
+		}
+		last = b
+	}
+	f.Close()
+	if last.End == 0 {
+		return 0, fmt.Errorf("no batch in %s", seg)
+	}
+	cut := last.Offset + (last.End-last.Offset)/2
+	return cut, os.Truncate(seg, cut)
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"dshmem/events"
+	"dshmem/observer"
+)
+
+// openEngine opens the root for writing and tells the user about any
+// torn tail that was repaired on the way.
+func openEngine(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
+	progress, done := catchUpProgress(env)
+	eng, err := observer.Open(ctx, env.root, observer.Options{Progress: progress})
+	done()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range eng.Repairs() {
+		fmt.Fprintf(env.stderr, "dshmem: repaired a torn tail: %s\n", describeRepair(r))
+	}
+	if why := eng.Rebuilt(); why != "" {
+		fmt.Fprintf(env.stderr, "dshmem: the %s; the index was rebuilt from the log\n", why)
+	}
+	return eng, nil
+}
+
+// openReader opens the index read-only, catching it up first when no
+// writer holds the root, so reads see everything in the log.
+func openReader(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
+	if _, err := os.Stat(env.root); err != nil {
+		return nil, fmt.Errorf("no memory root at %s: pass --root DIR, set DSH_MEMORY_ROOT, or create one with 'dshmem ingest'", env.root)
+	}
+	if observer.HolderPID(env.root) == 0 {
+		progress, done := catchUpProgress(env)
+		eng, err := observer.Open(ctx, env.root, observer.Options{Progress: progress})
+		done()
+		if err != nil {
+			return nil, err
+		}
+		if err := eng.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return observer.Open(ctx, env.root, observer.Options{ReadOnly: true})
+}
+
+// catchUpProgress reports catch-up on a terminal only; call done
+// afterwards to end the progress line.
+func catchUpProgress(env *cliEnv) (progress func(stream string, seq uint64), done func()) {
+	if !isTerminal(env.stderr) {
+		return nil, func() {}
+	}
+	printed := false
+	return func(stream string, seq uint64) {
+			printed = true
+			fmt.Fprintf(env.stderr, "\rindexing %s up to seq %d…", stream, seq)
+		}, func() {
+			if printed {
+				fmt.Fprintln(env.stderr)
+			}
+		}
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// describeRepair says what a torn-tail repair did, for people.
+func describeRepair(r events.Repaired) string {
+	return fmt.Sprintf("%s: cut to %d bytes (%d torn bytes dropped); the original is kept as %s", r.Segment, r.Offset, r.Dropped, r.Broken)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"dshmem/observer"
+)
+
+func init() {
+	register(&command{
+		name:    "ingest",
+		summary: "append JSONL events to the log and index them",
+		usage: `ingest [FILE|-]
+
+Reads one JSON envelope per line (from FILE, or standard input when FILE
+is - or absent), validates each, redacts credential-shaped text, resolves
+its stream from cwd (or the session's cwd; none means "global"), drops ids
+already in that stream, and appends the rest with an fsync before they
+are acknowledged. Envelopes carry no seq: dshmem assigns it.
+
+Each line: {"id":"…","type":"user/message","time":"2026-08-18T10:00:00Z",
+"session":"s1","cwd":"/home/u/proj","data":{"text":"…"}}
+
+Each rejected line is reported on stderr with its line number and field.
+Prints {"appended":N,"duplicates":M,"rejected":K} on stdout; exits 1 when
+any line was rejected.
+`,
+		run: runIngest,
+	})
+}
+
+func runIngest(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["ingest"]
+	fs := newFlags(c)
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageError{"takes at most one FILE"}
+	}
+	var in io.Reader = env.stdin
+	name := "standard input"
+	if len(pos) == 1 && pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return fmt.Errorf("open input: %w", err)
+		}
+		defer f.Close()
+		in, name = f, pos[0]
+	}
+	eng, err := openEngine(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	res, outcomes, err := eng.IngestReader(ctx, in)
+	for _, o := range outcomes {
+		if o.Status == observer.StatusRejected && o.Error != nil {
+			fmt.Fprintf(env.stderr, "%s: %v\n", name, o.Error)
+		}
+	}
+	if outcomes != nil || err == nil {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(env.stdout, string(b))
+	}
+	if err != nil {
+		return fmt.Errorf("ingest %s: %w", name, err)
+	}
+	if cerr := eng.Close(); cerr != nil {
+		return fmt.Errorf("close root: %w", cerr)
+	}
+	if res.Rejected > 0 {
+		return exitError{1}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+// Command dshmem is the long-term memory engine for LLM coding agents:
+// an append-only event log, a SQLite index and Markdown projections
+// that can all be rebuilt from the log.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand: one file per command holds its value.
+type command struct {
+	name    string
+	summary string
+	// usage is the text after "usage: dshmem [--root DIR] ", then a
+	// blank line and the explanation that --help prints.
+	usage string
+	run   func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+// cliEnv is what every command receives: the resolved root and the
+// standard streams, so tests can run commands in-process.
+type cliEnv struct {
+	root   string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// exitError carries an exit code without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// usageError is a mistake in the command line: exit 2 with a hint.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run parses the global flags, finds the command and runs it. It
+// returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dshmem", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	root := fs.String("root", "", "memory root directory")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printTopUsage(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "dshmem: %v\n\n", err)
+		printTopUsage(stderr)
+		return 2
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		printTopUsage(stderr)
+		return 2
+	}
+	name := rest[0]
+	if name == "help" {
+		if len(rest) > 1 {
+			if c, ok := commands[rest[1]]; ok {
+				printCommandUsage(stdout, c)
+				return 0
+			}
+		}
+		printTopUsage(stdout)
+		return 0
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "dshmem: unknown command %q\n", name)
+		if s := closest(name); s != "" {
+			fmt.Fprintf(stderr, "Did you mean %q?\n", s)
+		}
+		fmt.Fprintf(stderr, "Run 'dshmem --help' for the list of commands.\n")
+		return 2
+	}
+	env := &cliEnv{root: resolveRoot(*root), stdin: stdin, stdout: stdout, stderr: stderr}
+	err := c.run(ctx, env, rest[1:])
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		printCommandUsage(stdout, c)
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "dshmem %s: %s\n", c.name, ue.msg)
+		fmt.Fprintf(stderr, "usage: dshmem [--root DIR] %s\n", firstLine(c.usage))
+		fmt.Fprintf(stderr, "Run 'dshmem %s --help' for details.\n", c.name)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "dshmem %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+// resolveRoot applies the documented order: --root, $DSH_MEMORY_ROOT,
+// $DSH_HOME/memory, ~/.dsh/memory.
+func resolveRoot(flagRoot string) string {
+	if flagRoot != "" {
+		return flagRoot
+	}
+	if r := os.Getenv("DSH_MEMORY_ROOT"); r != "" {
+		return r
+	}
+	if h := os.Getenv("DSH_HOME"); h != "" {
+		return filepath.Join(h, "memory")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".dsh", "memory")
+	}
+	return filepath.Join(".dsh", "memory")
+}
+
+// newFlags returns a flag set for a command whose -h/--help and errors
+// come back to run() instead of printing on their own.
+func newFlags(c *command) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses args, allowing flags after positional arguments
+// ("dshmem search foo --limit 3"), and turns flag errors into usage
+// errors. On -h/--help it prints the command's usage with its options
+// to stdout and returns exitError{0}.
+func (env *cliEnv) parseFlags(c *command, fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printCommandUsage(env.stdout, c)
+				printOptions(env.stdout, fs)
+				return nil, exitError{0}
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// printOptions lists a command's flags with their defaults.
+func printOptions(w io.Writer, fs *flag.FlagSet) {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Options:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func printTopUsage(w io.Writer) {
+	fmt.Fprint(w, `dshmem — long-term memory for LLM coding agents.
+
+Every event is appended to zstd-framed JSONL logs (the only source of truth);
+a SQLite index and Markdown files are projections that can be rebuilt.
+
+usage: dshmem [--root DIR] COMMAND [ARGS]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+The root is --root, else $DSH_MEMORY_ROOT, else $DSH_HOME/memory, else ~/.dsh/memory.
+Run 'dshmem COMMAND --help' for a command's options. Start with 'dshmem demo'.
+`)
+}
+
+func printCommandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "usage: dshmem [--root DIR] %s\n", strings.TrimRight(c.usage, "\n"))
+	fmt.Fprintln(w)
+}
+
+// closest suggests a command for a typo: the one sharing the longest
+// prefix, or none.
+func closest(name string) string {
+	best, bestLen := "", 1
+	for n := range commands {
+		l := 0
+		for l < len(n) && l < len(name) && n[l] == name[l] {
+			l++
+		}
+		if l > bestLen || (l == bestLen && best != "" && n < best) {
+			best, bestLen = n, l
+		}
+	}
+	return best
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"dshmem/observer"
+)
+
+// cli runs dshmem in-process and returns its exit code and output.
+func cli(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const goodLines = `{"id":"t:1","type":"session/start","time":"2026-08-18T10:00:00Z","session":"s1","cwd":"/home/u/proj","data":{"origin":"top"}}
+{"id":"t:2","type":"user/message","time":"2026-08-18T10:00:01Z","session":"s1","data":{"text":"我们的记忆注入逻辑需要修复 in parseConfig"}}
+{"id":"t:3","type":"assistant/message","time":"2026-08-18T10:00:02+08:00","session":"s1","data":{"text":"Looking at internal/config/load.go now."}}
+`
+
+func TestIngest(t *testing.T) {
+	root := t.TempDir()
+	t.Run("OK", func(t *testing.T) {
+		code, out, errs := cli(t, goodLines, "--root", root, "ingest")
+		if code != 0 {
+			t.Fatalf("exit %d, stderr %s", code, errs)
+		}
+		if got, want := strings.TrimSpace(out), `{"appended":3,"duplicates":0,"rejected":0}`; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+	t.Run("Duplicates", func(t *testing.T) {
+		code, out, _ := cli(t, goodLines, "--root", root, "ingest", "-")
+		if code != 0 || strings.TrimSpace(out) != `{"appended":0,"duplicates":3,"rejected":0}` {
+			t.Fatalf("exit %d, out %s", code, out)
+		}
+	})
+	t.Run("RejectedLinesNamed", func(t *testing.T) {
+		in := `{"id":"t:4","type":"user/message","time":"2026-08-18T10:00:03Z","session":"s1","data":{"text":"fine"}}
+
+{"id":"t:5","type":"user/message","time":"yesterday","data":{"text":"bad time"}}
+not json at all
+`
+		code, out, errs := cli(t, in, "--root", root, "ingest")
+		if code != 1 {
+			t.Fatalf("exit %d, want 1", code)
+		}
+		if strings.TrimSpace(out) != `{"appended":1,"duplicates":0,"rejected":2}` {
+			t.Fatalf("got %s", out)
+		}
+		for _, want := range []string{"line 3", `"time"`, "line 4"} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, errs)
+			}
+		}
+	})
+	t.Run("FromFile", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "in.jsonl")
+		os.WriteFile(f, []byte(`{"id":"t:6","type":"user/message","time":"2026-08-18T10:00:04Z","data":{"text":"global one"}}`), 0o600)
+		code, out, errs := cli(t, "", "--root", root, "ingest", f)
+		if code != 0 || !strings.Contains(out, `"appended":1`) {
+			t.Fatalf("exit %d out %s err %s", code, out, errs)
+		}
+	})
+	t.Run("MissingFile", func(t *testing.T) {
+		code, _, errs := cli(t, "", "--root", root, "ingest", "/nonexistent/x.jsonl")
+		if code != 1 || !strings.Contains(errs, "/nonexistent/x.jsonl") {
+			t.Fatalf("exit %d, stderr %s", code, errs)
+		}
+	})
+}
+
+func TestSearchJSON(t *testing.T) {
+	root := t.TempDir()
+	if code, _, errs := cli(t, goodLines, "--root", root, "ingest"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, q := range []string{"记忆", "config"} {
+		code, out, errs := cli(t, "", "--root", root, "search", "--json", q)
+		if code != 0 {
+			t.Fatalf("search %q: exit %d: %s", q, code, errs)
+		}
+		var hits []map[string]any
+		if err := json.Unmarshal([]byte(out), &hits); err != nil {
+			t.Fatalf("search %q: %v\n%s", q, err, out)
+		}
+		if len(hits) == 0 {
+			t.Fatalf("search %q: no hits", q)
+		}
+		for _, k := range []string{"eventId", "stream", "seq", "type", "session", "time", "text", "score"} {
+			if _, ok := hits[0][k]; !ok {
+				t.Errorf("search %q: hit lacks %q: %v", q, k, hits[0])
+			}
+		}
+		if hits[0]["eventId"] != "t:2" && q == "记忆" {
+			t.Errorf("search 记忆: got %v, want t:2", hits[0]["eventId"])
+		}
+	}
+	t.Run("StreamFilter", func(t *testing.T) {
+		code, out, _ := cli(t, "", "--root", root, "search", "--json", "--cwd", "/elsewhere", "记忆")
+		if code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Fatalf("exit %d, got %s, want []", code, out)
+		}
+		code, out, _ = cli(t, "", "--root", root, "search", "--json", "--cwd", "/home/u/proj/", "记忆")
+		if code != 0 || !strings.Contains(out, "t:2") {
+			t.Fatalf("exit %d, got %s", code, out)
+		}
+	})
+	t.Run("BadStream", func(t *testing.T) {
+		code, _, errs := cli(t, "", "--root", root, "search", "--stream", "nope", "x")
+		if code != 2 || !strings.Contains(errs, "nope") {
+			t.Fatalf("exit %d, %s", code, errs)
+		}
+	})
+}
+
+func TestSQLReadOnly(t *testing.T) {
+	root := t.TempDir()
+	cli(t, goodLines, "--root", root, "ingest")
+	code, out, errs := cli(t, "", "--root", root, "sql", "--json", "SELECT count(*) AS n FROM events")
+	if code != 0 || !strings.Contains(out, `"n": 3`) {
+		t.Fatalf("exit %d out %s err %s", code, out, errs)
+	}
+	for _, q := range []string{"DELETE FROM events", "INSERT INTO cursors(stream, seq) VALUES ('x', 1)", "DROP TABLE events", "UPDATE events SET type='x'"} {
+		code, _, errs := cli(t, "", "--root", root, "sql", q)
+		if code == 0 || !strings.Contains(errs, "read-only") {
+			t.Errorf("%s: exit %d, stderr %q; want a read-only refusal", q, code, errs)
+		}
+	}
+	code, out, _ = cli(t, "", "--root", root, "sql", "SELECT count(*) AS n FROM events")
+	if code != 0 || !strings.Contains(out, "3") {
+		t.Fatalf("events changed after refused writes: %s", out)
+	}
+}
+
+func TestSecondWriterNamesHolder(t *testing.T) {
+	root := t.TempDir()
+	release, err := observer.LockRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	code, _, errs := cli(t, goodLines, "--root", root, "ingest")
+	if code != 1 || !strings.Contains(errs, "process "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("exit %d, stderr %q: want the holder's pid", code, errs)
+	}
+}
+
+func TestVerifyAndStats(t *testing.T) {
+	root := t.TempDir()
+	cli(t, goodLines, "--root", root, "ingest")
+	code, out, errs := cli(t, "", "--root", root, "verify")
+	if code != 0 || !strings.HasPrefix(out, "ok") {
+		t.Fatalf("exit %d out %s err %s", code, out, errs)
+	}
+	code, out, _ = cli(t, "", "--root", root, "stats", "--json")
+	var st rootStats
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Events != 3 || len(st.Streams) != 1 || st.LogBytes == 0 {
+		t.Fatalf("exit %d stats %s", code, out)
+	}
+	// Flip a byte in the middle of the segment: verify names it.
+	segs, _ := filepath.Glob(filepath.Join(root, "log", "*", "*.jsonl.zst"))
+	b, _ := os.ReadFile(segs[0])
+	b[len(b)-10] ^= 0xff
+	os.WriteFile(segs[0], b, 0o600)
+	code, out, _ = cli(t, "", "--root", root, "verify")
+	if code != 1 || !strings.Contains(out, filepath.Base(segs[0])) || !strings.Contains(out, "offset") {
+		t.Fatalf("exit %d out %s: want the segment and offset", code, out)
+	}
+}
+
+func TestHelpAndUsage(t *testing.T) {
+	for name := range commands {
+		code, out, _ := cli(t, "", name, "--help")
+		if code != 0 || !strings.Contains(out, "usage: dshmem") {
+			t.Errorf("%s --help: exit %d, %q", name, code, out)
+		}
+	}
+	code, _, errs := cli(t, "", "serach", "x")
+	if code != 2 || !strings.Contains(errs, `"search"`) {
+		t.Errorf("typo: exit %d, %q", code, errs)
+	}
+	code, _, errs = cli(t, "", "search", "--limit", "zero", "x")
+	if code != 2 || !strings.Contains(errs, "--help") {
+		t.Errorf("bad flag: exit %d, %q", code, errs)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	code, out, errs := cli(t, "", "demo")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, want := range []string{
+		"appended 17, duplicates 0, rejected 2",
+		"appended 0, duplicates 17",
+		`"sk-proj-8fK2mQ9xLr4TzW1vB7nC3dE5gH6jP0sA" in the decompressed log: false`,
+		`"Xk9fLq2w" in the decompressed log: false`,
+		"on open: repaired",
+		"problems after repair: 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"dshmem/observer"
+)
+
+func init() {
+	register(&command{
+		name:    "stats",
+		summary: "streams, events, segments and bytes on disk",
+		usage: `stats [--json]
+
+Shows each stream with its events and segments, the bytes the log takes
+on disk, and the size of the index (index.db with its WAL).
+`,
+		run: runStats,
+	})
+}
+
+type streamStats struct {
+	Stream   string `json:"stream"`
+	Events   uint64 `json:"events"`
+	Segments int    `json:"segments"`
+	Bytes    int64  `json:"bytes"`
+}
+
+type rootStats struct {
+	Root       string        `json:"root"`
+	Streams    []streamStats `json:"streams"`
+	Events     uint64        `json:"events"`
+	Segments   int           `json:"segments"`
+	LogBytes   int64         `json:"logBytes"`
+	IndexBytes int64         `json:"indexBytes"`
+	Entries    int64         `json:"entries"`
+	Sessions   int64         `json:"sessions"`
+}
+
+func runStats(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["stats"]
+	fs := newFlags(c)
+	asJSON := fs.Bool("json", false, "print as JSON")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"takes no arguments"}
+	}
+	eng, err := openReader(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	st := rootStats{Root: env.root}
+	cursors, err := eng.Store().Cursors()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(env.root, observer.LogDir)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		ss := streamStats{Stream: e.Name(), Events: cursors[e.Name()]}
+		segs, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.jsonl.zst"))
+		ss.Segments = len(segs)
+		for _, s := range segs {
+			if fi, err := os.Stat(s); err == nil {
+				ss.Bytes += fi.Size()
+			}
+		}
+		st.Streams = append(st.Streams, ss)
+		st.Events += ss.Events
+		st.Segments += ss.Segments
+		st.LogBytes += ss.Bytes
+	}
+	sort.Slice(st.Streams, func(i, j int) bool { return st.Streams[i].Stream < st.Streams[j].Stream })
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if fi, err := os.Stat(filepath.Join(env.root, observer.IndexFile+suffix)); err == nil {
+			st.IndexBytes += fi.Size()
+		}
+	}
+	ss, err := eng.Store().Stats(ctx)
+	if err != nil {
+		return err
+	}
+	st.Entries, st.Sessions = int64(ss.Entries), int64(ss.Sessions)
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Fprintf(env.stdout, "root      %s\nstreams   %d\nevents    %d\nsegments  %d\nlog       %s\nindex     %s\nsessions  %d\nentries   %d\n",
+		st.Root, len(st.Streams), st.Events, st.Segments, humanBytes(st.LogBytes), humanBytes(st.IndexBytes), st.Sessions, st.Entries)
+	if st.Events > 0 {
+		fmt.Fprintf(env.stdout, "log bytes per event  %.1f\n", float64(st.LogBytes)/float64(st.Events))
+	}
+	if len(st.Streams) > 0 {
+		fmt.Fprintln(env.stdout)
+		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join([]string{"STREAM", "EVENTS", "SEGMENTS", "BYTES"}, "\t"))
+		for _, s := range st.Streams {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", s.Stream, s.Events, s.Segments, humanBytes(s.Bytes))
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
