@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"dshmem/events"
 	"dshmem/projector"
@@ -196,40 +198,90 @@ const (
 // decided for the input as a whole (too large, unreadable) or the log
 // failed; events acknowledged before a log failure stay acknowledged.
 func (e *Engine) IngestReader(ctx context.Context, r io.Reader) (IngestResult, []Outcome, error) {
-	var items []intakeItem
-	var out []Outcome
+	var lines [][]byte
+	var nums []int
 	err := SplitLines(r, func(lineNo int, line []byte) error {
-		env, lerr := Validate(line, lineNo)
-		if lerr != nil {
-			out = append(out, Outcome{Line: lineNo, ID: env.ID, Status: StatusRejected, Error: lerr})
-			return nil
-		}
-		items = append(items, intakeItem{line: lineNo, env: env, outcome: len(out)})
-		out = append(out, Outcome{Line: lineNo, ID: env.ID})
+		lines = append(lines, line)
+		nums = append(nums, lineNo)
 		return nil
 	})
 	if err != nil {
 		return IngestResult{}, nil, err
 	}
-	return e.ingest(ctx, items, out)
+	return e.ingestLines(ctx, lines, nums)
 }
 
 // Ingest takes already-decoded envelopes, as the HTTP API does. Each
 // is validated exactly like a line of `dshmem ingest`; Line in the
 // outcomes is the 1-based position in evs.
 func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Outcome, error) {
-	var items []intakeItem
-	out := make([]Outcome, 0, len(lines))
-	for i, line := range lines {
-		env, lerr := Validate(line, i+1)
-		if lerr != nil {
-			out = append(out, Outcome{Line: i + 1, ID: env.ID, Status: StatusRejected, Error: lerr})
+	return e.ingestLines(ctx, lines, nil)
+}
+
+// ingestLines validates and redacts lines in parallel (both are pure and
+// CPU-bound), then resolves, dedupes, appends and folds in order.
+// nums are the input line numbers; nil means 1, 2, 3, ….
+func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (IngestResult, []Outcome, error) {
+	if e.log == nil {
+		return IngestResult{}, nil, errors.New("observer: engine is read-only")
+	}
+	lineNo := func(i int) int {
+		if nums != nil {
+			return nums[i]
+		}
+		return i + 1
+	}
+	envs := make([]events.Envelope, len(lines))
+	errs := make([]*LineError, len(lines))
+	parallel(len(lines), func(i int) {
+		envs[i], errs[i] = Validate(lines[i], lineNo(i))
+		if errs[i] == nil {
+			if _, err := e.red.Envelope(&envs[i]); err != nil {
+				errs[i] = &LineError{Line: lineNo(i), Field: "data", Msg: err.Error()}
+			}
+		}
+	})
+	items := make([]intakeItem, 0, len(lines))
+	out := make([]Outcome, len(lines))
+	for i := range lines {
+		out[i] = Outcome{Line: lineNo(i), ID: envs[i].ID}
+		if errs[i] != nil {
+			out[i].Status, out[i].Error = StatusRejected, errs[i]
 			continue
 		}
-		items = append(items, intakeItem{line: i + 1, env: env, outcome: len(out)})
-		out = append(out, Outcome{Line: i + 1, ID: env.ID})
+		items = append(items, intakeItem{line: lineNo(i), env: envs[i], outcome: i})
 	}
 	return e.ingest(ctx, items, out)
+}
+
+// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/64+1)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	const chunk = 32
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := int(next.Add(chunk)) - chunk
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+chunk, n); i++ {
+					fn(i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 type intakeItem struct {
@@ -239,9 +291,6 @@ type intakeItem struct {
 }
 
 func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (IngestResult, []Outcome, error) {
-	if e.log == nil {
-		return IngestResult{}, nil, errors.New("observer: engine is read-only")
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
@@ -274,9 +323,6 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		stream, lerr := ResolveStream(env, sc, items[i].line)
 		if lerr == nil {
 			env.Stream = stream
-			if _, err := e.red.Envelope(env); err != nil {
-				lerr = &LineError{Line: items[i].line, Field: "data", Msg: err.Error()}
-			}
 		}
 		if lerr != nil {
 			out[n].Status = StatusRejected

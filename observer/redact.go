@@ -160,9 +160,13 @@ func (r *Redactor) redact(s string, found map[string]bool) string {
 	}
 	for range maxPasses {
 		changed := false
+		low := lowerASCII(s) // once per pass, not once per rule
 		for i := range rs {
 			var did bool
-			s, did = rs[i].apply(s, found)
+			s, did = rs[i].apply(s, low, found)
+			if did {
+				low = lowerASCII(s)
+			}
 			changed = changed || did
 		}
 		if !changed {
@@ -174,8 +178,9 @@ func (r *Redactor) redact(s string, found map[string]bool) string {
 
 // apply replaces every match of the rule in s whose secret is not already
 // a placeholder, and reports whether it replaced any.
-func (ru *rule) apply(s string, found map[string]bool) (string, bool) {
-	if !ru.hinted(s) {
+// low is s with A–Z lower-cased.
+func (ru *rule) apply(s, low string, found map[string]bool) (string, bool) {
+	if !ru.hintedLower(low) {
 		return s, false
 	}
 	if !ru.perLine {
@@ -204,10 +209,14 @@ func (ru *rule) apply(s string, found map[string]bool) (string, bool) {
 
 // hinted reports whether s, lower-cased, holds one of the rule's hints.
 func (ru *rule) hinted(s string) bool {
+	return ru.hintedLower(lowerASCII(s))
+}
+
+// hintedLower is hinted for text already lower-cased with lowerASCII.
+func (ru *rule) hintedLower(low string) bool {
 	if ru.hints == nil {
 		return true
 	}
-	low := lowerASCII(s)
 	for _, h := range ru.hints {
 		if strings.Contains(low, h) {
 			return true

@@ -31,7 +31,7 @@ var writerPragmas = []string{
 	"busy_timeout(5000)",
 	"foreign_keys(1)",
 	"temp_store(MEMORY)",
-	"cache_size(-32768)", // 32 MiB: keeps the hot b-tree and FTS pages of a large fold in memory
+	"cache_size(-131072)", // 128 MiB: keeps the hot b-tree and FTS pages of a large fold in memory
 }
 
 // dsn builds a file: URI (URI parameters are ignored on a plain path).
