@@ -1,0 +1,123 @@
+package observer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"dshmem/events"
+)
+
+// TestSecretsNeverReachDisk ingests every credential sample of the
+// corpus through the whole engine — as user text, tool output, tool
+// arguments and a remembered fact — and then looks for each secret in
+// every decompressed segment line and in the raw bytes of index.db and
+// its WAL.
+func TestSecretsNeverReachDisk(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "testdata", "secrets", "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type sample struct {
+		Kind    string   `json:"kind"`
+		Text    string   `json:"text"`
+		Secrets []string `json:"secrets"`
+	}
+	var samples []sample
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var s sample
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, s)
+	}
+	if len(samples) < 40 {
+		t.Fatalf("corpus has %d samples, want at least 40", len(samples))
+	}
+
+	root := t.TempDir()
+	ctx := context.Background()
+	eng, err := Open(ctx, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines [][]byte
+	for i, s := range samples {
+		text, _ := json.Marshal(s.Text)
+		lines = append(lines,
+			[]byte(fmt.Sprintf(`{"id":"u%d","type":"user/message","time":"2026-08-18T10:00:00Z","session":"s","cwd":"/p","data":{"text":%s}}`, i, text)),
+			[]byte(fmt.Sprintf(`{"id":"r%d","type":"tool/result","time":"2026-08-18T10:00:00Z","session":"s","data":{"name":"bash","ok":true,"text":%s}}`, i, text)),
+			[]byte(fmt.Sprintf(`{"id":"c%d","type":"tool/call","time":"2026-08-18T10:00:00Z","session":"s","data":{"name":"bash","args":{"cmd":%s}}}`, i, text)),
+			[]byte(fmt.Sprintf(`{"id":"m%d","type":"memory/remember","time":"2026-08-18T10:00:00Z","data":{"content":%s,"title":%s}}`, i, mustJSON("note "+s.Text), text)),
+		)
+	}
+	res, outs, err := eng.Ingest(ctx, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A memory/remember that is nothing but a secret is refused; all
+	// else is stored, redacted.
+	if res.Appended < 3*len(samples) {
+		for _, o := range outs {
+			if o.Error != nil {
+				t.Log(o.Error)
+			}
+		}
+		t.Fatalf("appended %d of %d events", res.Appended, len(lines))
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var disk bytes.Buffer
+	segs, _ := filepath.Glob(filepath.Join(root, LogDir, "*", "*.jsonl.zst"))
+	if len(segs) == 0 {
+		t.Fatal("no segments written")
+	}
+	for _, seg := range segs {
+		sf, err := os.Open(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := events.NewReader(sf)
+		for {
+			b, err := r.Next()
+			if err != nil {
+				break
+			}
+			for _, l := range b.Lines {
+				disk.Write(l)
+				disk.WriteByte('\n')
+			}
+		}
+		sf.Close()
+	}
+	if !bytes.Contains(disk.Bytes(), []byte("[REDACTED:")) {
+		t.Fatal("the decompressed log holds no placeholder: the check below would prove nothing")
+	}
+	for _, name := range []string{IndexFile, IndexFile + "-wal"} {
+		if b, err := os.ReadFile(filepath.Join(root, name)); err == nil {
+			disk.Write(b)
+		}
+	}
+	for _, s := range samples {
+		for _, secret := range s.Secrets {
+			if bytes.Contains(disk.Bytes(), []byte(secret)) {
+				t.Errorf("%s: secret %q reached the disk", s.Kind, secret)
+			}
+		}
+	}
+}
+
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
