@@ -1,0 +1,323 @@
+package distill
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRulesPatterns gives every row of the pattern table at least one
+// statement it must learn; TestRulesEveryPatternTested checks the table
+// has no untested row.
+var patternCases = []struct {
+	pattern, text  string
+	op, typ, title string
+}{
+	{"en-remember", "remember that the staging DB is on port 5433", OpAdd, TypeFact, "The staging DB is on port 5433"},
+	{"en-remember", "Please remember: run make check before deploying.", OpAdd, TypeProcedure, "Run make check before deploying"},
+	{"en-remember", "Keep in mind that CI runs on arm64", OpAdd, TypeFact, "CI runs on arm64"},
+	{"zh-记住", "记住：部署前跑 make check", OpAdd, TypeProcedure, "部署前跑 make check"},
+	{"zh-记住", "请记住，测试环境的端口是 5433。", OpAdd, TypeFact, "测试环境的端口是 5433"},
+	{"en-prefer", "I prefer tabs over spaces", OpAdd, TypePreference, "Prefer tabs over spaces"},
+	{"en-prefer", "I'd prefer short answers without headings.", OpAdd, TypePreference, "Prefer short answers without headings"},
+	{"zh-喜欢偏好习惯", "我喜欢用 Go 写后端", OpAdd, TypePreference, "我喜欢用 Go 写后端"},
+	{"zh-喜欢偏好习惯", "我习惯用 vim", OpAdd, TypePreference, "我习惯用 vim"},
+	{"zh-喜欢偏好习惯", "我偏好小的提交", OpAdd, TypePreference, "我偏好小的提交"},
+	{"en-decided", "we decided to use gRPC", OpAdd, TypeDecision, "Use gRPC"},
+	{"en-decided", "We've decided that the API stays versioned under /v1.", OpAdd, TypeDecision, "The API stays versioned under /v1"},
+	{"en-from-now-on", "From now on, we'll write commit messages in English", OpAdd, TypeDecision, "Write commit messages in English"},
+	{"zh-决定", "我们决定用 gRPC 做服务间通信", OpAdd, TypeDecision, "我们决定用 gRPC 做服务间通信"},
+	{"zh-以后都用", "以后都用 pnpm", OpAdd, TypeDecision, "以后都用 pnpm"},
+	{"zh-以后都用", "今后统一使用 UTC 时间", OpAdd, TypeDecision, "今后统一使用 UTC 时间"},
+	{"en-always-never", "always run gofmt", OpAdd, TypeRule, "Always run gofmt"},
+	{"en-always-never", "never commit secrets", OpAdd, TypeRule, "Never commit secrets"},
+	{"en-always-never", "From now on, never push to main directly.", OpAdd, TypeRule, "From now on, never push to main directly"},
+	{"en-must", "You must always sign release tags", OpAdd, TypeRule, "You must always sign release tags"},
+	{"en-must", "we should never force-push to main", OpAdd, TypeRule, "We should never force-push to main"},
+	{"zh-必须不要禁止", "不要用 npm", OpAdd, TypeRule, "不要用 npm"},
+	{"zh-必须不要禁止", "必须先写测试再改代码", OpAdd, TypeRule, "必须先写测试再改代码"},
+	{"zh-必须不要禁止", "以后禁止直接推送到 main 分支", OpAdd, TypeRule, "以后禁止直接推送到 main 分支"},
+	// Corrections with no entry to correct: the ones that state a choice
+	// are kept as decisions.
+	{"en-instead-of", "use ruff instead of flake8", OpAdd, TypeDecision, "Use ruff instead of flake8"},
+	{"en-instead-of-first", "Instead of make, use just", OpAdd, TypeDecision, "Instead of make, use just"},
+	{"en-switched-to", "we switched to Buildkite", OpAdd, TypeDecision, "We switched to Buildkite"},
+	{"zh-改用", "改用 ruff", OpAdd, TypeDecision, "改用 ruff"},
+	{"zh-从X换成Y", "从 Jenkins 换成 GitHub Actions", OpAdd, TypeDecision, "从 Jenkins 换成 GitHub Actions"},
+}
+
+func TestRulesPatterns(t *testing.T) {
+	for _, c := range patternCases {
+		t.Run(c.pattern+"/"+c.text, func(t *testing.T) {
+			ops := distillRules(t, request(nil, user(3, c.text)))
+			if len(ops) != 1 {
+				t.Fatalf("got %d ops %+v, want 1", len(ops), ops)
+			}
+			o := ops[0]
+			if o.Op != c.op || o.Type != c.typ || o.Title != c.title {
+				t.Errorf("got op %q type %q title %q, want %q %q %q", o.Op, o.Type, o.Title, c.op, c.typ, c.title)
+			}
+			if !strings.HasPrefix(o.Reason, "rules: "+c.pattern) {
+				t.Errorf("got reason %q, want pattern %s", o.Reason, c.pattern)
+			}
+			if !strings.Contains(c.text, o.Content) || o.Content == "" {
+				t.Errorf("got content %q, want verbatim text of %q", o.Content, c.text)
+			}
+			if len(o.EvidenceEventIDs) != 1 || o.EvidenceEventIDs[0] != "e03" {
+				t.Errorf("got evidence %v, want [e03]", o.EvidenceEventIDs)
+			}
+			if o.Provenance != ProvenanceDistiller {
+				t.Errorf("got provenance %q, want distiller", o.Provenance)
+			}
+			// The rules distiller's own output passes validation unchanged.
+			valid, rej := Validate(request(nil, user(3, c.text)), Result{Operations: ops})
+			if len(rej) != 0 || len(valid) != 1 || valid[0].Op != o.Op {
+				t.Errorf("Validate: got %+v rejected %+v", valid, rej)
+			}
+		})
+	}
+}
+
+func TestRulesEveryPatternTested(t *testing.T) {
+	tested := map[string]bool{}
+	for _, c := range patternCases {
+		tested[c.pattern] = true
+	}
+	for _, c := range correctionCases {
+		tested[c.pattern] = true
+	}
+	for _, p := range patterns {
+		if !tested[p.name] {
+			t.Errorf("pattern %s has no test case", p.name)
+		}
+	}
+}
+
+// TestRulesIgnores lists statements that look like the patterns but are
+// not memory: questions, chit-chat, one-off requests, demonstratives.
+func TestRulesIgnores(t *testing.T) {
+	for _, text := range []string{
+		"do you remember the staging port?",
+		"Remember when the build broke last week?",
+		"I don't remember the port",
+		"never mind",
+		"Never mind, it works now.",
+		"I prefer this one",
+		"I'd prefer that.",
+		"我喜欢这个方案",
+		"你记住了吗",
+		"记住了",
+		"不要紧",
+		"it's not a bug but a feature",
+		"这不是问题而是特性",
+		"I'm not sure but it might be the cache",
+		"这是不是MySQL的问题",
+		"Can we always run gofmt?",
+		"以后都用 pnpm 吗？",
+		"please fix the failing test",
+		"we must fix this bug today",
+		"必须今天修好",
+		"之后用 bun 试试",
+		"帮我看看这个报错",
+		"",
+	} {
+		t.Run(text, func(t *testing.T) {
+			bug := Entry{ID: "m-bug", Title: "Login bug", Content: "Fix the login bug: the cache is stale, not sure why.", Status: StatusActive}
+			if ops := distillRules(t, request([]Entry{mysqlEntry, bug}, user(3, text))); len(ops) != 0 {
+				t.Errorf("got %+v, want no ops", ops)
+			}
+		})
+	}
+}
+
+// TestRulesLearnsOnlyFromUser: assistant, tool and injected text are never
+// learnt, even when they hold a memory statement word for word.
+func TestRulesLearnsOnlyFromUser(t *testing.T) {
+	for name, m := range map[string]Message{
+		"Injected":  injected(2, "记住：部署前跑 make check"),
+		"Injected2": injected(2, "remember that the staging DB is on port 5433"),
+		"Assistant": assistant(2, "记住：部署前跑 make check"),
+		"Tool":      tool(2, "always run gofmt"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if ops := distillRules(t, request(nil, m)); len(ops) != 0 {
+				t.Errorf("got %+v, want no ops", ops)
+			}
+		})
+	}
+	t.Run("OutOfRange", func(t *testing.T) {
+		req := request(nil, user(3, "always run gofmt"))
+		req.From, req.To = 10, 20
+		if ops := distillRules(t, req); len(ops) != 0 {
+			t.Errorf("got %+v, want no ops", ops)
+		}
+	})
+	t.Run("OnlyTheUserMessage", func(t *testing.T) {
+		req := request(nil,
+			injected(1, "记住：部署前跑 make check"),
+			user(2, "以后都用 pnpm"),
+			assistant(3, "never commit secrets"))
+		ops := distillRules(t, req)
+		if len(ops) != 1 || ops[0].Title != "以后都用 pnpm" || ops[0].EvidenceEventIDs[0] != "e02" {
+			t.Errorf("got %+v, want one op from e02", ops)
+		}
+	})
+}
+
+func TestRulesSeveralStatements(t *testing.T) {
+	text := "OK, remember that the staging DB is on port 5433. Also, never commit secrets!\n我喜欢用 Go 写后端。这个怎么样？"
+	ops := distillRules(t, request(nil, user(5, text)))
+	var titles []string
+	for _, o := range ops {
+		titles = append(titles, o.Title)
+		if !strings.Contains(text, o.Content) {
+			t.Errorf("content %q is not verbatim text of the message", o.Content)
+		}
+	}
+	want := []string{"The staging DB is on port 5433", "Never commit secrets", "我喜欢用 Go 写后端"}
+	if strings.Join(titles, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", titles, want)
+	}
+}
+
+func TestRulesRepeatedStatementOnce(t *testing.T) {
+	ops := distillRules(t, request(nil, user(1, "always run gofmt"), user(2, "always run gofmt")))
+	if len(ops) != 1 {
+		t.Errorf("got %d ops, want 1", len(ops))
+	}
+}
+
+func TestRulesTitleCut(t *testing.T) {
+	long := "remember that " + strings.Repeat("the quick brown fox jumps ", 10)
+	ops := distillRules(t, request(nil, user(1, long)))
+	if len(ops) != 1 {
+		t.Fatalf("got %d ops, want 1", len(ops))
+	}
+	title := ops[0].Title
+	if n := len([]rune(title)); n > maxRulesTitleRunes || !strings.HasSuffix(title, "…") {
+		t.Errorf("got title %q (%d runes), want ≤ %d ending in …", title, n, maxRulesTitleRunes)
+	}
+}
+
+var correctionCases = []struct {
+	pattern, text string
+}{
+	{"en-not-but", "not MySQL — we moved to PostgreSQL"},
+	{"en-not-but", "The database is not MySQL but PostgreSQL"},
+	{"zh-不是而是", "数据库不是MySQL而是PostgreSQL"},
+	{"zh-不是而是", "数据库不是 MySQL，是 PostgreSQL 了"},
+	{"zh-改用", "改用 PostgreSQL"},
+	{"zh-改用", "我们不用 MySQL 了，改用 PostgreSQL"},
+	{"zh-从X换成Y", "数据库从 MySQL 迁移到 PostgreSQL"},
+	{"en-switched-to", "We moved to PostgreSQL"},
+	{"en-switched-to", "we switched from MySQL to PostgreSQL"},
+	{"en-instead-of", "use PostgreSQL instead of MySQL"},
+	{"en-instead-of", "We use PostgreSQL instead"},
+	{"en-instead-of-first", "Instead of MySQL, use PostgreSQL"},
+}
+
+// TestRulesCorrection: the MySQL → PostgreSQL correction, however the user
+// says it, supersedes the MySQL entry found among Related, with the user's
+// words as newQuote and the entry's as oldQuote, and survives Validate.
+func TestRulesCorrection(t *testing.T) {
+	other := Entry{ID: "m-go", Scope: "ws-1", Type: TypePreference, Title: "Backend in Go", Content: "Write backend services in Go.", Status: StatusActive}
+	for _, c := range correctionCases {
+		t.Run(c.pattern+"/"+c.text, func(t *testing.T) {
+			req := request([]Entry{other, pnpmEntry, mysqlEntry},
+				assistant(1, "The config says MySQL."),
+				user(2, c.text))
+			ops := distillRules(t, req)
+			if len(ops) != 1 {
+				t.Fatalf("got %d ops %+v, want 1", len(ops), ops)
+			}
+			o := ops[0]
+			if o.Op != OpSupersede || o.TargetID != "m-db" {
+				t.Fatalf("got %s of %q, want supersede of m-db (%+v)", o.Op, o.TargetID, o)
+			}
+			if o.NewQuote == "" || !strings.Contains(c.text, o.NewQuote) {
+				t.Errorf("newQuote %q is not verbatim user text %q", o.NewQuote, c.text)
+			}
+			if o.OldQuote != "MySQL" {
+				t.Errorf("got oldQuote %q, want MySQL", o.OldQuote)
+			}
+			if o.Type != TypeDecision {
+				t.Errorf("got type %q, want the target's", o.Type)
+			}
+			valid, rej := Validate(req, Result{Operations: ops})
+			if len(rej) != 0 || len(valid) != 1 || valid[0].Op != OpSupersede {
+				t.Errorf("Validate: got %+v rejected %+v, want the supersede", valid, rej)
+			}
+		})
+	}
+}
+
+func TestRulesCorrectionUnclear(t *testing.T) {
+	replica := Entry{ID: "m-replica", Scope: "ws-1", Type: TypeFact, Title: "Read replica", Content: "Reports read from a MySQL replica.", Status: StatusActive}
+	t.Run("TwoEntriesMentionIt", func(t *testing.T) {
+		req := request([]Entry{mysqlEntry, replica}, user(2, "数据库不是MySQL而是PostgreSQL"))
+		ops := distillRules(t, req)
+		if len(ops) != 1 || ops[0].Op != OpConflict || ops[0].TargetID != "m-db" {
+			t.Fatalf("got %+v, want a conflict with m-db", ops)
+		}
+		valid, rej := Validate(req, Result{Operations: ops})
+		if len(rej) != 0 || len(valid) != 1 || valid[0].Op != OpConflict {
+			t.Errorf("Validate: got %+v rejected %+v", valid, rej)
+		}
+	})
+	t.Run("OldWordsNotVerbatim", func(t *testing.T) {
+		// "My SQL" is not in the entry, but its terms are: a conflict.
+		e := mysqlEntry
+		e.Title, e.Content = "Database", "The SQL server runs version 8."
+		ops := distillRules(t, request([]Entry{e}, user(2, "not My SQL server but PostgreSQL")))
+		if len(ops) != 1 || ops[0].Op != OpConflict || ops[0].OldQuote != "" {
+			t.Fatalf("got %+v, want a conflict without oldQuote", ops)
+		}
+	})
+	t.Run("TwoSiblings", func(t *testing.T) {
+		sqlite := Entry{ID: "m-lite", Scope: "ws-1", Type: TypeDecision, Title: "Tests use SQLite", Content: "Tests use SQLite.", Status: StatusActive}
+		ops := distillRules(t, request([]Entry{mysqlEntry, sqlite}, user(2, "改用 PostgreSQL")))
+		if len(ops) != 1 || ops[0].Op != OpConflict || ops[0].TargetID != "m-db" {
+			t.Fatalf("got %+v, want a conflict with m-db", ops)
+		}
+	})
+	t.Run("SupersededEntryIgnored", func(t *testing.T) {
+		old := mysqlEntry
+		old.Status = StatusSuperseded
+		ops := distillRules(t, request([]Entry{old}, user(2, "数据库不是MySQL而是PostgreSQL")))
+		if len(ops) != 0 {
+			t.Fatalf("got %+v, want nothing (no active entry to correct, no fallback)", ops)
+		}
+	})
+	t.Run("AlreadyNamesTheNewThing", func(t *testing.T) {
+		e := Entry{ID: "m-x", Title: "Migrate MySQL to PostgreSQL", Content: "Plan: MySQL to PostgreSQL", Status: StatusActive}
+		ops := distillRules(t, request([]Entry{e}, user(2, "改用 PostgreSQL")))
+		if len(ops) != 1 || ops[0].Op != OpAdd {
+			t.Fatalf("got %+v, want an add (the entry already names PostgreSQL)", ops)
+		}
+	})
+}
+
+func TestRulesCorrectionPackageManager(t *testing.T) {
+	ops := distillRules(t, request([]Entry{mysqlEntry, pnpmEntry}, user(2, "不要用 npm 了，改用 pnpm")))
+	if len(ops) != 1 || ops[0].Op != OpSupersede || ops[0].TargetID != "m-pm" || ops[0].OldQuote != "npm" {
+		t.Fatalf("got %+v, want a supersede of m-pm quoting npm", ops)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"a. b! c? d", []string{"a", "b", "d"}},
+		{"v1.2 is out. ok", []string{"v1.2 is out", "ok"}},
+		{"好的，以后都用 pnpm。你觉得呢？", []string{"以后都用 pnpm"}},
+		{"not MySQL — we moved; fine", []string{"not MySQL — we moved; fine"}},
+		{"这个能用吗", nil},
+		{"OK, also remember that x\n\n", []string{"remember that x"}},
+	} {
+		got := split(c.in)
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("split(%q): got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
