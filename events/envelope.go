@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -86,7 +87,21 @@ func Marshal(e *Envelope) ([]byte, error) {
 	if e.V == 0 {
 		e.V = CurrentVersion
 	}
-	return json.Marshal(e)
+	return marshalJSON(e)
+}
+
+// marshalJSON is json.Marshal without HTML escaping: text such as
+// "a < b" is written as it is, not as "a \u003c b", so a line read back
+// carries the very bytes the producer sent (live folds and replay see
+// the same data). Part of the on-disk format; do not change.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Unmarshal decodes one JSON line into an envelope of the current

@@ -212,7 +212,7 @@ type envelopeTail struct {
 }
 
 func marshalTail(e *Envelope) ([]byte, error) {
-	return json.Marshal(envelopeTail{e.ID, e.Type, e.Time, e.Session, e.Cwd, e.Data})
+	return marshalJSON(envelopeTail{e.ID, e.Type, e.Time, e.Session, e.Cwd, e.Data})
 }
 
 // appendLine appends `{"v":1,"stream":…,"seq":N,` + tail[1:] + "\n".

@@ -1,0 +1,77 @@
+package observer
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"dshmem/projector"
+	"dshmem/sqlstore"
+)
+
+// TestLiveIndexEqualsRebuild ingests data that JSON encoders like to
+// rewrite — HTML characters, pretty-printed objects, escapes, CJK — and
+// checks that the index folded live equals one folded from the log.
+func TestLiveIndexEqualsRebuild(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	eng, err := Open(ctx, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	lines := [][]byte{
+		[]byte(`{"id":"a","type":"user/message","time":"2026-08-18T10:00:00Z","session":"s","cwd":"/p","data":{"text":"if a < b && c > d { return \"<ok>\" }"}}`),
+		[]byte(`{"id":"b","type":"tool/call","time":"2026-08-18T10:00:01Z","session":"s","data":{ "name" : "bash",  "args": {"cmd": "echo 'x' > /tmp/y\u0026\u0026 ls"} }}`),
+		[]byte(`{"id":"c","type":"assistant/message","time":"2026-08-18T10:00:02+08:00","session":"s","data":{"text":"记忆注入 \u2028 line\tsep \ud83d\ude00"}}`),
+		[]byte(`{"id":"d","type":"memory/remember","time":"2026-08-18T10:00:03Z","cwd":"/p","data":{"content":"Use <b>pnpm</b> & never npm","tags":["a&b"],"importance":2}}`),
+	}
+	res, outs, err := eng.Ingest(ctx, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Appended != len(lines) {
+		t.Fatalf("appended %d, want %d: %+v", res.Appended, len(lines), outs)
+	}
+	var live, fresh bytes.Buffer
+	if err := projector.Dump(ctx, eng.Store(), &live); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlstore.Open(filepath.Join(t.TempDir(), "fresh.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := projector.New(st).CatchUp(ctx, eng.Log(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := projector.Dump(ctx, st, &fresh); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(root, LogDir, "*", "*.jsonl.zst"))
+	raw, err := exec.Command("zstd", "-dc", segs[0]).Output()
+	if err != nil {
+		t.Fatalf("zstd -dc: %v", err)
+	}
+	if !bytes.Contains(raw, []byte(`a < b && c > d`)) {
+		t.Fatalf("the log escaped the text instead of keeping it:\n%s", raw)
+	}
+	if !bytes.Equal(indexRows(live.Bytes()), indexRows(fresh.Bytes())) {
+		t.Fatalf("live index differs from a rebuild of the log:\nlive:\n%s\nfresh:\n%s", live.String(), fresh.String())
+	}
+}
+
+// indexRows drops the rows that record Markdown files: a bare projector
+// writes no files, the engine does (the replay tests compare those).
+func indexRows(dump []byte) []byte {
+	var out []byte
+	for _, line := range bytes.SplitAfter(dump, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("files\t")) || bytes.HasPrefix(line, []byte("file_texts\t")) {
+			continue
+		}
+		out = append(out, line...)
+	}
+	return out
+}
