@@ -104,9 +104,14 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		}
 	}
 	e.proj = projector.New(e.store)
+	e.proj.Root = root // the Markdown projections (projector/files.go)
 	if err := e.proj.CatchUp(ctx, e.log, opts.Progress); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("catch up index from log: %w", err)
+	}
+	if err := e.proj.Refresh(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("write Markdown projections: %w", err)
 	}
 	return e, nil
 }

@@ -46,6 +46,42 @@
 // sessions.go and entries.go hold one projection each. memory/ops and the
 // Markdown projections get files of their own and a case in fold.apply.
 //
+// # Markdown files
+//
+// render.go renders, files.go writes. With Projector.Root set, Fold
+// writes after its commit the files its events changed (ARCHITECTURE §2,
+// §4), each with markdown.WriteFileAtomic, and records path, sha256,
+// bytes and the events it reflects in the files table:
+//
+//	global.md            global entries of type preference, rule, decision
+//	knowledge/<file>.md  the other global entries (fact, architecture, procedure, fix), by
+//	                     topic: the entry's first tag, else its type; file = markdown.TopicFile
+//	                     (topics with the same file share it; it is titled by the least name);
+//	                     a file whose topic has no active or conflict entry left is removed
+//	index.md             each topic → its file, then one line per global entry
+//	scopes/ws-<id>/      memory_summary.md (the workspace's entries, ≤ 3000 bytes),
+//	                     scope.json {"key","cwd"} (cwd: the first one the stream carried),
+//	                     summary_history/<seq, 20 digits>.md: the summary as of each of the
+//	                     newest 10 memory events (memory/ except memory/shown) of the stream
+//	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a
+//	                     "summary" (block id the session) of that day — the date in the
+//	                     event's own offset — in (event time, stream, seq) order
+//
+// When: the global layer after a fold that folded the global stream's
+// first event or a memory event of it; a workspace's files after every
+// fold of its stream; a day after a fold of one of its blocks. Summary
+// versions are rendered inside the transaction, right after their event,
+// and only for the last 10 memory events of each stream in the call, so
+// the set kept never depends on how the log was split into folds. Every
+// file and every files row is a function of the event prefix: replay
+// writes the same bytes.
+//
+// A file whose bytes on disk are not what the files table says dshmem
+// wrote is a hand edit not yet captured: it is never overwritten (Held
+// is told); sync captures it into the log and calls Rewrite. file_texts
+// keeps the last bytes written of global.md and knowledge/*.md, the
+// files sync reads back, so an edit is compared with what the person saw.
+//
 // # Speed
 //
 // A fold prepares statements once per call, runs them without a

@@ -37,7 +37,18 @@ var dumpTables = []dumpTable{
 	{"entries_fts", `SELECT e.id, f.title, f.body, f.bigrams FROM entries_fts f JOIN entries e ON e.n = f.rowid ORDER BY e.id`},
 	{"entry_versions", `SELECT entry_id, version, stream, seq, event_id, op, time, type, title, description,
 		terms, content, tags, importance, confidence, status, reason FROM entry_versions ORDER BY entry_id, version`},
+	{"scopes", `SELECT stream, cwd, seq, time FROM scopes ORDER BY stream`},
+	{"shown", `SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY session, stream, entry_id`},
+}
+
+// fileTables are the tables of the Markdown writer (files.go): a record
+// of the files written under a root, so they exist only where Fold has a
+// Root. Dump leaves them out, so an index folded without files compares
+// equal to one folded with them; DumpFiles covers them, and replay's
+// verify compares both.
+var fileTables = []dumpTable{
 	{"files", `SELECT path, sha256, bytes, stream, seq, positions, time FROM files ORDER BY path`},
+	{"file_texts", `SELECT path, content FROM file_texts ORDER BY path`},
 }
 
 // dumpSkipped are schema objects Dump leaves out on purpose: goose's
@@ -46,6 +57,8 @@ var dumpTables = []dumpTable{
 var dumpSkipped = map[string]bool{
 	"goose_db_version": true,
 	"episodes_terms":   true,
+	"files":            true, // in DumpFiles
+	"file_texts":       true, // in DumpFiles
 }
 
 // Dump writes every index table in a canonical form: one line per row,
@@ -57,6 +70,20 @@ var dumpSkipped = map[string]bool{
 func Dump(ctx context.Context, s *sqlstore.Store, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for _, t := range dumpTables {
+		if err := dumpOne(ctx, s, bw, t); err != nil {
+			return fmt.Errorf("dump %s: %w", t.name, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	return nil
+}
+
+// DumpFiles writes the files and file_texts tables in Dump's form.
+func DumpFiles(ctx context.Context, s *sqlstore.Store, w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, t := range fileTables {
 		if err := dumpOne(ctx, s, bw, t); err != nil {
 			return fmt.Errorf("dump %s: %w", t.name, err)
 		}

@@ -39,6 +39,7 @@ func EntryID(stream string, seq uint64, pos int) string {
 
 // entry is the state of one entries row, as written by an op.
 type entry struct {
+	n                  int64 // entries.n = entries_fts.rowid; set by loadEntry and addEntry
 	id, scope, typ     string
 	title, description string
 	terms, content     string
@@ -46,8 +47,20 @@ type entry struct {
 	importance         int
 	confidence         float64
 	status             string
+	conflictGroup      string
+	supersedes         string
+	supersededBy       string
+	prov               provenance
 	version            int64
 }
+
+// Entry statuses (ARCHITECTURE §5).
+const (
+	statusActive     = "active"
+	statusConflict   = "conflict"
+	statusSuperseded = "superseded"
+	statusForgotten  = "forgotten"
+)
 
 type rememberData struct {
 	Content     string          `json:"content"`
@@ -82,7 +95,7 @@ func (f *fold) remember(ev *events.Envelope) error {
 		tags:        cleanTags(d.Tags),
 		importance:  defaultImportance,
 		confidence:  1,
-		status:      "active",
+		status:      statusActive,
 		version:     1,
 	}
 	if !entryTypes[e.typ] {
@@ -95,29 +108,64 @@ func (f *fold) remember(ev *events.Envelope) error {
 	if json.Unmarshal(d.Importance, &imp) == nil {
 		e.importance = int(min(max(imp, 0), 3))
 	}
-	return f.addEntry(ev, &e, "")
+	return f.addEntry(ev, &e, "add", "")
 }
 
-// addEntry inserts a new entry, its first version and its index row.
-func (f *fold) addEntry(ev *events.Envelope, e *entry, reason string) error {
+// addEntry inserts a new entry, its first version (op names the op that
+// made it) and its index row. e.prov without event ids gets the event's
+// id.
+func (f *fold) addEntry(ev *events.Envelope, e *entry, op, reason string) error {
+	if len(e.prov.EventIDs) == 0 {
+		e.prov.EventIDs = []string{ev.ID}
+	}
 	tags, _ := json.Marshal(e.tags)
-	prov, _ := json.Marshal(provenance{EventIDs: []string{ev.ID}, Reason: reason})
+	prov, _ := json.Marshal(e.prov)
 	res, err := f.exec(`INSERT INTO entries (id, scope, type, title, description, terms, content, tags,
-			importance, confidence, status, provenance, created_at, updated_at, version, created_seq, updated_seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			importance, confidence, status, conflict_group, supersedes, superseded_by, provenance,
+			created_at, updated_at, version, created_seq, updated_seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.id, e.scope, e.typ, e.title, e.description, e.terms, e.content, string(tags),
-		e.importance, e.confidence, e.status, string(prov), ev.Time, ev.Time, e.version, int64(ev.Seq), int64(ev.Seq))
+		e.importance, e.confidence, e.status, e.conflictGroup, e.supersedes, e.supersededBy, string(prov),
+		ev.Time, ev.Time, e.version, int64(ev.Seq), int64(ev.Seq))
 	if err != nil {
 		return fmt.Errorf("insert entry %s: %w", e.id, err)
 	}
-	n, err := res.LastInsertId()
-	if err != nil {
+	if e.n, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("insert entry %s: %w", e.id, err)
 	}
-	if err := f.entryVersion(ev, e, "add", reason); err != nil {
+	if err := f.entryVersion(ev, e, op, reason); err != nil {
 		return err
 	}
-	return f.indexEntry(n, e)
+	return f.indexEntry(e.n, e)
+}
+
+// updateEntry writes e, changed by an op of ev, as its next version: the
+// row, a version row, and (when reindex is set because its text changed)
+// its index row. The caller has made the change; updateEntry bumps the
+// version.
+func (f *fold) updateEntry(ev *events.Envelope, e *entry, op, reason string, reindex bool) error {
+	e.version++
+	tags, _ := json.Marshal(e.tags)
+	prov, _ := json.Marshal(e.prov)
+	if _, err := f.exec(`UPDATE entries SET type = ?, title = ?, description = ?, terms = ?, content = ?, tags = ?,
+			importance = ?, confidence = ?, status = ?, conflict_group = ?, supersedes = ?, superseded_by = ?,
+			provenance = ?, updated_at = ?, version = ?, updated_seq = ?
+		WHERE id = ?`,
+		e.typ, e.title, e.description, e.terms, e.content, string(tags),
+		e.importance, e.confidence, e.status, e.conflictGroup, e.supersedes, e.supersededBy,
+		string(prov), ev.Time, e.version, int64(ev.Seq), e.id); err != nil {
+		return fmt.Errorf("update entry %s: %w", e.id, err)
+	}
+	if err := f.entryVersion(ev, e, op, reason); err != nil {
+		return err
+	}
+	if !reindex {
+		return nil
+	}
+	if _, err := f.exec(`DELETE FROM entries_fts WHERE rowid = ?`, e.n); err != nil {
+		return fmt.Errorf("reindex entry %s: %w", e.id, err)
+	}
+	return f.indexEntry(e.n, e)
 }
 
 // indexEntry writes the entry's row in entries_fts. A later revise must
@@ -157,27 +205,70 @@ func (f *fold) forget(ev *events.Envelope) error {
 		return nil
 	}
 	e, err := f.loadEntry(d.EntryID, ev.Stream)
-	if err != nil || e == nil || e.status == "forgotten" {
+	if err != nil || e == nil || e.status == statusForgotten {
 		return err
 	}
-	e.status = "forgotten"
-	e.version++
-	if _, err := f.exec(`UPDATE entries SET status = ?, version = ?, updated_at = ?, updated_seq = ? WHERE id = ?`,
-		e.status, e.version, ev.Time, int64(ev.Seq), e.id); err != nil {
+	return f.forgetEntry(ev, e, d.Reason)
+}
+
+// forgetEntry marks e forgotten; when that leaves its conflict group with
+// one contender, that one is resolved (resolveGroup).
+func (f *fold) forgetEntry(ev *events.Envelope, e *entry, reason string) error {
+	e.status = statusForgotten
+	if err := f.updateEntry(ev, e, "forget", reason, false); err != nil {
 		return fmt.Errorf("forget entry %s: %w", e.id, err)
 	}
-	return f.entryVersion(ev, e, "forget", d.Reason)
+	return f.resolveGroup(ev, e.scope, e.conflictGroup)
+}
+
+// resolveGroup settles a conflict group that has lost members: when
+// exactly one entry of scope is left in status conflict in group, there
+// is nothing left for it to conflict with, so it becomes active again
+// (out of the group, a version "resolve"). A group with two or more
+// contenders left stays as it is. Members are read in id order, so the
+// fold stays deterministic.
+func (f *fold) resolveGroup(ev *events.Envelope, scope, group string) error {
+	if group == "" {
+		return nil
+	}
+	rows, err := f.tx.Query(`SELECT id FROM entries WHERE scope = ? AND conflict_group = ? AND status = ? ORDER BY id`,
+		scope, group, statusConflict)
+	if err != nil {
+		return fmt.Errorf("read conflict group %s: %w", group, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("read conflict group %s: %w", group, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read conflict group %s: %w", group, err)
+	}
+	if len(ids) != 1 {
+		return nil
+	}
+	e, err := f.loadEntry(ids[0], scope)
+	if err != nil || e == nil {
+		return err
+	}
+	e.status, e.conflictGroup = statusActive, ""
+	return f.updateEntry(ev, e, "resolve", "conflict group "+group+" has no other contender left", false)
 }
 
 // loadEntry reads entry id of scope, or nil when there is none.
 func (f *fold) loadEntry(id, scope string) (*entry, error) {
 	var e entry
-	var tags string
-	err := f.tx.QueryRow(`SELECT id, scope, type, title, description, terms, content, tags,
-			importance, confidence, status, version
+	var tags, prov string
+	err := f.tx.QueryRow(`SELECT n, id, scope, type, title, description, terms, content, tags,
+			importance, confidence, status, conflict_group, supersedes, superseded_by, provenance, version
 		FROM entries WHERE id = ? AND scope = ?`, id, scope).
-		Scan(&e.id, &e.scope, &e.typ, &e.title, &e.description, &e.terms, &e.content, &tags,
-			&e.importance, &e.confidence, &e.status, &e.version)
+		Scan(&e.n, &e.id, &e.scope, &e.typ, &e.title, &e.description, &e.terms, &e.content, &tags,
+			&e.importance, &e.confidence, &e.status, &e.conflictGroup, &e.supersedes, &e.supersededBy, &prov, &e.version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -187,12 +278,22 @@ func (f *fold) loadEntry(id, scope string) (*entry, error) {
 	if err := json.Unmarshal([]byte(tags), &e.tags); err != nil {
 		return nil, fmt.Errorf("read entry %s: tags: %w", id, err)
 	}
+	if err := json.Unmarshal([]byte(prov), &e.prov); err != nil {
+		return nil, fmt.Errorf("read entry %s: provenance: %w", id, err)
+	}
 	return &e, nil
 }
 
+// provenance is an entry's provenance column: the events it rests on
+// (the evidence messages, then the event that wrote it), why, and for
+// entries made by memory/ops the op's provenance ("distiller",
+// "hand-edit") and the checkpoint id. Part of the index format read by
+// `dshmem entries --json`.
 type provenance struct {
-	EventIDs []string `json:"eventIds"`
-	Reason   string   `json:"reason,omitempty"`
+	EventIDs   []string `json:"eventIds"`
+	Reason     string   `json:"reason,omitempty"`
+	Source     string   `json:"source,omitempty"`
+	Checkpoint string   `json:"checkpoint,omitempty"`
 }
 
 // titleFrom is the first non-blank line of content, cut to 160 runes.

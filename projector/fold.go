@@ -37,6 +37,13 @@ type Projector struct {
 	// ChunkSize is the number of events CatchUp folds per transaction;
 	// 0 means DefaultChunkSize.
 	ChunkSize int
+
+	// Root, when set, is the memory root: after each commit Fold writes
+	// the Markdown projections the fold changed below it (files.go).
+	Root string
+	// Held, when set, is told about each projection file left as it is
+	// because it holds a hand edit not yet captured (see put).
+	Held func(path string)
 }
 
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
@@ -64,6 +71,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		return fmt.Errorf("fold: begin: %w", err)
 	}
 	f := &fold{tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
+	f.files = p.newFileTrack(evs)
 	pre := startPrepare(evs)
 	defer func() {
 		pre.stop()
@@ -96,6 +104,9 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		if err := f.apply(ev, pr); err != nil {
 			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
 		}
+		if err := f.files.track(f, ev); err != nil {
+			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+		}
 		f.cursors[ev.Stream] = ev.Seq
 		f.advanced[ev.Stream] = true
 	}
@@ -104,6 +115,9 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fold: commit: %w", err)
+	}
+	if err := p.writeFiles(ctx, f.files); err != nil {
+		return fmt.Errorf("fold committed; write its Markdown files: %w", err)
 	}
 	return nil
 }
@@ -120,6 +134,7 @@ type fold struct {
 	cursors  map[string]uint64
 	advanced map[string]bool
 	sessions map[sessionKey]*sessionAcc
+	files    *fileTrack
 }
 
 // stmt returns the statement for query, prepared on the fold's
@@ -195,6 +210,10 @@ func (f *fold) apply(ev *events.Envelope, p *prepared) error {
 		return f.remember(ev)
 	case events.TypeMemoryForget:
 		return f.forget(ev)
+	case events.TypeMemoryShown:
+		return f.shown(ev)
+	case events.TypeMemoryOps:
+		return f.ops(ev)
 	}
 	return nil
 }

@@ -13,8 +13,9 @@ import (
 func init() {
 	register(&command{
 		name:    "bench",
-		summary: "measure ingest speed and size on this machine",
+		summary: "measure ingest and recall speed and size on this machine",
 		usage: `bench ingest [--events N] [--size B] [--json]
+       bench recall [--records N] [--queries Q] [--json]
 
 ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
         and code identifiers, fixed seed) twice, each time into a fresh
@@ -25,6 +26,15 @@ ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
                      fold into SQLite + FTS5) in calls of 1,000 lines.
         Prints events/s, p50/p99 acknowledgement latency per call and
         bytes on disk per event. --root is not used.
+
+recall  Builds once, and caches under the user cache directory (keyed by
+        N and a format version), a root of N synthetic episodic records
+        (the same chatter, fixed seed) plus one memory entry per 50
+        records, through the ordinary intake. Then times Q queries of
+        1–6 terms, half very common and half rare words, three ways:
+        recall (entries of one workspace and global), search (episodic,
+        every stream) and search --kind all. Prints p50/p95/p99 latency,
+        documents scored per query and index bytes per record.
 `,
 		run: runBench,
 	})
@@ -34,7 +44,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			return usageError{"needs a benchmark name: ingest"}
+			return usageError{"needs a benchmark name: ingest or recall"}
 		}
 		printCommandUsage(env.stdout, c)
 		return nil
@@ -42,8 +52,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	switch args[0] {
 	case "ingest":
 		return benchIngest(ctx, env, args[1:])
+	case "recall":
+		return benchRecall(ctx, env, args[1:])
+	case "serve":
+		return benchServe(ctx, env, args[1:]) // bench_serve.go
 	default:
-		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest", args[0])}
+		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest or recall", args[0])}
 	}
 }
 
@@ -111,6 +125,62 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 			idx = fmt.Sprintf("%.0f", float64(r.IndexBytes)/float64(r.Events))
 		}
 		fmt.Fprintf(env.stdout, "%-10s %12.0f %12s %12s %14.1f %12s\n", r.Phase, r.EventsPerSec, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.BytesPerEvent, idx)
+	}
+	return nil
+}
+
+func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["bench"]
+	fs := newFlags(c)
+	n := fs.Int("records", 100_000, "episodic records in the synthetic root")
+	nq := fs.Int("queries", 1000, "queries timed per mode")
+	asJSON := fs.Bool("json", false, "print results as JSON")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"bench recall takes no arguments"}
+	}
+	if *n < 1 || *n > 100_000_000 {
+		return usageError{fmt.Sprintf("--records %d is out of range (1..100000000)", *n)}
+	}
+	if *nq < 1 || *nq > 1_000_000 {
+		return usageError{fmt.Sprintf("--queries %d is out of range (1..1000000)", *nq)}
+	}
+	progress := func(phase string, done, total int) {}
+	if isTerminal(env.stderr) {
+		last := time.Now()
+		progress = func(phase string, done, total int) {
+			if time.Since(last) > 200*time.Millisecond || done == total {
+				last = time.Now()
+				fmt.Fprintf(env.stderr, "\r%-10s %d/%d", phase, done, total)
+				if done == total {
+					fmt.Fprintln(env.stderr)
+				}
+			}
+		}
+	}
+	r, err := observer.BenchRecall(ctx, observer.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress})
+	if err != nil {
+		return fmt.Errorf("bench recall: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	built := "cached"
+	if r.Built {
+		built = fmt.Sprintf("built in %s", r.BuildTime.Round(time.Second))
+	}
+	fmt.Fprintf(env.stdout, "%d records, %d entries (%s: %s)\n", r.Records, r.Entries, built, r.Root)
+	fmt.Fprintf(env.stdout, "index %.1f MB, %.0f bytes per record\n", float64(r.IndexBytes)/1e6, r.BytesPerRecord)
+	fmt.Fprintf(env.stdout, "%-11s %8s %10s %10s %10s %10s %12s %8s %8s\n", "mode", "queries", "p50", "p95", "p99", "max", "scored/q", "partial", "empty")
+	for _, m := range r.Runs {
+		fmt.Fprintf(env.stdout, "%-11s %8d %10s %10s %10s %10s %7.0f/%-4d %8d %8d\n", m.Mode, m.Queries,
+			m.P50.Round(time.Microsecond), m.P95.Round(time.Microsecond), m.P99.Round(time.Microsecond), m.Max.Round(time.Microsecond),
+			m.Candidates, m.CandMax, m.Partial, m.Empty)
 	}
 	return nil
 }

@@ -11,7 +11,9 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/observer"
+	"dshmem/replay"
 	"dshmem/sqlstore"
 )
 
@@ -28,7 +30,9 @@ Creates a fresh temporary root and walks through what dshmem does with
 the bundled sample conversation (English and Chinese, two workspaces):
 ingest with validation and secret redaction, idempotent re-ingest,
 search, verification of the log, recovery from a torn tail left by a
-crash, and rebuilding the index from the log alone. --root is not used.
+crash, rebuilding the index from the log alone, the Markdown files it
+writes, and recovering a day file damaged the way the incident that
+started dshmem did (cut to its first 16 lines). --root is not used.
 With --keep the root is left on disk for you to explore.
 `,
 		run: runDemo,
@@ -200,9 +204,62 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(w, "   rebuilt: %d events, %d sessions, %d entries; \"记忆\" → %d hit(s) again\n", st.Events, st.Sessions, st.Entries, len(hits))
 
+	// 8. Files.
+	say("The Markdown files: folds of the log, written atomically, each recorded with its sha256.")
+	files, err := replay.ProjectionFiles(root)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "   %-72s %5d bytes\n", f, len(b))
+	}
+	const dayFile = "sessions/2026-08-18.md"
+	dayPath := filepath.Join(root, filepath.FromSlash(dayFile))
+	orig, err := os.ReadFile(dayPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %s holds %d compaction summaries in event order, one block per compactionId.\n", dayFile, bytes.Count(orig, []byte("<!-- compaction:")))
+
+	// 9. The incident.
+	say("Damage %s the way the incident did: overwrite it with its first 16 lines.", dayFile)
+	lines := strings.SplitAfter(string(orig), "\n")
+	if err := os.WriteFile(dayPath, []byte(strings.Join(lines[:min(16, len(lines))], "")), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   %d lines → 16 lines; %d compaction blocks left\n", len(lines)-1, strings.Count(strings.Join(lines[:16], ""), "<!-- compaction:"))
+	rep, err := replay.Verify(ctx, eng.Log(), root, eng.Store(), replay.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   dshmem replay --verify rebuilds everything aside from the log and compares, byte for byte:\n")
+	for _, d := range rep.Differences {
+		fmt.Fprintf(w, "      %s: %s\n", d.Path, d.Problem)
+	}
+
+	// 10. Restore.
+	say("dshmem restore %s --out %s: the file as the log says it is.", dayFile, dayFile)
+	data, err := replay.Restore(ctx, eng.Log(), dayFile, replay.Point{}, replay.RestoreOptions{Index: eng.Store()})
+	if err != nil {
+		return err
+	}
+	if err := markdown.WriteFileAtomic(dayPath, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   restored %d bytes; identical to the file before the damage: %v\n", len(data), bytes.Equal(data, orig))
+	rep, err = replay.Verify(ctx, eng.Log(), root, eng.Store(), replay.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   replay --verify: %d of %d files differ\n", len(rep.Differences), rep.Files)
+
 	fmt.Fprintln(w)
 	if *keep {
-		fmt.Fprintf(w, "The root is kept at %s. Try:\n  dshmem --root %s stats\n  dshmem --root %s search 注入\n  zstd -dc %s/log/*/*.jsonl.zst | head\n", root, root, root, root)
+		fmt.Fprintf(w, "The root is kept at %s. Try:\n  dshmem --root %s stats\n  dshmem --root %s search 注入\n  dshmem --root %s replay --verify\n  dshmem --root %s restore sessions/2026-08-18.md --at 2026-08-18T11:00:00+08:00\n  zstd -dc %s/log/*/*.jsonl.zst | head\n", root, root, root, root, root, root)
 	} else {
 		fmt.Fprintln(w, "Done; the temporary root was removed (run 'dshmem demo --keep' to explore it).")
 	}

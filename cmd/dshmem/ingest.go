@@ -55,7 +55,7 @@ func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	eng, err := openEngine(ctx, env)
 	if err != nil {
-		return err
+		return forwardIngest(ctx, env, err, in, name) // a server holds the root (forward.go)
 	}
 	defer eng.Close()
 	res, outcomes, err := eng.IngestReader(ctx, in)

@@ -222,10 +222,20 @@ func printCommandUsage(w io.Writer, c *command) {
 	fmt.Fprintln(w)
 }
 
-// closest suggests a command for a typo: the one sharing the longest
-// prefix, or none.
+// closest suggests a command for a typo: the one at the smallest edit
+// distance (a swap of two neighbours counts as one edit), if that is at
+// most 2, else the one sharing the longest prefix, or none.
 func closest(name string) string {
-	best, bestLen := "", 1
+	best, bestD := "", 3
+	for n := range commands {
+		if d := editDistance(name, n); d < bestD || (d == bestD && best != "" && n < best) {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return best
+	}
+	bestLen := 1
 	for n := range commands {
 		l := 0
 		for l < len(n) && l < len(name) && n[l] == name[l] {
@@ -236,4 +246,29 @@ func closest(name string) string {
 		}
 	}
 	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }

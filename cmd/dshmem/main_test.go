@@ -200,8 +200,12 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
 	for _, want := range []string{
-		"appended 17, duplicates 0, rejected 2",
-		"appended 0, duplicates 17",
+		"appended 26, duplicates 0, rejected 2",
+		"appended 0, duplicates 26",
+		"sessions/2026-08-18.md holds 7 compaction summaries",
+		"sessions/2026-08-18.md: differs from the log's version from line 17",
+		"identical to the file before the damage: true",
+		"replay --verify: 0 of",
 		`"sk-proj-8fK2mQ9xLr4TzW1vB7nC3dE5gH6jP0sA" in the decompressed log: false`,
 		`"Xk9fLq2w" in the decompressed log: false`,
 		"on open: repaired",

@@ -13,18 +13,24 @@ import (
 func init() {
 	register(&command{
 		name:    "search",
-		summary: "full-text search over observed messages",
-		usage: `search [--cwd DIR | --stream S] [--limit N] [--json] QUERY
+		summary: "full-text search over observed messages and memory entries",
+		usage: `search [--cwd DIR | --stream S] [--kind K] [--limit N] [--json] QUERY
 
 Searches the episodic record — user and assistant messages, tool results,
 compaction summaries — with SQLite FTS5. Chinese is indexed as character
 bigrams, so a two-character word such as 记忆 is found inside longer text;
-code identifiers match their parts (parseConfig matches "config").
+code identifiers match their parts (parseConfig matches "config"). Hits
+are ranked by the same machinery as 'dshmem recall' (BM25, coverage,
+proximity, phrase, recency), without its score floors.
+
+--kind episodic (the default) searches observed messages, semantic the
+memory entries (active and conflicting), all both, ranked together.
 
 --cwd limits the search to that workspace's stream, --stream to a stream
 by name ("global" or "ws-<id>"); the default searches every stream.
---json prints an array of {eventId, stream, seq, type, session, time,
-text, score}.
+--json prints an array of {kind, id, scope, title, text, score, status,
+flags}; an episodic hit also carries {eventId, stream, seq, type,
+session, time, injected}.
 `,
 		run: runSearch,
 	})
@@ -36,6 +42,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	cwd := fs.String("cwd", "", "search only the workspace of this directory")
 	stream := fs.String("stream", "", `search only this stream ("global" or "ws-<id>")`)
 	limit := fs.Int("limit", 10, "at most this many results")
+	kind := fs.String("kind", sqlstore.KindEpisodic, "what to search: episodic, semantic or all")
 	asJSON := fs.Bool("json", false, "print results as a JSON array")
 	pos, err := env.parseFlags(c, fs, args)
 	if err != nil {
@@ -47,6 +54,11 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *cwd != "" && *stream != "" {
 		return usageError{"--cwd and --stream both choose the stream; give one"}
+	}
+	switch *kind {
+	case sqlstore.KindEpisodic, sqlstore.KindSemantic, sqlstore.KindAll:
+	default:
+		return usageError{fmt.Sprintf("--kind %q: use episodic, semantic or all", *kind)}
 	}
 	if *limit < 1 || *limit > 1000 {
 		return usageError{fmt.Sprintf("--limit %d is out of range (1..1000)", *limit)}
@@ -63,29 +75,40 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	hits, err := eng.Store().Search(ctx, sqlstore.SearchQuery{Text: query, Stream: s, Limit: *limit})
+	var scopes []string
+	if s != "" {
+		scopes = []string{s}
+	}
+	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Kind: *kind, Scopes: scopes,
+		Limit: *limit, Bytes: -1, NoFloor: true})
 	if err != nil {
 		return fmt.Errorf("search %q: %w", query, err)
 	}
 	if *asJSON {
-		if hits == nil {
-			hits = []sqlstore.Hit{}
-		}
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(hits)
+		return enc.Encode(res.Items)
 	}
-	if len(hits) == 0 {
+	if len(res.Items) == 0 {
 		where := "every stream"
 		if s != "" {
 			where = "stream " + s
 		}
-		fmt.Fprintf(env.stdout, "No messages match %q in %s.\nTry fewer or other words, or drop --cwd/--stream to search every stream.\n", query, where)
+		what := map[string]string{sqlstore.KindEpisodic: "messages", sqlstore.KindSemantic: "memory entries", sqlstore.KindAll: "messages or memory entries"}[*kind]
+		fmt.Fprintf(env.stdout, "No %s match %q in %s.\nTry fewer or other words, --kind all, or drop --cwd/--stream to search every stream.\n", what, query, where)
 		return nil
 	}
-	for i, h := range hits {
-		fmt.Fprintf(env.stdout, "%d. [%s] %s %s seq %d  %s  (score %.3f)\n", i+1, h.Type, h.Time, h.Stream, h.Seq, h.EventID, h.Score)
+	for i, h := range res.Items {
+		if h.Episode != nil {
+			fmt.Fprintf(env.stdout, "%d. [%s] %s %s seq %d  %s  (score %.3f)\n", i+1, h.Episode.Type, h.Episode.Time, h.Episode.Stream, h.Episode.Seq, h.Episode.EventID, h.Score)
+		} else {
+			fmt.Fprintf(env.stdout, "%d. [entry %s] %s  %s  (score %.3f)\n", i+1, h.Status, h.Scope, h.ID, h.Score)
+			fmt.Fprintf(env.stdout, "   %s\n", oneLine(h.Title, 200))
+		}
 		fmt.Fprintf(env.stdout, "   %s\n", oneLine(h.Text, 200))
+	}
+	if res.Note != "" {
+		fmt.Fprintf(env.stdout, "Note: %s\n", res.Note)
 	}
 	return nil
 }

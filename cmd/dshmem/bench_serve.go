@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"dshmem/observer"
+)
+
+// serveBenchTopics give each bench workspace its own words, so recalls
+// and packets have something to find.
+var serveBenchTopics = []string{"database migrations", "deploy pipeline", "frontend build", "auth tokens rotation",
+	"cache invalidation", "logging format", "test fixtures", "docker images"}
+
+// benchServe drives concurrent sessions against a real server over
+// loopback: push events, recall, fetch packets; then checks that every
+// pushed event is in the log.
+func benchServe(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["bench"]
+	fs := newFlags(c)
+	sessions := fs.Int("sessions", 16, "concurrent sessions")
+	seconds := fs.Int("seconds", 60, "how long to drive them")
+	asJSON := fs.Bool("json", false, "print results as JSON")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"bench serve takes no arguments"}
+	}
+	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 {
+		return usageError{"--sessions must be 1..1024 and --seconds 1..3600"}
+	}
+	root, err := os.MkdirTemp("", "dshmem-bench-serve-")
+	if err != nil {
+		return fmt.Errorf("make temporary root: %w", err)
+	}
+	defer os.RemoveAll(root)
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	srv, err := observer.NewServer(eng, observer.ServerOptions{AutoCheckpoint: -1, MaxInFlight: 4 * *sessions})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	base := "http://" + l.Addr().String()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * *sessions}, Timeout: 30 * time.Second}
+	call := func(method, path string, body []byte) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	// Seed: 25 entries per workspace.
+	for w, topic := range serveBenchTopics {
+		for i := range 25 {
+			b, _ := json.Marshal(map[string]any{"content": fmt.Sprintf("For %s, rule %d: check the %s checklist item %d before merging", topic, i, topic, i),
+				"cwd": fmt.Sprintf("/bench/ws%d", w), "type": "procedure"})
+			if code, err := call("POST", "/v1/remember", b); err != nil || code != 200 {
+				return fmt.Errorf("seed entries: %d %v", code, err)
+			}
+		}
+	}
+	type sample struct {
+		route string
+		d     time.Duration
+	}
+	var mu sync.Mutex
+	lat := map[string][]time.Duration{}
+	errorsBy := map[string]int{}
+	pushed := map[string][]string{} // stream → ids
+	deadline := time.Now().Add(time.Duration(*seconds) * time.Second)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for s := range *sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := s % len(serveBenchTopics)
+			cwd := fmt.Sprintf("/bench/ws%d", w)
+			sid := fmt.Sprintf("bench-%d", s)
+			stream := observer.StreamForCwd(cwd)
+			var local []sample
+			var ids []string
+			errs := map[string]int{}
+			timed := func(route, method, path string, body []byte, ok ...int) {
+				t0 := time.Now()
+				code, err := call(method, path, body)
+				local = append(local, sample{route, time.Since(t0)})
+				if err != nil || !slices.Contains(ok, code) {
+					errs[route]++
+				}
+			}
+			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+				var evs []map[string]any
+				mk := func(typ string, data map[string]any) {
+					id := fmt.Sprintf("%s:%d:%d", sid, n, len(evs))
+					ids = append(ids, id)
+					evs = append(evs, map[string]any{"id": id, "type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano),
+						"session": sid, "cwd": cwd, "data": data})
+				}
+				if n == 0 {
+					mk("session/start", map[string]any{"origin": "top"})
+				}
+				mk("user/message", map[string]any{"text": fmt.Sprintf("step %d: what about the %s checklist item %d?", n, serveBenchTopics[w], n%25)})
+				mk("tool/call", map[string]any{"name": "bash", "args": map[string]any{"cmd": fmt.Sprintf("make check-%d", n)}})
+				mk("tool/result", map[string]any{"name": "bash", "ok": n%5 != 0, "text": "done"})
+				mk("assistant/message", map[string]any{"text": fmt.Sprintf("checked item %d", n), "step": n})
+				b, _ := json.Marshal(evs)
+				timed("events", "POST", "/v1/events", b, 200)
+				q, _ := json.Marshal(map[string]any{"query": fmt.Sprintf("%s item %d", serveBenchTopics[w], n%25), "cwd": cwd, "session": sid})
+				timed("recall", "POST", "/v1/recall", q, 200)
+				timed("packet", "GET", fmt.Sprintf("/v1/sessions/%s/packet?step=%d", sid, n), nil, 200, 204)
+			}
+			mu.Lock()
+			for _, x := range local {
+				lat[x.route] = append(lat[x.route], x.d)
+			}
+			for k, v := range errs {
+				errorsBy[k] += v
+			}
+			pushed[stream] = append(pushed[stream], ids...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	<-done
+	// Every pushed event must be in the log (the index mirrors it).
+	total, lost := 0, 0
+	for stream, ids := range pushed {
+		total += len(ids)
+		for i := 0; i < len(ids); i += 500 {
+			chunk := ids[i:min(i+500, len(ids))]
+			seen, err := eng.Store().ExistingIDs(ctx, stream, chunk)
+			if err != nil {
+				return err
+			}
+			for _, id := range chunk {
+				if !seen[id] {
+					lost++
+				}
+			}
+		}
+	}
+	type routeStats struct {
+		Route    string  `json:"route"`
+		Requests int     `json:"requests"`
+		Errors   int     `json:"errors"`
+		P50ms    float64 `json:"p50Ms"`
+		P99ms    float64 `json:"p99Ms"`
+	}
+	res := struct {
+		Sessions     int          `json:"sessions"`
+		Seconds      float64      `json:"seconds"`
+		Events       int          `json:"events"`
+		EventsPerSec float64      `json:"eventsPerSec"`
+		Lost         int          `json:"lost"`
+		Routes       []routeStats `json:"routes"`
+	}{Sessions: *sessions, Seconds: elapsed.Seconds(), Events: total, EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost}
+	for _, r := range []string{"events", "recall", "packet"} {
+		ds := lat[r]
+		slices.Sort(ds)
+		q := func(p float64) float64 {
+			if len(ds) == 0 {
+				return 0
+			}
+			return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000
+		}
+		res.Routes = append(res.Routes, routeStats{r, len(ds), errorsBy[r], q(0.50), q(0.99)})
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	} else {
+		fmt.Fprintf(env.stdout, "serve: %d sessions for %.1fs over loopback: %d events pushed, %.0f events/s, %d lost\n",
+			res.Sessions, res.Seconds, res.Events, res.EventsPerSec, res.Lost)
+		for _, r := range res.Routes {
+			fmt.Fprintf(env.stdout, "  %-7s %7d requests  p50 %7.2f ms  p99 %7.2f ms  %d errors\n", r.Route, r.Requests, r.P50ms, r.P99ms, r.Errors)
+		}
+	}
+	errCount := 0
+	for _, r := range res.Routes {
+		errCount += r.Errors
+	}
+	if lost > 0 || errCount > 0 {
+		return fmt.Errorf("bench serve: %d events lost, %d request errors", lost, errCount)
+	}
+	return nil
+}

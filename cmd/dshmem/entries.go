@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"dshmem/observer"
+)
+
+var memoryStatuses = []string{"active", "conflict", "superseded", "forgotten"}
+
+func init() {
+	register(&command{
+		name:    "entries",
+		summary: "list memory entries",
+		usage: `entries [--cwd DIR | --stream S] [--status S] [--json]
+
+Lists the memory entries of the index: by scope, then in the order they
+were made. --cwd limits the list to the workspace of DIR, --stream to a
+stream by name ("global" or "ws-<id>"); the default lists every scope.
+--status is active, conflict, superseded or forgotten (default: all).
+
+--json prints an array of {id, scope, type, title, description, terms,
+content, tags, importance, confidence, status, conflictGroup, supersedes,
+supersededBy, provenance, createdAt, updatedAt, version, createdSeq,
+updatedSeq}.
+`,
+		run: runEntries,
+	})
+}
+
+func runEntries(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["entries"]
+	fs := newFlags(c)
+	cwd := fs.String("cwd", "", "only the workspace of this directory")
+	stream := fs.String("stream", "", `only this stream ("global" or "ws-<id>")`)
+	status := fs.String("status", "", "only entries of this status: "+strings.Join(memoryStatuses, ", "))
+	asJSON := fs.Bool("json", false, "print the entries as a JSON array")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Sprintf("takes no arguments, got %q", strings.Join(pos, " "))}
+	}
+	if *cwd != "" && *stream != "" {
+		return usageError{"--cwd and --stream both choose the stream; give one"}
+	}
+	var f observer.EntryFilter
+	s := *stream
+	if *cwd != "" {
+		s = observer.StreamForCwd(*cwd)
+	}
+	if s != "" {
+		if !observer.ValidStream(s) {
+			return usageError{fmt.Sprintf("--stream %q is not a stream name: use \"global\" or \"ws-\" followed by 20 hex digits", s)}
+		}
+		f.Scopes = []string{s}
+	}
+	if *status != "" {
+		if !isOneOf(memoryStatuses, *status) {
+			return usageError{fmt.Sprintf("--status %q is not a status: use one of %s", *status, strings.Join(memoryStatuses, ", "))}
+		}
+		f.Statuses = []string{*status}
+	}
+	eng, err := openReader(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	es, err := eng.Entries(ctx, f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if es == nil {
+			es = []observer.Entry{}
+		}
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(es)
+	}
+	if len(es) == 0 {
+		fmt.Fprintln(env.stdout, "No entries. Add one with 'dshmem remember TEXT', or let 'dshmem checkpoint' distil the conversations.")
+		return nil
+	}
+	scope := ""
+	for _, e := range es {
+		if e.Scope != scope {
+			scope = e.Scope
+			fmt.Fprintf(env.stdout, "%s\n", scope)
+		}
+		extra := ""
+		switch {
+		case e.ConflictGroup != "":
+			extra = "  [" + e.ConflictGroup + "]"
+		case e.SupersededBy != "":
+			extra = "  → " + e.SupersededBy
+		}
+		fmt.Fprintf(env.stdout, "  %s  %-10s  %-12s  %s%s\n", e.ID, e.Status, e.Type, oneLine(e.Title, 100), extra)
+	}
+	return nil
+}

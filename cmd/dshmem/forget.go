@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"dshmem/observer"
+)
+
+func init() {
+	register(&command{
+		name:    "forget",
+		summary: "hide a memory entry from recall and summaries",
+		usage: `forget [--reason R] ID
+
+Appends a memory/forget event for entry ID (m-…, as 'dshmem entries'
+lists them) to the entry's own stream. A forgotten entry never reaches
+recall or a summary again; its versions stay in 'dshmem history ID'.
+An unknown id, or an entry already forgotten, is an error and nothing is
+written.
+`,
+		run: runForget,
+	})
+}
+
+func runForget(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["forget"]
+	fs := newFlags(c)
+	reason := fs.String("reason", "", "why the entry is forgotten (kept in its history)")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		return usageError{"needs exactly one entry ID"}
+	}
+	id := strings.TrimSpace(pos[0])
+	eng, err := openEngine(ctx, env)
+	if err != nil {
+		return forwardForget(ctx, env, err, id, *reason) // a server holds the root (forward.go)
+	}
+	defer eng.Close()
+	en, err := eng.Forget(ctx, id, *reason)
+	switch {
+	case errors.Is(err, observer.ErrUnknownEntry):
+		return fmt.Errorf("no entry %s in %s: list the ids with 'dshmem entries'", id, env.root)
+	case errors.Is(err, observer.ErrEntryForgotten):
+		return fmt.Errorf("entry %s is already forgotten (see 'dshmem history %s')", id, id)
+	case err != nil:
+		return err
+	}
+	if err := eng.Close(); err != nil {
+		return fmt.Errorf("close root: %w", err)
+	}
+	fmt.Fprintf(env.stdout, "%s\nforgot %q (%s)\n", en.ID, en.Title, en.Scope)
+	return nil
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"dshmem/observer"
+)
+
+func init() {
+	register(&command{
+		name:    "history",
+		summary: "show the versions of a memory entry",
+		usage: `history [--json] ID
+
+Prints every version of entry ID, oldest first: the op that made it
+(add, revise, supersede, conflict, forget, resolve), the status after
+it, and the event that made it (stream, seq, id, type and, for a
+distiller's memory/ops, the checkpoint id), with the text of that
+version and the op's reason.
+
+--json prints an array of {entryId, version, op, stream, seq, eventId,
+eventType, checkpoint, time, type, title, description, terms, content,
+tags, importance, confidence, status, reason}.
+`,
+		run: runHistory,
+	})
+}
+
+func runHistory(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["history"]
+	fs := newFlags(c)
+	asJSON := fs.Bool("json", false, "print the versions as a JSON array")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		return usageError{"needs exactly one entry ID"}
+	}
+	id := strings.TrimSpace(pos[0])
+	eng, err := openReader(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	vs, err := eng.History(ctx, id)
+	if errors.Is(err, observer.ErrUnknownEntry) {
+		return fmt.Errorf("no entry %s in %s: list the ids with 'dshmem entries'", id, env.root)
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(vs)
+	}
+	en, err := eng.Entry(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s  %s  (%s, %s, scope %s)\n", en.ID, en.Title, en.Status, en.Type, en.Scope)
+	for _, v := range vs {
+		ev := fmt.Sprintf("%s seq %d %s", v.Stream, v.Seq, v.EventID)
+		if v.EventType != "" {
+			ev = v.EventType + " " + ev
+		}
+		if v.Checkpoint != "" {
+			ev += " (checkpoint " + v.Checkpoint + ")"
+		}
+		fmt.Fprintf(env.stdout, "v%d  %s  %-9s  %-10s  %s\n", v.Version, v.Time, v.Op, v.Status, ev)
+		fmt.Fprintf(env.stdout, "    %s\n", oneLine(v.Title, 200))
+		if v.Content != v.Title {
+			fmt.Fprintf(env.stdout, "    %s\n", oneLine(v.Content, 200))
+		}
+		if v.Reason != "" {
+			fmt.Fprintf(env.stdout, "    reason: %s\n", oneLine(v.Reason, 200))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"dshmem/observer"
+	"dshmem/sqlstore"
+)
+
+func init() {
+	register(&command{
+		name:    "recall",
+		summary: "find the memories a query means",
+		usage: `recall [--cwd DIR] [--limit N] [--bytes B] [--session ID] [--timeout D] [--json] QUERY
+
+Ranks the memory entries of the workspace of DIR (default: the current
+directory, or the session's when --session is given) and of the global
+scope. FTS5 finds a bounded set of candidates; they are re-ranked by
+exact phrase, normalized substring, title, tags, terms, token coverage,
+term proximity (adjacent CJK bigrams), single Chinese characters, BM25,
+importance, recency and — with --session — how often the session was
+already shown each entry (each recall is recorded as a memory/shown
+event, so repeated recalls rotate).
+
+At most N entries and B bytes of text are returned (the last one cut at
+a character boundary). Conflicting entries appear only when the query
+hits them, flagged "conflict"; superseded and forgotten ones never.
+Entries not updated for 180 days are flagged "review". A QUERY that is
+an entry id (m-…) or the name of a file under <root>/knowledge/ returns
+that entry or file whole. The recall stops at its deadline (--timeout)
+and returns what it has, with a note.
+
+--json prints {items:[{id, kind, scope, title, text, score, status,
+flags, …}], terms, candidates, partial, note, guidance}.
+`,
+		run: runRecall,
+	})
+}
+
+func runRecall(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["recall"]
+	fs := newFlags(c)
+	cwd := fs.String("cwd", "", "workspace directory (default: the current directory)")
+	limit := fs.Int("limit", sqlstore.DefaultRecallLimit, "at most this many entries")
+	bytes := fs.Int("bytes", sqlstore.DefaultRecallBytes, "at most this many UTF-8 bytes of text")
+	session := fs.String("session", "", "session id: rank down what it was already shown, and record what is shown now")
+	timeout := fs.Duration("timeout", sqlstore.DefaultRecallTimeout, "deadline of the recall")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	query := strings.TrimSpace(strings.Join(pos, " "))
+	if query == "" {
+		return usageError{"needs a QUERY"}
+	}
+	if *limit < 1 || *limit > 100 {
+		return usageError{fmt.Sprintf("--limit %d is out of range (1..100)", *limit)}
+	}
+	if *bytes < 1 || *bytes > 1<<20 {
+		return usageError{fmt.Sprintf("--bytes %d is out of range (1..1048576)", *bytes)}
+	}
+	if *timeout <= 0 || *timeout > time.Minute {
+		return usageError{fmt.Sprintf("--timeout %v is out of range (a positive duration up to 1m)", *timeout)}
+	}
+	// A session's recalls are recorded (memory/shown), which needs the
+	// writer; without a session, or while a server holds the root, read.
+	record := *session != "" && observer.HolderPID(env.root) == 0
+	var eng *observer.Engine
+	if record {
+		eng, err = openEngine(ctx, env)
+	} else {
+		eng, err = openReader(ctx, env)
+	}
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	dir := *cwd
+	if dir == "" && *session != "" {
+		if d, ok, err := eng.Store().SessionCwd(ctx, *session); err != nil {
+			return err
+		} else if ok {
+			dir = d
+		}
+	}
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return fmt.Errorf("find the current directory: %w (pass --cwd DIR)", err)
+		}
+	}
+	scopes := []string{observer.StreamForCwd(dir)}
+	if scopes[0] != observer.GlobalStream {
+		scopes = append(scopes, observer.GlobalStream)
+	}
+	now := time.Now()
+	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Scopes: scopes, Session: *session,
+		Limit: *limit, Bytes: *bytes, Now: now, Timeout: *timeout})
+	if err != nil {
+		return fmt.Errorf("recall %q: %w", query, err)
+	}
+	if *session != "" {
+		var ids []string
+		for _, it := range res.Items {
+			if it.Kind == sqlstore.KindSemantic {
+				ids = append(ids, it.ID)
+			}
+		}
+		if !record {
+			if len(ids) > 0 {
+				fmt.Fprintf(env.stderr, "dshmem: another process holds the root; what was shown to %s is not recorded\n", *session)
+			}
+		} else if err := eng.RecordShown(ctx, *session, dir, "recall", ids, now); err != nil {
+			fmt.Fprintf(env.stderr, "dshmem: %v\n", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printRecall(env, res)
+	return nil
+}
+
+// printRecall prints a result for people.
+func printRecall(env *cliEnv, res *sqlstore.RecallResult) {
+	if len(res.Items) == 0 {
+		fmt.Fprintln(env.stdout, res.Guidance)
+	}
+	for i, it := range res.Items {
+		head := it.Title
+		if it.Episode != nil {
+			head = fmt.Sprintf("[%s] %s %s seq %d  %s", it.Episode.Type, it.Episode.Time, it.Episode.Stream, it.Episode.Seq, it.Episode.EventID)
+		}
+		flags := ""
+		if len(it.Flags) > 0 {
+			flags = "  [" + strings.Join(it.Flags, ", ") + "]"
+		}
+		fmt.Fprintf(env.stdout, "%d. %s  (%s %s, score %.3f)%s\n", i+1, head, it.Kind, it.ID, it.Score, flags)
+		for l := range strings.Lines(strings.TrimRight(it.Text, "\n")) {
+			fmt.Fprintf(env.stdout, "   %s", l)
+		}
+		fmt.Fprintln(env.stdout)
+	}
+	if res.Note != "" {
+		fmt.Fprintf(env.stdout, "Note: %s\n", res.Note)
+	}
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// memoryLines are memory/remember events in the workspace /home/u/proj
+// plus one global entry.
+func memoryLines() string {
+	var b strings.Builder
+	for i, c := range []string{
+		"部署前先跑 go test ./...，再推送 DSH 记忆注入",
+		"rotation probe alpha",
+		"rotation probe alpha",
+		"The release checklist lives in docs/release.md",
+	} {
+		fmt.Fprintf(&b, `{"id":"r:%d","type":"memory/remember","time":"2026-08-18T10:00:0%dZ","session":"s1","cwd":"/home/u/proj","data":{"content":%q}}`+"\n", i, i, c)
+	}
+	b.WriteString(`{"id":"r:g","type":"memory/remember","time":"2026-08-18T10:00:09Z","data":{"content":"global preference: answer in English"}}` + "\n")
+	return b.String()
+}
+
+func TestRecallCommand(t *testing.T) {
+	root := t.TempDir()
+	if code, _, errs := cli(t, goodLines+memoryLines(), "--root", root, "ingest"); code != 0 {
+		t.Fatal(errs)
+	}
+	recallJSON := func(t *testing.T, args ...string) map[string]any {
+		t.Helper()
+		code, out, errs := cli(t, "", append([]string{"--root", root, "recall", "--json", "--cwd", "/home/u/proj"}, args...)...)
+		if code != 0 {
+			t.Fatalf("recall %v: exit %d: %s", args, code, errs)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("recall %v: %v\n%s", args, err, out)
+		}
+		return res
+	}
+	items := func(res map[string]any) []map[string]any {
+		var out []map[string]any
+		for _, it := range res["items"].([]any) {
+			out = append(out, it.(map[string]any))
+		}
+		return out
+	}
+	t.Run("JSONShape", func(t *testing.T) {
+		its := items(recallJSON(t, "记忆注入"))
+		if len(its) == 0 {
+			t.Fatal("no items")
+		}
+		for _, k := range []string{"id", "kind", "scope", "title", "text", "score", "status", "flags"} {
+			if _, ok := its[0][k]; !ok {
+				t.Errorf("item lacks %q: %v", k, its[0])
+			}
+		}
+		if !strings.Contains(its[0]["text"].(string), "记忆注入") {
+			t.Errorf("got %v, want the entry about 记忆注入", its[0]["text"])
+		}
+	})
+	t.Run("GlobalScopeToo", func(t *testing.T) {
+		if its := items(recallJSON(t, "English")); len(its) != 1 || its[0]["scope"] != "global" {
+			t.Errorf("got %v, want the global entry", its)
+		}
+	})
+	t.Run("OtherWorkspaceNotSearched", func(t *testing.T) {
+		code, out, _ := cli(t, "", "--root", root, "recall", "--json", "--cwd", "/elsewhere", "记忆注入")
+		if code != 0 || !strings.Contains(out, `"items": []`) || !strings.Contains(out, "guidance") {
+			t.Errorf("exit %d, got %s; want no items and guidance", code, out)
+		}
+	})
+	t.Run("SessionRotates", func(t *testing.T) {
+		a := items(recallJSON(t, "--limit", "1", "--session", "s9", "rotation probe"))
+		b := items(recallJSON(t, "--limit", "1", "--session", "s9", "rotation probe"))
+		if len(a) != 1 || len(b) != 1 || a[0]["id"] == b[0]["id"] {
+			t.Errorf("got %v then %v, want two different entries", a, b)
+		}
+	})
+	t.Run("ExactID", func(t *testing.T) {
+		first := items(recallJSON(t, "release checklist"))
+		if len(first) == 0 {
+			t.Fatal("no items")
+		}
+		its := items(recallJSON(t, first[0]["id"].(string)))
+		if len(its) != 1 || its[0]["id"] != first[0]["id"] {
+			t.Errorf("got %v, want entry %v", its, first[0]["id"])
+		}
+	})
+	t.Run("NoMatchGuidance", func(t *testing.T) {
+		code, out, _ := cli(t, "", "--root", root, "recall", "--cwd", "/home/u/proj", "xylophone")
+		if code != 0 || !strings.Contains(out, "xylophone") || !strings.Contains(out, "Try") {
+			t.Errorf("exit %d, got %s", code, out)
+		}
+	})
+	t.Run("SearchKinds", func(t *testing.T) {
+		for _, kind := range []string{"semantic", "all"} {
+			code, out, errs := cli(t, "", "--root", root, "search", "--json", "--kind", kind, "记忆注入")
+			if code != 0 {
+				t.Fatalf("--kind %s: exit %d: %s", kind, code, errs)
+			}
+			var hits []map[string]any
+			if err := json.Unmarshal([]byte(out), &hits); err != nil || len(hits) == 0 {
+				t.Fatalf("--kind %s: %v, %s", kind, err, out)
+			}
+			kinds := map[any]bool{}
+			for _, h := range hits {
+				kinds[h["kind"]] = true
+			}
+			if kind == "all" && !(kinds["semantic"] && kinds["episodic"]) {
+				t.Errorf("--kind all: got kinds %v, want both", kinds)
+			}
+			if kind == "semantic" && (len(kinds) != 1 || !kinds["semantic"]) {
+				t.Errorf("--kind semantic: got kinds %v", kinds)
+			}
+		}
+		if code, _, errs := cli(t, "", "--root", root, "search", "--kind", "nope", "x"); code != 2 || !strings.Contains(errs, "nope") {
+			t.Errorf("--kind nope: exit %d, %s", code, errs)
+		}
+	})
+	t.Run("BadFlags", func(t *testing.T) {
+		for _, args := range [][]string{{"recall"}, {"recall", "--limit", "0", "x"}, {"recall", "--bytes", "0", "x"}, {"recall", "--timeout", "-1s", "x"}} {
+			if code, _, _ := cli(t, "", append([]string{"--root", root}, args...)...); code != 2 {
+				t.Errorf("%v: exit %d, want 2", args, code)
+			}
+		}
+	})
+}
+
+func TestEvalMADialSubset(t *testing.T) {
+	code, out, errs := cli(t, "", "eval", "madial", "--data", "../../testdata/madial", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []evalRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ours := map[string]bool{}
+	baselines := 0
+	for _, r := range rows {
+		if r.Cases == 0 {
+			t.Errorf("%s %s: no cases", r.Lang, r.Retriever)
+		}
+		for _, k := range []string{"1", "3", "5", "10", "20"} {
+			if v, ok := r.Recall[k]; !ok || v < 0 || v > 1 {
+				t.Errorf("%s %s: R@%s = %v", r.Lang, r.Retriever, k, v)
+			}
+		}
+		for _, k := range []string{"5", "10"} {
+			if v, ok := r.NDCG[k]; !ok || v < 0 || v > 1 {
+				t.Errorf("%s %s: nDCG@%s = %v", r.Lang, r.Retriever, k, v)
+			}
+		}
+		switch r.Retriever {
+		case "dshmem recall":
+			ours[r.Lang] = true
+		case "BGE-M3", "OpenAI": // the subset's baselines (the full data has six)
+			baselines++
+		}
+	}
+	if !ours["zh"] || !ours["en"] || baselines != 2 {
+		t.Errorf("got rows %+v, want dshmem recall for zh and en and the BGE-M3 and OpenAI baselines", rows)
+	}
+	if code, _, _ := cli(t, "", "eval", "madial"); code != 2 {
+		t.Errorf("without --data: exit %d, want 2", code)
+	}
+}

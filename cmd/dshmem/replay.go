@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"dshmem/replay"
+)
+
+func init() {
+	register(&command{
+		name:    "replay",
+		summary: "rebuild index.db and every Markdown file from the log; --verify compares",
+		usage: `replay [--out DIR] | replay --verify [--keep]
+
+Folds every event of every stream, from the log alone, into a new
+index.db and writes every projection (global.md, index.md, knowledge/,
+scopes/, sessions/) into DIR: --out, or else a new temporary directory.
+DIR must be new or empty. The live root is not changed.
+
+With --verify the rebuild is made aside and compared with the live root
+byte for byte: every projection file and a canonical dump of the index.
+Each file that differs is listed (a damaged sessions file, a hand edit
+not yet synced, a missing file) and the exit status is 1. 'dshmem restore'
+puts a file back; 'dshmem sync' reads hand edits into the log.
+`,
+		run: runReplay,
+	})
+}
+
+func runReplay(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["replay"]
+	fs := newFlags(c)
+	out := fs.String("out", "", "directory to rebuild into (new or empty; default: a new temporary directory)")
+	verify := fs.Bool("verify", false, "rebuild aside and compare with the live root; exit 1 on any difference")
+	keep := fs.Bool("keep", false, "with --verify: keep the rebuilt root and print where it is")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"takes no arguments"}
+	}
+	if *verify && *out != "" {
+		return usageError{"--out and --verify do not go together: --verify rebuilds into a temporary directory (add --keep to keep it)"}
+	}
+	if _, err := os.Stat(env.root); err != nil {
+		return fmt.Errorf("no memory root at %s: pass --root DIR or set DSH_MEMORY_ROOT", env.root)
+	}
+	eng, err := openEngine(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	opts := replay.Options{Progress: replayProgress(env)}
+	if *verify {
+		rep, err := replay.Verify(ctx, eng.Log(), env.root, eng.Store(), replay.VerifyOptions{Options: opts, Keep: *keep})
+		endProgress(env)
+		if err != nil {
+			return err
+		}
+		for _, d := range rep.Differences {
+			fmt.Fprintf(env.stdout, "%s: %s\n", d.Path, d.Problem)
+		}
+		if *keep {
+			fmt.Fprintf(env.stdout, "the rebuilt root is kept at %s\n", rep.Dir)
+		}
+		if len(rep.Differences) > 0 {
+			fmt.Fprintf(env.stdout, "%d of %d projection files (and the index) compared: %d differ from the log\n", rep.Files, rep.Files, len(rep.Differences))
+			return exitError{1}
+		}
+		fmt.Fprintf(env.stdout, "ok: %d projection files and the index equal their replay of %d events\n", rep.Files, rep.Stats.Events)
+		return nil
+	}
+	dir := *out
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "dshmem-replay-"); err != nil {
+			return err
+		}
+	}
+	st, err := replay.Rebuild(ctx, eng.Log(), dir, opts)
+	endProgress(env)
+	if err != nil {
+		return err
+	}
+	rate := float64(st.Events) / max(st.Elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(env.stdout, "rebuilt %d events of %d streams into %s: index.db and %d projection files in %s (%.0f events/s)\n",
+		st.Events, st.Streams, dir, st.Files, st.Elapsed.Round(time.Millisecond), rate)
+	return nil
+}
+
+// replayProgress reports a rebuild on a terminal only.
+func replayProgress(env *cliEnv) func(stream string, seq uint64, done, total uint64) {
+	if !isTerminal(env.stderr) {
+		return nil
+	}
+	last := time.Time{}
+	return func(stream string, seq uint64, done, total uint64) {
+		if time.Since(last) < 200*time.Millisecond && done != total {
+			return
+		}
+		last = time.Now()
+		pct := 100.0
+		if total > 0 {
+			pct = 100 * float64(done) / float64(total)
+		}
+		fmt.Fprintf(env.stderr, "\rreplaying %d/%d events (%.0f%%), %s up to seq %d   ", done, total, pct, stream, seq)
+	}
+}
+
+func endProgress(env *cliEnv) {
+	if isTerminal(env.stderr) {
+		fmt.Fprintln(env.stderr)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dshmem/replay"
+)
+
+// sevenCompactions is one day of a session with seven compaction summaries.
+func sevenCompactions() string {
+	var b strings.Builder
+	b.WriteString(`{"id":"i:0","type":"session/start","time":"2026-08-18T09:00:00+08:00","session":"s1","cwd":"/home/u/proj","data":{"origin":"top"}}` + "\n")
+	for i := 1; i <= 7; i++ {
+		fmt.Fprintf(&b, `{"id":"i:%d","type":"compaction/summary","time":"2026-08-18T%02d:00:00+08:00","session":"s1","data":{"compactionId":"c-%d","text":"Checkpoint %d: what was done.\nSecond line of checkpoint %d."}}`+"\n", i, 9+i, i, i, i)
+	}
+	return b.String()
+}
+
+// The incident: a day file cut to its first 16 lines is named by
+// replay --verify and restore brings back its exact bytes.
+func TestIncident(t *testing.T) {
+	root := t.TempDir()
+	if code, _, errs := cli(t, sevenCompactions(), "--root", root, "ingest"); code != 0 {
+		t.Fatal(errs)
+	}
+	day := filepath.Join(root, "sessions", "2026-08-18.md")
+	orig, err := os.ReadFile(day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(orig), "<!-- compaction:"); n != 7 {
+		t.Fatalf("got %d compaction blocks, want 7:\n%s", n, orig)
+	}
+	if code, out, errs := cli(t, "", "--root", root, "replay", "--verify"); code != 0 {
+		t.Fatalf("verify of an intact root: exit %d\n%s%s", code, out, errs)
+	}
+
+	lines := strings.SplitAfter(string(orig), "\n")
+	os.WriteFile(day, []byte(strings.Join(lines[:16], "")), 0o644)
+
+	code, out, errs := cli(t, "", "--root", root, "replay", "--verify")
+	if code != 1 || !strings.Contains(out, "sessions/2026-08-18.md: differs") {
+		t.Fatalf("verify: exit %d, want 1 naming the file:\n%s%s", code, out, errs)
+	}
+	if strings.Count(out, "differs") != 1 {
+		t.Errorf("verify named more than the damaged file:\n%s", out)
+	}
+	code, out, errs = cli(t, "", "--root", root, "restore", "sessions/2026-08-18.md")
+	if code != 0 || out != string(orig) {
+		t.Fatalf("restore to stdout: exit %d %s\ngot\n%s\nwant\n%s", code, errs, out, orig)
+	}
+	code, _, errs = cli(t, "", "--root", root, "restore", "sessions/2026-08-18.md", "--out", day)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if got, _ := os.ReadFile(day); string(got) != string(orig) {
+		t.Fatalf("restore --out: got\n%s\nwant\n%s", got, orig)
+	}
+	if code, out, _ := cli(t, "", "--root", root, "replay", "--verify"); code != 0 {
+		t.Fatalf("verify after restore: exit %d\n%s", code, out)
+	}
+	// As of 12:30+08:00 only the first three checkpoints existed.
+	code, out, _ = cli(t, "", "--root", root, "restore", "sessions/2026-08-18.md", "--at", "2026-08-18T12:30:00+08:00")
+	if code != 0 || strings.Count(out, "<!-- compaction:") != 3 || !strings.Contains(out, "c-3") || strings.Contains(out, "c-4 ") {
+		t.Errorf("restore --at: exit %d\n%s", code, out)
+	}
+}
+
+// A hand edit synced into the log is in the replayed files, and the
+// live root equals its replay byte for byte.
+func TestHandEditRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	in := sevenCompactions() + `{"id":"m:1","type":"memory/remember","time":"2026-08-18T09:00:01Z","data":{"content":"Use pnpm, not npm.","type":"preference","importance":2}}
+{"id":"m:2","type":"memory/remember","time":"2026-08-18T09:00:02Z","data":{"content":"Staging DB on 5433.","type":"fact","tags":["database"]}}
+`
+	if code, _, errs := cli(t, in, "--root", root, "ingest"); code != 0 {
+		t.Fatal(errs)
+	}
+	g := filepath.Join(root, "global.md")
+	b, _ := os.ReadFile(g)
+	os.WriteFile(g, []byte(strings.Replace(string(b), "Use pnpm, not npm.\n", "Use pnpm, not npm, not yarn.\n", 1)), 0o644)
+	code, out, errs := cli(t, "", "--root", root, "sync")
+	if code != 0 || !strings.Contains(out, "captured") || !strings.Contains(out, "global.md (1 ops)") {
+		t.Fatalf("sync: exit %d\n%s%s", code, out, errs)
+	}
+	dir := filepath.Join(t.TempDir(), "replayed")
+	code, out, errs = cli(t, "", "--root", root, "replay", "--out", dir)
+	if code != 0 || !strings.Contains(out, "rebuilt") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errs)
+	}
+	rb, _ := os.ReadFile(filepath.Join(dir, "global.md"))
+	if !strings.Contains(string(rb), "not yarn") {
+		t.Errorf("the edit is not in the replayed global.md:\n%s", rb)
+	}
+	diffs, n, err := replay.CompareFiles(root, dir)
+	if err != nil || len(diffs) > 0 || n < 5 {
+		t.Errorf("live vs replay over %d files: %v %v", n, diffs, err)
+	}
+	if code, out, _ := cli(t, "", "--root", root, "replay", "--verify"); code != 0 {
+		t.Errorf("verify: exit %d\n%s", code, out)
+	}
+}
+
+func TestRestorePaths(t *testing.T) {
+	root := t.TempDir()
+	if code, _, errs := cli(t, sevenCompactions(), "--root", root, "ingest"); code != 0 {
+		t.Fatal(errs)
+	}
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "2026-08-18.md"), []byte("secret\n"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "knowledge"))
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"../etc/passwd"}, 1, `".." element`},
+		{[]string{"/etc/passwd"}, 1, "is absolute"},
+		{[]string{"knowledge/2026-08-18.md"}, 1, "symlink"},
+		{[]string{"index.db"}, 1, "not a projection"},
+		{[]string{"sessions/2026-08-18.md", "--at", "yesterday"}, 2, "neither a seq"},
+		{[]string{"sessions/2026-08-18.md", "--at", "3"}, 1, "give --at a time"},
+		{[]string{}, 2, "exactly one PATH"},
+	} {
+		code, out, errs := cli(t, "", append([]string{"--root", root, "restore"}, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("restore %v: exit %d, stderr %q, stdout %q; want exit %d saying %q", c.args, code, errs, out, c.code, c.want)
+		}
+	}
+}

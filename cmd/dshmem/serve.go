@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"dshmem/observer"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run the HTTP API for agent hosts, and follow DSH session logs",
+		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai]
+
+Holds the root (the writer lock) and answers the HTTP JSON API v1 on
+--addr (default 127.0.0.1 with a free port). Every request needs the
+bearer token that the server writes, with its address and pid, to
+<root>/serve.json ({"addr","pid","token"}, mode 0600, removed on exit).
+See the README, "HTTP API v1", for the routes.
+
+The address must be loopback (127.0.0.0/8, ::1 or localhost): the API
+serves everything your agents saw. --allow-remote lifts that check; put
+the server behind something that encrypts the connection if you use it.
+
+It follows the DSH host's session logs under --dsh-sessions (default
+$DSH_HOME/sessions, else ~/.dsh/sessions): new sessions, appended frames,
+a half-written last frame (waited for), the newest format generation.
+Events are mapped exactly as 'import dsh' maps them; where each log was
+left is kept in <root>/dsh-watch.json, so a restart resumes without
+duplicates or gaps. Host files are only read: never written, renamed or
+locked. --no-watch turns the watcher off.
+
+While it runs, 'dshmem ingest', 'remember', 'forget' and 'checkpoint'
+on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let
+the requests in flight finish, flush and fsync the log, remove
+serve.json, exit 0.
+`,
+		run: runServe,
+	})
+}
+
+// defaultDSHSessions is $DSH_HOME/sessions, else ~/.dsh/sessions.
+func defaultDSHSessions() string {
+	if h := os.Getenv("DSH_HOME"); h != "" {
+		return filepath.Join(h, "sessions")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".dsh", "sessions")
+	}
+	return ""
+}
+
+func runServe(ctx context.Context, env *cliEnv, args []string) error {
+	c := commands["serve"]
+	fs := newFlags(c)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address (loopback unless --allow-remote)")
+	allowRemote := fs.Bool("allow-remote", false, "allow a listen address that is not loopback")
+	sessions := fs.String("dsh-sessions", defaultDSHSessions(), "the DSH host's sessions root to follow")
+	noWatch := fs.Bool("no-watch", false, "do not follow DSH session logs")
+	name := fs.String("distiller", envOr(envDistiller, "rules"), "distiller of checkpoints: rules or openai")
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Sprintf("takes no arguments, got %q", pos)}
+	}
+	if err := observer.CheckLoopback(*addr, *allowRemote); err != nil {
+		return usageError{err.Error()}
+	}
+	d, err := newDistiller(*name, os.Getenv(envLLMBaseURL), os.Getenv(envLLMModel))
+	if err != nil {
+		return err
+	}
+	watch := *sessions
+	if *noWatch {
+		watch = ""
+	}
+	eng, err := openEngine(ctx, env)
+	if err != nil {
+		var le *observer.LockedError
+		if errors.As(err, &le) {
+			if info, rerr := observer.ReadServeFile(env.root); rerr == nil && info.PID == le.PID {
+				return fmt.Errorf("a server already runs on %s (pid %d, %s)", env.root, info.PID, info.Addr)
+			}
+		}
+		return err
+	}
+	defer eng.Close()
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	logger := log.New(env.stderr, "dshmem serve: ", log.LstdFlags)
+	srv, err := observer.NewServer(eng, observer.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf})
+	if err != nil {
+		l.Close()
+		return err
+	}
+	pid := os.Getpid()
+	info := observer.ServeInfo{Addr: l.Addr().String(), PID: pid, Token: srv.Token()}
+	if err := observer.WriteServeFile(env.root, info); err != nil {
+		l.Close()
+		return err
+	}
+	defer observer.RemoveServeFile(env.root, pid)
+	if watch != "" {
+		logger.Printf("listening on http://%s (token in %s); following %s", info.Addr, filepath.Join(env.root, observer.ServeFile), watch)
+	} else {
+		logger.Printf("listening on http://%s (token in %s)", info.Addr, filepath.Join(env.root, observer.ServeFile))
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Printf("stopping: finishing requests in flight")
+	case serveErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shutErr := srv.Shutdown(sctx)
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	if err := observer.RemoveServeFile(env.root, pid); err != nil {
+		logger.Printf("%v", err)
+	}
+	if err := eng.Close(); err != nil {
+		return fmt.Errorf("close root: %w", err)
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	if shutErr != nil {
+		return fmt.Errorf("shut down: %w", shutErr)
+	}
+	logger.Printf("stopped")
+	return nil
+}

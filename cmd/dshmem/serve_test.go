@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dshmem/observer"
+)
+
+// startInProcess runs a server over root in this process and writes its
+// serve.json, as `dshmem serve` does.
+func startInProcess(t *testing.T, root string) *observer.Server {
+	t.Helper()
+	eng, err := observer.Open(context.Background(), root, observer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := observer.NewServer(eng, observer.ServerOptions{AutoCheckpoint: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observer.WriteServeFile(root, observer.ServeInfo{Addr: l.Addr().String(), PID: os.Getpid(), Token: srv.Token()}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		srv.Shutdown(context.Background())
+		<-done
+		observer.RemoveServeFile(root, os.Getpid())
+		eng.Close()
+	})
+	return srv
+}
+
+func TestWritesForwardedToServer(t *testing.T) {
+	root := t.TempDir()
+	startInProcess(t, root)
+	t.Run("Ingest", func(t *testing.T) {
+		code, out, errs := cli(t, goodLines+"{\"id\":\"bad\"}\n", "--root", root, "ingest")
+		if code != 1 || strings.TrimSpace(out) != `{"appended":3,"duplicates":0,"rejected":1}` || !strings.Contains(errs, "line 4") {
+			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+		}
+	})
+	var id string
+	t.Run("Remember", func(t *testing.T) {
+		code, out, errs := cli(t, "", "--root", root, "remember", "--cwd", "/home/u/proj", "--type", "decision", "we deploy with blue green")
+		id = strings.TrimSpace(out)
+		if code != 0 || !strings.HasPrefix(id, "m-") {
+			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+		}
+	})
+	t.Run("Forget", func(t *testing.T) {
+		code, out, errs := cli(t, "", "--root", root, "forget", id)
+		if code != 0 || !strings.Contains(out, "forgot") {
+			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+		}
+		code, _, errs = cli(t, "", "--root", root, "forget", "m-0000000000000000")
+		if code != 1 || !strings.Contains(errs, "no entry") {
+			t.Fatalf("unknown id: exit %d, stderr %s", code, errs)
+		}
+	})
+	t.Run("Checkpoint", func(t *testing.T) {
+		code, out, errs := cli(t, "", "--root", root, "checkpoint", "--force", "--json")
+		if code != 0 || !strings.Contains(out, `"session": "s1"`) {
+			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+		}
+	})
+}
+
+func TestWriteWithoutServerFailsClearly(t *testing.T) {
+	root := t.TempDir()
+	release, err := observer.LockRoot(root) // a writer that is no server
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	code, _, errs := cli(t, goodLines, "--root", root, "ingest")
+	if code != 1 || !strings.Contains(errs, "no running 'dshmem serve'") || !strings.Contains(errs, "one writer per root") {
+		t.Fatalf("exit %d, stderr %s", code, errs)
+	}
+}
+
+func TestServeRefusesRemoteAddr(t *testing.T) {
+	code, _, errs := cli(t, "", "--root", t.TempDir(), "serve", "--addr", "0.0.0.0:0", "--no-watch")
+	if code != 2 || !strings.Contains(errs, "not loopback") || !strings.Contains(errs, "--allow-remote") {
+		t.Fatalf("exit %d, stderr %s", code, errs)
+	}
+}
+
+// TestServeProcessSIGTERM runs `dshmem serve` as a real process, talks
+// to it, sends SIGTERM and checks exit 0 and serve.json removed.
+func TestServeProcessSIGTERM(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatal("the go tool is needed to build the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "dshmem")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() || !strings.Contains(sc.Text(), "listening on") {
+		cmd.Process.Kill()
+		t.Fatalf("got %q, want the listening line", sc.Text())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	info, err := observer.ReadServeFile(root)
+	if err != nil || info.PID != cmd.Process.Pid {
+		cmd.Process.Kill()
+		t.Fatalf("serve.json: %+v %v", info, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, observer.ServeFile)); fi.Mode().Perm() != 0o600 {
+		t.Errorf("serve.json mode %v, want 0600", fi.Mode().Perm())
+	}
+	req, _ := http.NewRequest("POST", "http://"+info.Addr+"/v1/events", strings.NewReader(goodLines))
+	req.Header.Set("Authorization", "Bearer "+info.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r observer.EventsResponse
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if r.Appended != 3 {
+		t.Fatalf("got %+v", r)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("exit: %v, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve did not stop within 30s of SIGTERM")
+	}
+	if _, err := os.Stat(filepath.Join(root, observer.ServeFile)); !os.IsNotExist(err) {
+		t.Fatalf("serve.json left behind: %v", err)
+	}
+	// Everything acknowledged is in the log: a fresh open sees it.
+	code, out, errs := cli(t, goodLines, "--root", root, "ingest")
+	if code != 0 || strings.TrimSpace(out) != `{"appended":0,"duplicates":3,"rejected":0}` {
+		t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+	}
+}

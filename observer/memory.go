@@ -1,0 +1,324 @@
+package observer
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"dshmem/events"
+	"dshmem/observer/distill"
+	"dshmem/projector"
+)
+
+// Errors of explicit memory writes.
+var (
+	// ErrUnknownEntry is returned (wrapped, with the id) for an entry id
+	// the index does not hold.
+	ErrUnknownEntry = errors.New("observer: no such entry")
+	// ErrEntryForgotten is returned (wrapped, with the id) when forgetting
+	// an entry that is already forgotten.
+	ErrEntryForgotten = errors.New("observer: entry already forgotten")
+)
+
+// RefusedError is an explicit memory write that intake refused (content
+// that is only a secret, an event over the size limit, …): nothing was
+// written.
+type RefusedError struct {
+	Field string // "content", "title", … ("" for the event as a whole)
+	Msg   string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Field == "" {
+		return "refused: " + e.Msg
+	}
+	return "refused: " + e.Field + " " + e.Msg
+}
+
+// Entry is one memory entry as the index holds it (ARCHITECTURE §5).
+// Its JSON form is what `dshmem entries --json` prints.
+type Entry struct {
+	ID            string          `json:"id"`
+	Scope         string          `json:"scope"`
+	Type          string          `json:"type"`
+	Title         string          `json:"title"`
+	Description   string          `json:"description,omitempty"`
+	Terms         string          `json:"terms,omitempty"` // ", "-separated
+	Content       string          `json:"content"`
+	Tags          []string        `json:"tags"`
+	Importance    int             `json:"importance"`
+	Confidence    float64         `json:"confidence"`
+	Status        string          `json:"status"`
+	ConflictGroup string          `json:"conflictGroup,omitempty"`
+	Supersedes    string          `json:"supersedes,omitempty"`
+	SupersededBy  string          `json:"supersededBy,omitempty"`
+	Provenance    json.RawMessage `json:"provenance"` // {"eventIds":[…],"reason":…,"source":…,"checkpoint":…}
+	CreatedAt     string          `json:"createdAt"`
+	UpdatedAt     string          `json:"updatedAt"`
+	Version       int64           `json:"version"`
+	CreatedSeq    uint64          `json:"createdSeq"`
+	UpdatedSeq    uint64          `json:"updatedSeq"`
+}
+
+// distillEntry is e as a distiller's context.
+func (e Entry) distillEntry() distill.Entry {
+	var terms []string
+	for _, t := range strings.Split(e.Terms, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			terms = append(terms, t)
+		}
+	}
+	return distill.Entry{
+		ID: e.ID, Scope: e.Scope, Type: e.Type, Title: e.Title, Description: e.Description, Content: e.Content,
+		Tags: e.Tags, Terms: terms, Importance: e.Importance, Status: e.Status, ConflictGroup: e.ConflictGroup,
+	}
+}
+
+// EntryVersion is one version of an entry: its state after an op, and
+// the event that made it.
+type EntryVersion struct {
+	EntryID     string   `json:"entryId"`
+	Version     int64    `json:"version"`
+	Op          string   `json:"op"` // add | revise | supersede | conflict | forget | resolve
+	Stream      string   `json:"stream"`
+	Seq         uint64   `json:"seq"`
+	EventID     string   `json:"eventId"`
+	EventType   string   `json:"eventType"`            // memory/remember, memory/ops, memory/forget
+	Checkpoint  string   `json:"checkpoint,omitempty"` // of a memory/ops event
+	Time        string   `json:"time"`
+	Type        string   `json:"type"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Terms       string   `json:"terms,omitempty"`
+	Content     string   `json:"content"`
+	Tags        []string `json:"tags"`
+	Importance  int      `json:"importance"`
+	Confidence  float64  `json:"confidence"`
+	Status      string   `json:"status"`
+	Reason      string   `json:"reason,omitempty"`
+}
+
+// EntryFilter selects entries; the zero value selects all of them.
+type EntryFilter struct {
+	Scopes   []string // streams; empty: every stream
+	Statuses []string // empty: every status
+}
+
+const entryColumns = `id, scope, type, title, description, terms, content, tags, importance, confidence, status,
+	conflict_group, supersedes, superseded_by, provenance, created_at, updated_at, version, created_seq, updated_seq`
+
+func scanEntry(sc interface{ Scan(...any) error }) (Entry, error) {
+	var e Entry
+	var tags, prov string
+	err := sc.Scan(&e.ID, &e.Scope, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &tags,
+		&e.Importance, &e.Confidence, &e.Status, &e.ConflictGroup, &e.Supersedes, &e.SupersededBy, &prov,
+		&e.CreatedAt, &e.UpdatedAt, &e.Version, &e.CreatedSeq, &e.UpdatedSeq)
+	if err != nil {
+		return e, err
+	}
+	if json.Unmarshal([]byte(tags), &e.Tags) != nil || e.Tags == nil {
+		e.Tags = []string{}
+	}
+	e.Provenance = json.RawMessage(prov)
+	return e, nil
+}
+
+// Entries lists the entries f selects, by scope and then in the order
+// they were created.
+func (e *Engine) Entries(ctx context.Context, f EntryFilter) ([]Entry, error) {
+	scopes, _ := json.Marshal(f.Scopes)
+	statuses, _ := json.Marshal(f.Statuses)
+	rows, err := e.store.DB().QueryContext(ctx, `SELECT `+entryColumns+` FROM entries
+		WHERE (?1 = 'null' OR scope IN (SELECT value FROM json_each(?1)))
+		  AND (?2 = 'null' OR status IN (SELECT value FROM json_each(?2)))
+		ORDER BY scope, created_seq, id`, string(scopes), string(statuses))
+	if err != nil {
+		return nil, fmt.Errorf("read entries: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		en, err := scanEntry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read entries: %w", err)
+		}
+		out = append(out, en)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read entries: %w", err)
+	}
+	return out, nil
+}
+
+// Entry returns the entry with id, or an error wrapping ErrUnknownEntry.
+func (e *Engine) Entry(ctx context.Context, id string) (Entry, error) {
+	en, err := scanEntry(e.store.DB().QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, fmt.Errorf("%w: %s (list the ids with 'dshmem entries')", ErrUnknownEntry, id)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("read entry %s: %w", id, err)
+	}
+	return en, nil
+}
+
+// History returns every version of entry id, oldest first, each with the
+// event that made it.
+func (e *Engine) History(ctx context.Context, id string) ([]EntryVersion, error) {
+	if _, err := e.Entry(ctx, id); err != nil {
+		return nil, err
+	}
+	rows, err := e.store.DB().QueryContext(ctx, `SELECT v.entry_id, v.version, v.op, v.stream, v.seq, v.event_id,
+			coalesce(ev.type, ''), coalesce(CASE WHEN json_valid(ev.data) THEN ev.data ->> 'checkpoint' END, ''),
+			v.time, v.type, v.title, v.description, v.terms, v.content, v.tags, v.importance, v.confidence, v.status, v.reason
+		FROM entry_versions v LEFT JOIN events ev ON ev.stream = v.stream AND ev.seq = v.seq
+		WHERE v.entry_id = ? ORDER BY v.version`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []EntryVersion
+	for rows.Next() {
+		var v EntryVersion
+		var tags string
+		if err := rows.Scan(&v.EntryID, &v.Version, &v.Op, &v.Stream, &v.Seq, &v.EventID, &v.EventType, &v.Checkpoint,
+			&v.Time, &v.Type, &v.Title, &v.Description, &v.Terms, &v.Content, &tags, &v.Importance, &v.Confidence,
+			&v.Status, &v.Reason); err != nil {
+			return nil, fmt.Errorf("read history of %s: %w", id, err)
+		}
+		if json.Unmarshal([]byte(tags), &v.Tags) != nil || v.Tags == nil {
+			v.Tags = []string{}
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read history of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// RememberRequest is an explicit memory: `dshmem remember`, or the
+// host's remember tool.
+type RememberRequest struct {
+	Cwd        string   // the workspace it belongs to; "" remembers it globally
+	Content    string   // required
+	Title      string   // default: the first line of Content
+	Type       string   // preference|decision|architecture|rule|fact|fix|procedure; default fact
+	Tags       []string //
+	Importance *int     // 0–3; nil: the default (1)
+	// Time is the event time; zero means now.
+	Time time.Time
+}
+
+// Remember writes a memory/remember event through intake (validation,
+// redaction, stream resolution) and returns the entry it made: its id is
+// projector.EntryID of the event. Content that is nothing but a secret
+// is a *RefusedError and writes nothing.
+func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error) {
+	if strings.TrimSpace(r.Content) == "" {
+		return Entry{}, &RefusedError{Field: "content", Msg: "is empty; say what to remember"}
+	}
+	data := struct {
+		Content    string   `json:"content"`
+		Title      string   `json:"title,omitempty"`
+		Type       string   `json:"type,omitempty"`
+		Tags       []string `json:"tags,omitempty"`
+		Importance *int     `json:"importance,omitempty"`
+	}{r.Content, r.Title, r.Type, r.Tags, r.Importance}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Entry{}, fmt.Errorf("encode memory/remember: %w", err)
+	}
+	id, err := randomHex()
+	if err != nil {
+		return Entry{}, err
+	}
+	env := events.Envelope{V: events.CurrentVersion, ID: "dshmem:remember:" + id, Type: events.TypeMemoryRemember,
+		Time: eventTime(r.Time), Cwd: r.Cwd, Data: raw}
+	o, err := e.appendOwn(ctx, env)
+	if err != nil {
+		return Entry{}, err
+	}
+	return e.Entry(ctx, projector.EntryID(o.Stream, o.Seq, 0))
+}
+
+// Forget writes a memory/forget event for entry id into the entry's own
+// stream and returns the entry as it now is. An id the index does not
+// hold (ErrUnknownEntry) or an entry already forgotten
+// (ErrEntryForgotten) is refused before anything is written.
+func (e *Engine) Forget(ctx context.Context, id, reason string) (Entry, error) {
+	en, err := e.Entry(ctx, id)
+	if err != nil {
+		return Entry{}, err
+	}
+	if en.Status == distill.StatusForgotten {
+		return Entry{}, fmt.Errorf("%w: %s was forgotten at %s", ErrEntryForgotten, id, en.UpdatedAt)
+	}
+	data := struct {
+		EntryID string `json:"entryId"`
+		Reason  string `json:"reason,omitempty"`
+	}{id, reason}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Entry{}, fmt.Errorf("encode memory/forget: %w", err)
+	}
+	rid, err := randomHex()
+	if err != nil {
+		return Entry{}, err
+	}
+	// The projector applies a forget only to entries of the event's own
+	// stream, so the event goes to the entry's scope.
+	env := events.Envelope{V: events.CurrentVersion, ID: "dshmem:forget:" + rid, Type: events.TypeMemoryForget,
+		Time: eventTime(time.Time{}), Stream: en.Scope, Data: raw}
+	if _, err := e.appendOwn(ctx, env); err != nil {
+		return Entry{}, err
+	}
+	return e.Entry(ctx, id)
+}
+
+// appendOwn sends one event of the engine's own through intake and returns
+// its outcome; a refused event is a *RefusedError.
+func (e *Engine) appendOwn(ctx context.Context, env events.Envelope) (Outcome, error) {
+	if e.log == nil {
+		return Outcome{}, errors.New("observer: engine is read-only")
+	}
+	line, err := events.Marshal(&env)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encode %s: %w", env.Type, err)
+	}
+	_, outs, err := e.Ingest(ctx, [][]byte{line})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("write %s: %w", env.Type, err)
+	}
+	o := outs[0]
+	switch o.Status {
+	case StatusRejected:
+		r := &RefusedError{Msg: "the event was refused"}
+		if o.Error != nil {
+			r.Field, r.Msg = strings.TrimPrefix(o.Error.Field, "data."), o.Error.Msg
+		}
+		return o, r
+	case StatusDuplicate:
+		return o, fmt.Errorf("write %s: id %s is already in stream %s", env.Type, env.ID, o.Stream)
+	}
+	return o, nil
+}
+
+func eventTime(t time.Time) string {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func randomHex() (string, error) {
+	ck, err := newCheckpointID()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(ck, "ck-"), nil
+}

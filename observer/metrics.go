@@ -1,0 +1,151 @@
+package observer
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// latencyBuckets are the upper bounds, in seconds, of the latency
+// histograms: fine below 10 ms, where the targets of the API are.
+var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10}
+
+// histogram is a Prometheus histogram with fixed buckets. Observations
+// are lock-free.
+type histogram struct {
+	counts []atomic.Uint64 // per bucket, not cumulative; the last is +Inf
+	sumNs  atomic.Int64
+	n      atomic.Uint64
+}
+
+func newHistogram() *histogram {
+	return &histogram{counts: make([]atomic.Uint64, len(latencyBuckets)+1)}
+}
+
+func (h *histogram) observe(d time.Duration) {
+	s := d.Seconds()
+	i := sort.SearchFloat64s(latencyBuckets, s)
+	h.counts[i].Add(1)
+	h.sumNs.Add(int64(d))
+	h.n.Add(1)
+}
+
+// Metrics are the server's counters, written out in the Prometheus text
+// exposition format (version 0.0.4) by WriteTo. The zero value is not
+// ready: use newMetrics.
+type Metrics struct {
+	EventsAppended   atomic.Uint64
+	EventsDuplicate  atomic.Uint64
+	EventsRejected   atomic.Uint64
+	WatchEvents      atomic.Uint64 // envelopes the DSH watcher sent to intake
+	WatchErrors      atomic.Uint64
+	PacketsServed    atomic.Uint64
+	PacketsComputed  atomic.Uint64
+	DistillerCalls   atomic.Uint64
+	DistillerFailure atomic.Uint64
+	ShownErrors      atomic.Uint64
+
+	ingest *histogram
+	recall *histogram
+	packet *histogram
+
+	mu         sync.Mutex
+	suppressed map[string]uint64 // packets not served, by reason
+	requests   map[[2]string]uint64
+}
+
+func newMetrics() *Metrics {
+	return &Metrics{ingest: newHistogram(), recall: newHistogram(), packet: newHistogram(),
+		suppressed: map[string]uint64{}, requests: map[[2]string]uint64{}}
+}
+
+func (m *Metrics) suppress(reason string) {
+	m.mu.Lock()
+	m.suppressed[reason]++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) request(route string, code int) {
+	m.mu.Lock()
+	m.requests[[2]string{route, fmt.Sprint(code)}]++
+	m.mu.Unlock()
+}
+
+// WriteTo writes every metric in the Prometheus text format.
+func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
+	var b strings.Builder
+	counter := func(name, help string, v uint64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	}
+	counter("dshmem_events_appended_total", "Events appended to the log by this server.", m.EventsAppended.Load())
+	counter("dshmem_events_duplicate_total", "Events dropped because their id was already in the stream.", m.EventsDuplicate.Load())
+	counter("dshmem_events_rejected_total", "Events refused by intake validation.", m.EventsRejected.Load())
+	counter("dshmem_watch_events_total", "Envelopes the DSH watcher mapped from host logs and sent to intake.", m.WatchEvents.Load())
+	counter("dshmem_watch_errors_total", "Errors while following host session logs.", m.WatchErrors.Load())
+	counter("dshmem_packets_computed_total", "Active packets computed by the broker.", m.PacketsComputed.Load())
+	counter("dshmem_packets_served_total", "Active packets served to a session.", m.PacketsServed.Load())
+	counter("dshmem_distiller_calls_total", "Distiller calls (one per claimed range).", m.DistillerCalls.Load())
+	counter("dshmem_distiller_failures_total", "Distiller calls that failed.", m.DistillerFailure.Load())
+	counter("dshmem_shown_errors_total", "memory/shown events that could not be written.", m.ShownErrors.Load())
+
+	m.mu.Lock()
+	b.WriteString("# HELP dshmem_packets_suppressed_total Packet fetches answered with nothing, by reason.\n# TYPE dshmem_packets_suppressed_total counter\n")
+	for _, k := range sortedKeysOf(m.suppressed) {
+		fmt.Fprintf(&b, "dshmem_packets_suppressed_total{reason=%q} %d\n", k, m.suppressed[k])
+	}
+	b.WriteString("# HELP dshmem_http_requests_total HTTP requests by route and status code.\n# TYPE dshmem_http_requests_total counter\n")
+	keys := make([][2]string, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&b, "dshmem_http_requests_total{route=%q,code=%q} %d\n", k[0], k[1], m.requests[k])
+	}
+	m.mu.Unlock()
+
+	writeHistogram(&b, "dshmem_ingest_seconds", "Latency of one intake call (validate, dedupe, append with fsync, index).", m.ingest)
+	writeHistogram(&b, "dshmem_recall_seconds", "Latency of one recall or search.", m.recall)
+	writeHistogram(&b, "dshmem_packet_fetch_seconds", "Latency of one packet fetch.", m.packet)
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
+}
+
+func writeHistogram(b *strings.Builder, name, help string, h *histogram) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
+	var cum uint64
+	for i, le := range latencyBuckets {
+		cum += h.counts[i].Load()
+		fmt.Fprintf(b, "%s_bucket{le=%q} %d\n", name, formatFloat(le), cum)
+	}
+	cum += h.counts[len(latencyBuckets)].Load()
+	fmt.Fprintf(b, "%s_bucket{le=\"+Inf\"} %d\n", name, cum)
+	fmt.Fprintf(b, "%s_sum %s\n", name, formatFloat(float64(h.sumNs.Load())/1e9))
+	fmt.Fprintf(b, "%s_count %d\n", name, cum)
+}
+
+func formatFloat(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprintf("%g", f)
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,354 @@
+package observer
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dshmem/events"
+	"dshmem/observer/distill"
+)
+
+// Limits of the HTTP API.
+const (
+	// MaxRequestBytes caps the body of every route but POST /v1/events,
+	// whose cap is MaxIngestBytes (the same as `dshmem ingest`).
+	MaxRequestBytes = 1 << 20
+	// DefaultMaxInFlight is how many requests run at once before the
+	// server answers 429.
+	DefaultMaxInFlight = 256
+)
+
+// ServerOptions configure a Server. The zero value works (with a random
+// token, no DSH watcher and the rules distiller).
+type ServerOptions struct {
+	// Token is the bearer token every request must carry; "" picks a
+	// random one (NewToken).
+	Token string
+	// DSHSessions is the host's sessions root to follow; "" follows none.
+	DSHSessions string
+	Watch       WatchOptions
+	Packets     PacketOptions
+	// Distiller serves POST /v1/checkpoint and the automatic checkpoints;
+	// nil means distill.NewRules().
+	Distiller distill.Distiller
+	// AutoCheckpoint is how often the pending sessions are checked for a
+	// fired trigger (ARCHITECTURE §7); 0 means every minute, < 0 never.
+	AutoCheckpoint time.Duration
+	// Timeouts of the HTTP server (0: 30s read, 2m write, 2m idle).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxInFlight caps concurrent requests (0: DefaultMaxInFlight).
+	MaxInFlight int
+	// Now is the clock of contexts, packets and idle sessions (nil:
+	// time.Now).
+	Now func() time.Time
+	// Logf receives what the server has to say (nil: nothing).
+	Logf func(format string, args ...any)
+}
+
+// Server is the host's front door: the HTTP JSON API v1 over one open
+// Engine, the DSH watcher and the packet broker. It never closes the
+// engine: the caller opened it and closes it after Shutdown.
+type Server struct {
+	eng     *Engine
+	opts    ServerOptions
+	token   []byte
+	metrics *Metrics
+	broker  *Broker
+	watcher *Watcher
+	http    *http.Server
+	slots   chan struct{}
+
+	ctx    context.Context // background work; cancelled by Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	start  sync.Once
+
+	shownMu   sync.Mutex
+	shownQ    []shownRecord
+	shownBusy bool
+	shownWG   sync.WaitGroup
+	lastShown int64 // only the writeShown goroutine touches it
+
+	topMu    sync.Mutex
+	firstTop string // the session that got the maintenance reminder
+	topTaken bool
+}
+
+// NewServer prepares a server over e.
+func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
+	if e == nil || e.log == nil {
+		return nil, errors.New("observer: the server needs an engine open for writing")
+	}
+	if opts.Token == "" {
+		t, err := NewToken()
+		if err != nil {
+			return nil, err
+		}
+		opts.Token = t
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Distiller == nil {
+		opts.Distiller = distill.NewRules()
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.AutoCheckpoint == 0 {
+		opts.AutoCheckpoint = time.Minute
+	}
+	s := &Server{eng: e, opts: opts, token: []byte(opts.Token), metrics: newMetrics(),
+		slots: make(chan struct{}, opts.MaxInFlight)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.broker = newBroker(e, opts.Packets, s.metrics, opts.Now, opts.Logf)
+	if opts.DSHSessions != "" {
+		wo := opts.Watch
+		wo.Observe = s.broker.Observe
+		wo.Metrics = s.metrics
+		if wo.Logf == nil {
+			wo.Logf = opts.Logf
+		}
+		w, err := NewWatcher(e, opts.DSHSessions, wo)
+		if err != nil {
+			return nil, err
+		}
+		s.watcher = w
+	}
+	s.http = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       orDefault(opts.ReadTimeout, 30*time.Second),
+		WriteTimeout:      orDefault(opts.WriteTimeout, 2*time.Minute),
+		IdleTimeout:       orDefault(opts.IdleTimeout, 2*time.Minute),
+		ErrorLog:          nil,
+	}
+	return s, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Token is the bearer token requests must carry.
+func (s *Server) Token() string { return string(s.token) }
+
+// Metrics are the server's counters.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Broker is the packet broker (tests settle it).
+func (s *Server) Broker() *Broker { return s.broker }
+
+// Watcher is the DSH watcher, or nil.
+func (s *Server) Watcher() *Watcher { return s.watcher }
+
+// Start starts the background work: the packet broker, the DSH watcher,
+// the sweep of idle sessions and the automatic checkpoints. Serve calls
+// it; a caller that mounts Handler elsewhere calls it once itself.
+func (s *Server) Start() {
+	s.start.Do(func() {
+		s.goBackground(s.broker.run)
+		if s.watcher != nil {
+			s.goBackground(s.watcher.Run)
+		}
+		s.goBackground(func(ctx context.Context) {
+			every := min(s.broker.opts.Idle/4, time.Minute)
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					s.broker.Sweep()
+				}
+			}
+		})
+		if s.opts.AutoCheckpoint > 0 {
+			s.goBackground(s.autoCheckpoint)
+		}
+	})
+}
+
+func (s *Server) goBackground(fn func(context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn(s.ctx)
+	}()
+}
+
+// autoCheckpoint runs the checkpoints whose triggers fired, measured in
+// the log's own clock (CheckpointRequest's zero value).
+func (s *Server) autoCheckpoint(ctx context.Context) {
+	t := time.NewTicker(s.opts.AutoCheckpoint)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := s.eng.Checkpoint(ctx, CheckpointRequest{Distiller: s.opts.Distiller})
+		s.countCheckpoint(res)
+		if err != nil && ctx.Err() == nil {
+			s.opts.Logf("automatic checkpoint: %v", err)
+		}
+	}
+}
+
+func (s *Server) countCheckpoint(res []CheckpointResult) {
+	for _, r := range res {
+		if r.Duplicate {
+			continue
+		}
+		s.metrics.DistillerCalls.Add(1)
+		if r.Err != nil {
+			s.metrics.DistillerFailure.Add(1)
+			s.opts.Logf("distiller failed on %s %s seqs %d..%d: %v", r.Stream, r.Session, r.From, r.To, r.Err)
+		}
+	}
+}
+
+// Serve starts the background work and answers requests on l until
+// Shutdown. It returns nil after a Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	s.Start()
+	err := s.http.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections, lets the requests in flight
+// finish (until ctx ends), stops the watcher and the broker, and writes
+// the memory/shown events still queued. The engine stays open: closing
+// it (which flushes and fsyncs the log) is the caller's.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	s.cancel()
+	s.wg.Wait()
+	s.shownWG.Wait()
+	if s.watcher != nil {
+		// One last scan so what the host wrote before the stop is in.
+		if _, werr := s.watcher.Scan(context.Background()); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return err
+}
+
+// shownRecord is one memory/shown event waiting to be written.
+type shownRecord struct {
+	session, cwd, mode string
+	ids                []string
+	at                 time.Time
+}
+
+// recordShown queues the memory/shown event of a served packet or recall
+// (event data {entries, session, mode}, as Engine.RecordShown writes it).
+// It is written after the response, so a fetch never waits for an fsync;
+// what is queued while a write runs goes out as one intake call. Shutdown
+// waits for the queue.
+func (s *Server) recordShown(session, cwd, mode string, ids []string) {
+	s.shownMu.Lock()
+	s.shownQ = append(s.shownQ, shownRecord{session, cwd, mode, ids, s.opts.Now()})
+	start := !s.shownBusy
+	s.shownBusy = true
+	if start {
+		s.shownWG.Add(1)
+	}
+	s.shownMu.Unlock()
+	if start {
+		go s.writeShown()
+	}
+}
+
+func (s *Server) writeShown() {
+	defer s.shownWG.Done()
+	for {
+		s.shownMu.Lock()
+		q := s.shownQ
+		s.shownQ = nil
+		if len(q) == 0 {
+			s.shownBusy = false
+			s.shownMu.Unlock()
+			return
+		}
+		s.shownMu.Unlock()
+		lines := make([][]byte, 0, len(q))
+		for _, r := range q {
+			// The writer picks the id (ARCHITECTURE §4): session and time,
+			// made unique within this server by lastShown.
+			ns := r.at.UnixNano()
+			if ns <= s.lastShown {
+				ns = s.lastShown + 1
+			}
+			s.lastShown = ns
+			line, err := json.Marshal(map[string]any{
+				"id": "shown:" + r.session + ":" + strconv.FormatInt(ns, 10), "type": events.TypeMemoryShown,
+				"time": r.at.UTC().Format(time.RFC3339Nano), "session": r.session, "cwd": r.cwd,
+				"data": map[string]any{"entries": r.ids, "session": r.session, "mode": r.mode},
+			})
+			if err == nil {
+				lines = append(lines, line)
+			}
+		}
+		_, outs, err := s.eng.Ingest(context.Background(), lines)
+		for _, o := range outs {
+			if o.Status == StatusRejected {
+				err = errors.Join(err, o.Error)
+			}
+		}
+		if err != nil {
+			s.metrics.ShownErrors.Add(1)
+			s.opts.Logf("record memory shown: %v", err)
+		}
+	}
+}
+
+// authorized checks the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) == 1
+}
+
+// CheckLoopback refuses an address that is not on a loopback interface
+// unless allowRemote: the API holds everything the agents saw.
+func CheckLoopback(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if allowRemote {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("listen address %q is not loopback: the API serves everything your agents saw; use 127.0.0.1 or [::1], or pass --allow-remote if you really mean it", addr)
+	}
+	return nil
+}

@@ -1,0 +1,467 @@
+package projector
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"dshmem/events"
+	"dshmem/markdown"
+)
+
+// FileMode is the mode of every projection file (the root itself is 0700).
+const FileMode = 0o644
+
+// File is one row of the files table: a projection as dshmem last wrote it.
+type File struct {
+	Path   string
+	SHA256 string
+	Bytes  int64
+	FileMeta
+	// Text is the content written, kept for the files sync reads back
+	// (global.md, knowledge/*.md); "" for the others.
+	Text string
+}
+
+// SHA256 returns the hex sha256 of b, as the files table records it.
+func SHA256(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// fileTrack is what one Fold call changed that the Markdown files show.
+// It is filled while folding and written out after the commit.
+type fileTrack struct {
+	global  bool
+	scopes  map[string]bool
+	days    map[string]bool
+	scoped  map[string]bool       // workspace streams whose scopes row this call wrote or saw
+	keep    map[streamSeq]bool    // memory events whose summary version is rendered
+	history map[string][]Rendered // scope → versions rendered in this call
+	render  bool                  // the projector writes files
+}
+
+type streamSeq struct {
+	stream string
+	seq    uint64
+}
+
+// ChangesEntries reports whether an event of type typ may change entries:
+// the memory/ events except memory/shown. Each such event of a workspace
+// stream makes a summary version (summary_history/<seq>.md).
+func ChangesEntries(typ string) bool {
+	return strings.HasPrefix(typ, "memory/") && typ != events.TypeMemoryShown
+}
+
+// newFileTrack prepares the tracking of one Fold call over evs. A summary
+// version is rendered for each of the last HistoryKeep memory events of
+// each workspace stream in evs: older ones would be dropped from
+// summary_history/ at once, so which versions exist does not depend on
+// how the log was split into folds.
+func (p *Projector) newFileTrack(evs []events.Envelope) *fileTrack {
+	t := &fileTrack{
+		scopes:  map[string]bool{},
+		days:    map[string]bool{},
+		scoped:  map[string]bool{},
+		history: map[string][]Rendered{},
+		render:  p.Root != "",
+	}
+	if !t.render {
+		return t
+	}
+	t.keep = map[streamSeq]bool{}
+	left := map[string]int{}
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := &evs[i]
+		if ChangesEntries(ev.Type) && IsWorkspace(ev.Stream) && left[ev.Stream] < HistoryKeep {
+			left[ev.Stream]++
+			t.keep[streamSeq{ev.Stream, ev.Seq}] = true
+		}
+	}
+	return t
+}
+
+// track notes what a folded event changes in the files, records the
+// cwd of a workspace the first time one is seen, and renders the
+// workspace summary as of this event when it is a kept version. It runs
+// inside the fold's transaction, after the event's rows are written, so
+// it sees the index exactly as of this event.
+func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
+	ws := IsWorkspace(ev.Stream)
+	if ws {
+		t.scopes[ev.Stream] = true
+		if ev.Cwd != "" && !t.scoped[ev.Stream] {
+			t.scoped[ev.Stream] = true
+			if _, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
+				ON CONFLICT (stream) DO NOTHING`, ev.Stream, ev.Cwd, int64(ev.Seq), ev.Time); err != nil {
+				return fmt.Errorf("record scope %s: %w", ev.Stream, err)
+			}
+		}
+	}
+	if ev.Stream == globalStream && (ev.Seq == 1 || ChangesEntries(ev.Type)) {
+		t.global = true
+	}
+	if day, _, ok := BlockOf(ev); ok {
+		t.days[day] = true
+	}
+	if t.render && ws && t.keep[streamSeq{ev.Stream, ev.Seq}] {
+		r, err := renderSummary(context.Background(), f.tx, ev.Stream)
+		if err != nil {
+			return err
+		}
+		r.Path = HistoryPath(ev.Stream, ev.Seq)
+		r.Meta = FileMeta{Stream: ev.Stream, Seq: ev.Seq, Time: ev.Time}
+		t.history[ev.Stream] = append(t.history[ev.Stream], r)
+	}
+	return nil
+}
+
+// writeFiles renders and writes what a committed Fold call changed.
+func (p *Projector) writeFiles(ctx context.Context, t *fileTrack) error {
+	if !t.render {
+		return nil
+	}
+	db := p.s.DB()
+	var rs []Rendered
+	var gone []string
+	if t.global {
+		g, err := renderGlobalLayer(ctx, db)
+		if err != nil {
+			return err
+		}
+		old, err := filesUnder(ctx, db, KnowledgeDir+"/")
+		if err != nil {
+			return err
+		}
+		rs = append(rs, g...)
+		gone = append(gone, missing(old, g)...)
+	}
+	for _, scope := range sortedKeys(t.scopes) {
+		sum, err := renderSummary(ctx, db, scope)
+		if err != nil {
+			return err
+		}
+		sj, err := renderScopeFile(ctx, db, scope)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, sum, sj)
+		if vs := t.history[scope]; len(vs) > 0 {
+			old, err := filesUnder(ctx, db, ScopesDir+"/"+scope+"/"+HistoryDir+"/")
+			if err != nil {
+				return err
+			}
+			// Paths end in the 20-digit seq: sorting them sorts by seq.
+			all := slices.Clone(old)
+			for _, v := range vs {
+				all = append(all, v.Path)
+			}
+			slices.Sort(all)
+			all = slices.Compact(all)
+			kept := all[max(0, len(all)-HistoryKeep):]
+			for _, v := range vs {
+				if slices.Contains(kept, v.Path) {
+					rs = append(rs, v)
+				}
+			}
+			for _, o := range old {
+				if !slices.Contains(kept, o) {
+					gone = append(gone, o)
+				}
+			}
+		}
+	}
+	for _, day := range sortedKeys(t.days) {
+		r, err := renderDay(ctx, db, day)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	return p.put(ctx, rs, gone, nil)
+}
+
+// Refresh renders every projection the index holds (except summary
+// history, which exists only as folded) and writes the files that
+// differ from it, with the same care as after a fold. Open runs it after
+// catching up, so files lost to a crash between a fold's commit and its
+// writes come back, and a root made before the files existed gets them.
+func (p *Projector) Refresh(ctx context.Context) error {
+	if p.Root == "" {
+		return nil
+	}
+	db := p.s.DB()
+	cursors, err := p.s.Cursors()
+	if err != nil {
+		return fmt.Errorf("refresh files: %w", err)
+	}
+	var rs []Rendered
+	var gone []string
+	if cursors[globalStream] > 0 {
+		g, err := renderGlobalLayer(ctx, db)
+		if err != nil {
+			return err
+		}
+		old, err := filesUnder(ctx, db, KnowledgeDir+"/")
+		if err != nil {
+			return err
+		}
+		rs = append(rs, g...)
+		gone = append(gone, missing(old, g)...)
+	}
+	for _, scope := range sortedKeys(cursors) {
+		if !IsWorkspace(scope) || cursors[scope] == 0 {
+			continue
+		}
+		sum, err := renderSummary(ctx, db, scope)
+		if err != nil {
+			return err
+		}
+		sj, err := renderScopeFile(ctx, db, scope)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, sum, sj)
+	}
+	var days []string
+	if err := db.SelectContext(ctx, &days, `SELECT DISTINCT substr(time, 1, 10) FROM events
+		WHERE type IN ('compaction/summary', 'session/end') ORDER BY 1`); err != nil {
+		return fmt.Errorf("refresh files: list days: %w", err)
+	}
+	for _, day := range days {
+		r, err := renderDay(ctx, db, day)
+		if err != nil {
+			return err
+		}
+		if len(r.Meta.Positions) > 0 {
+			rs = append(rs, r)
+		}
+	}
+	return p.put(ctx, rs, gone, nil)
+}
+
+// Rewrite renders the given projection paths from the index and writes
+// them even though their bytes on disk differ from what dshmem wrote,
+// provided those bytes still hash to the given sha256 (hex): sync calls
+// it for files whose hand edit it has captured in the log, so an edit
+// made after the capture is still never overwritten. A path the index
+// no longer renders (a knowledge topic left without entries) is removed.
+func (p *Projector) Rewrite(ctx context.Context, expect map[string]string) error {
+	if p.Root == "" {
+		return errors.New("projector: no root to write files to")
+	}
+	db := p.s.DB()
+	var rs []Rendered
+	var gone []string
+	for _, rel := range sortedKeys(expect) {
+		r, ok, err := Render(ctx, db, rel)
+		if err != nil {
+			return err
+		}
+		if ok {
+			rs = append(rs, r)
+		} else {
+			gone = append(gone, rel)
+		}
+	}
+	return p.put(ctx, rs, gone, expect)
+}
+
+// put writes rs and removes gone, then records them in the files table.
+//
+// A file is written only when its bytes on disk are what dshmem last
+// wrote there (the files table's sha256), or it does not exist, or its
+// bytes hash to force[path]. Anything else is a hand edit not yet
+// captured: the file is left as it is, its row is not touched, and
+// Held (if set) is told. Sync captures the edit and then calls Rewrite.
+func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force map[string]string) error {
+	if len(rs) == 0 && len(gone) == 0 {
+		return nil
+	}
+	db := p.s.DB()
+	type change struct {
+		r      Rendered
+		sum    string
+		remove bool
+	}
+	var done []change
+	may := func(rel string, disk []byte) (bool, error) {
+		var row string
+		err := db.QueryRowContext(ctx, `SELECT sha256 FROM files WHERE path = ?`, rel).Scan(&row)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("read files row of %s: %w", rel, err)
+		}
+		s := SHA256(disk)
+		return s == row || force != nil && force[rel] == s, nil
+	}
+	for _, r := range rs {
+		abs := filepath.Join(p.Root, filepath.FromSlash(r.Path))
+		sum := SHA256(r.Data)
+		disk, err := os.ReadFile(abs)
+		switch {
+		case err == nil && SHA256(disk) == sum:
+			// already there (written before a crash, or unchanged)
+		case err == nil:
+			ok, err := may(r.Path, disk)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				p.held(r.Path)
+				continue
+			}
+			if err := markdown.WriteFileAtomic(abs, r.Data, FileMode); err != nil {
+				return err
+			}
+		case errors.Is(err, fs.ErrNotExist):
+			if err := markdown.WriteFileAtomic(abs, r.Data, FileMode); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("read %s: %w", r.Path, err)
+		}
+		done = append(done, change{r: r, sum: sum})
+	}
+	for _, rel := range gone {
+		abs := filepath.Join(p.Root, filepath.FromSlash(rel))
+		disk, err := os.ReadFile(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("read %s: %w", rel, err)
+		default:
+			ok, err := may(rel, disk)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				p.held(rel)
+				continue
+			}
+			if err := os.Remove(abs); err != nil {
+				return fmt.Errorf("remove %s: %w", rel, err)
+			}
+		}
+		done = append(done, change{r: Rendered{Path: rel}, remove: true})
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record files: %w", err)
+	}
+	defer tx.Rollback()
+	for _, c := range done {
+		if c.remove {
+			if _, err := tx.Exec(`DELETE FROM files WHERE path = ?`, c.r.Path); err != nil {
+				return fmt.Errorf("record files: %w", err)
+			}
+			if _, err := tx.Exec(`DELETE FROM file_texts WHERE path = ?`, c.r.Path); err != nil {
+				return fmt.Errorf("record files: %w", err)
+			}
+			continue
+		}
+		m := c.r.Meta
+		pos := "{}"
+		if len(m.Positions) > 0 {
+			b, _ := json.Marshal(m.Positions) // map keys are sorted
+			pos = string(b)
+		}
+		if _, err := tx.Exec(`INSERT INTO files (path, sha256, bytes, stream, seq, positions, time)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256, bytes = excluded.bytes,
+				stream = excluded.stream, seq = excluded.seq, positions = excluded.positions, time = excluded.time`,
+			c.r.Path, c.sum, int64(len(c.r.Data)), m.Stream, int64(m.Seq), pos, m.Time); err != nil {
+			return fmt.Errorf("record file %s: %w", c.r.Path, err)
+		}
+		if c.r.Text {
+			if _, err := tx.Exec(`INSERT INTO file_texts (path, content) VALUES (?, ?)
+				ON CONFLICT (path) DO UPDATE SET content = excluded.content`, c.r.Path, string(c.r.Data)); err != nil {
+				return fmt.Errorf("record file %s: %w", c.r.Path, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record files: %w", err)
+	}
+	return nil
+}
+
+func (p *Projector) held(rel string) {
+	if p.Held != nil {
+		p.Held(rel)
+	}
+}
+
+// Files returns the rows of the files table in path order, with the text
+// kept for the files sync reads back.
+func Files(ctx context.Context, q queryer) ([]File, error) {
+	rows, err := q.QueryContext(ctx, `SELECT f.path, f.sha256, f.bytes, f.stream, f.seq, f.positions, f.time,
+			coalesce(t.content, '')
+		FROM files f LEFT JOIN file_texts t ON t.path = f.path ORDER BY f.path`)
+	if err != nil {
+		return nil, fmt.Errorf("read files: %w", err)
+	}
+	defer rows.Close()
+	var out []File
+	for rows.Next() {
+		var f File
+		var seq int64
+		var pos string
+		if err := rows.Scan(&f.Path, &f.SHA256, &f.Bytes, &f.Stream, &seq, &pos, &f.Time, &f.Text); err != nil {
+			return nil, fmt.Errorf("read files: %w", err)
+		}
+		f.Seq = uint64(seq)
+		_ = json.Unmarshal([]byte(pos), &f.Positions)
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read files: %w", err)
+	}
+	return out, nil
+}
+
+// filesUnder lists the recorded paths that start with prefix.
+func filesUnder(ctx context.Context, q queryer, prefix string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT path FROM files WHERE substr(path, 1, ?) = ? ORDER BY path`, len(prefix), prefix)
+	if err != nil {
+		return nil, fmt.Errorf("read files under %s: %w", prefix, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("read files under %s: %w", prefix, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// missing returns the paths of old that no rendered file has.
+func missing(old []string, rs []Rendered) []string {
+	var out []string
+	for _, o := range old {
+		if !slices.ContainsFunc(rs, func(r Rendered) bool { return r.Path == o }) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

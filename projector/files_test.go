@@ -1,0 +1,218 @@
+package projector
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"dshmem/events"
+)
+
+const filesWS = "ws-0123456789abcdef0123"
+
+func filesProjector(t *testing.T) (*Projector, string) {
+	t.Helper()
+	root := t.TempDir()
+	p := New(openStore(t))
+	p.Root = root
+	return p, root
+}
+
+func rememberEv(stream string, seq uint64, content, typ string, tags ...string) events.Envelope {
+	d := map[string]any{"content": content, "type": typ}
+	if tags != nil {
+		d["tags"] = tags
+	}
+	return ev(stream, seq, events.TypeMemoryRemember, "", d)
+}
+
+func fileAt(t *testing.T, root, rel string) (string, bool) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if os.IsNotExist(err) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), true
+}
+
+func TestParsePath(t *testing.T) {
+	for in, want := range map[string]PathInfo{
+		"global.md":                 {Kind: KindGlobal, Scope: "global"},
+		"index.md":                  {Kind: KindIndex, Scope: "global"},
+		"knowledge/go-tooling.md":   {Kind: KindKnowledge, Scope: "global"},
+		"sessions/2026-08-18.md":    {Kind: KindDay, Day: "2026-08-18"},
+		SummaryPath(filesWS):        {Kind: KindSummary, Scope: filesWS},
+		ScopePath(filesWS):          {Kind: KindScope, Scope: filesWS},
+		HistoryPath(filesWS, 42):    {Kind: KindHistory, Scope: filesWS, Seq: 42},
+		"knowledge/Go.md":           {},
+		"knowledge/a/b.md":          {},
+		"sessions/2026-8-18.md":     {},
+		"scopes/global/scope.json":  {},
+		"scopes/ws-x/scope.json":    {},
+		"log/global/x.jsonl.zst":    {},
+		"global.md.damaged":         {},
+		HistoryPath(filesWS, 0):     {},
+		"../global.md":              {},
+		"sessions/2026-08-18.md/x":  {},
+		"knowledge/topic-1a2b.md":   {Kind: KindKnowledge, Scope: "global"},
+		"sessions/../global.md":     {},
+		"scopes/" + filesWS + "/x":  {},
+		"index.md/":                 {},
+		"knowledge/.hidden.md":      {},
+		"knowledge/-x.md":           {},
+		"sessions/2026-08-18.md.md": {},
+	} {
+		got, ok := ParsePath(in)
+		if got != want || ok != (want.Kind != KindNone) {
+			t.Errorf("%q: got %+v %v, want %+v", in, got, ok, want)
+		}
+	}
+}
+
+func TestFilesPlacement(t *testing.T) {
+	p, root := filesProjector(t)
+	mustFold(t, p, []events.Envelope{
+		rememberEv("global", 1, "Prefer tabs.", "preference", "style"),
+		rememberEv("global", 2, "Port 5433.", "fact", "Database"),
+		rememberEv("global", 3, "Port 5434 for the replica.", "fact", "database"),
+		rememberEv("global", 4, "Run make check.", "procedure"),
+	})
+	g, _ := fileAt(t, root, GlobalFile)
+	db, _ := fileAt(t, root, "knowledge/database.md")
+	pr, _ := fileAt(t, root, "knowledge/procedure.md")
+	idx, _ := fileAt(t, root, IndexFile)
+	if !strings.Contains(g, "Prefer tabs.") || strings.Contains(g, "Port") {
+		t.Errorf("global.md:\n%s", g)
+	}
+	// "Database" and "database" give one file, titled by the least name.
+	if !strings.HasPrefix(db, "# Database\n") || !strings.Contains(db, "5433") || !strings.Contains(db, "5434") {
+		t.Errorf("knowledge/database.md:\n%s", db)
+	}
+	if !strings.Contains(pr, "make check") || !strings.Contains(idx, "[Database](knowledge/database.md)") {
+		t.Errorf("procedure.md:\n%s\nindex.md:\n%s", pr, idx)
+	}
+	files, err := Files(context.Background(), p.s.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, _ := fileAt(t, root, f.Path)
+		if SHA256([]byte(b)) != f.SHA256 || f.Stream != "global" || f.Seq != 4 {
+			t.Errorf("files row %+v does not match the file", f)
+		}
+		if (f.Text != "") != (f.Path != IndexFile) {
+			t.Errorf("%s: text kept %v", f.Path, f.Text != "")
+		}
+	}
+	t.Run("TopicEmptiedIsRemoved", func(t *testing.T) {
+		mustFold(t, p, []events.Envelope{ev("global", 5, events.TypeMemoryForget, "", map[string]any{"entryId": EntryID("global", 4, 0)})})
+		if _, ok := fileAt(t, root, "knowledge/procedure.md"); ok {
+			t.Error("knowledge/procedure.md is still there")
+		}
+		var n int
+		p.s.DB().Get(&n, `SELECT count(*) FROM files WHERE path = 'knowledge/procedure.md'`)
+		if n != 0 {
+			t.Error("its files row is still there")
+		}
+	})
+}
+
+func TestFilesHeld(t *testing.T) {
+	p, root := filesProjector(t)
+	var held []string
+	p.Held = func(rel string) { held = append(held, rel) }
+	mustFold(t, p, []events.Envelope{rememberEv("global", 1, "Prefer tabs.", "preference")})
+	path := filepath.Join(root, GlobalFile)
+	edited := "# Global memory\n\nmy own words\n"
+	os.WriteFile(path, []byte(edited), 0o644)
+	mustFold(t, p, []events.Envelope{rememberEv("global", 2, "Prefer short names.", "preference")})
+	if got, _ := fileAt(t, root, GlobalFile); got != edited || !slices.Equal(held, []string{GlobalFile}) {
+		t.Fatalf("held %v; global.md:\n%s", held, got)
+	}
+	if err := p.Rewrite(context.Background(), map[string]string{GlobalFile: "not the bytes on disk"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fileAt(t, root, GlobalFile); got != edited {
+		t.Fatal("Rewrite replaced bytes it was not told about")
+	}
+	if err := p.Rewrite(context.Background(), map[string]string{GlobalFile: SHA256([]byte(edited))}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fileAt(t, root, GlobalFile); !strings.Contains(got, "Prefer short names.") {
+		t.Fatalf("Rewrite did not render the file:\n%s", got)
+	}
+}
+
+func TestFilesRepeatedCompaction(t *testing.T) {
+	p, root := filesProjector(t)
+	c := func(seq uint64, id, text string) events.Envelope {
+		return ev(filesWS, seq, events.TypeCompactionSummary, "s", map[string]any{"compactionId": id, "text": text})
+	}
+	mustFold(t, p, []events.Envelope{c(1, "c-1", "first"), c(2, "c-2", "second")})
+	day := DayPath("2026-08-18")
+	before, ok := fileAt(t, root, day)
+	if !ok || strings.Count(before, "<!-- compaction:") != 2 {
+		t.Fatalf("day file:\n%s", before)
+	}
+	mustFold(t, p, []events.Envelope{c(3, "c-1", "first, sent again")})
+	if after, _ := fileAt(t, root, day); after != before {
+		t.Errorf("a repeated compactionId changed the file:\n%s", after)
+	}
+}
+
+// Which summary versions exist does not depend on how the stream was
+// split into folds.
+func TestFilesHistoryChunking(t *testing.T) {
+	var evs []events.Envelope
+	evs = append(evs, withCwd(ev(filesWS, 1, events.TypeSessionStart, "s", nil), "/home/u/p"))
+	for i := uint64(2); i <= 26; i++ {
+		evs = append(evs, rememberEv(filesWS, i, "fact "+itoa(int(i)), "fact"))
+		if i%5 == 0 {
+			evs = append(evs, ev(filesWS, i+1, events.TypeUserMessage, "s", map[string]any{"text": "hi"}))
+			i++
+		}
+	}
+	trees := map[string]map[string]string{}
+	for _, split := range []int{1, 4, len(evs)} {
+		p, root := filesProjector(t)
+		for i := 0; i < len(evs); i += split {
+			mustFold(t, p, evs[i:min(i+split, len(evs))])
+		}
+		tree := map[string]string{}
+		filepath.WalkDir(filepath.Join(root, ScopesDir), func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				rel, _ := filepath.Rel(root, path)
+				tree[filepath.ToSlash(rel)] = string(b)
+			}
+			return nil
+		})
+		trees[itoa(split)] = tree
+	}
+	want := trees[itoa(len(evs))]
+	n := 0
+	for p := range want {
+		if strings.Contains(p, HistoryDir) {
+			n++
+		}
+	}
+	if n != HistoryKeep {
+		t.Errorf("got %d history files, want %d", n, HistoryKeep)
+	}
+	for split, tree := range trees {
+		if len(tree) != len(want) {
+			t.Errorf("split %s: got %d files, want %d", split, len(tree), len(want))
+		}
+		for p, b := range want {
+			if tree[p] != b {
+				t.Errorf("split %s: %s differs", split, p)
+			}
+		}
+	}
+}

@@ -1,0 +1,494 @@
+package projector
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"dshmem/events"
+	"dshmem/markdown"
+)
+
+// Paths of the projections, relative to the memory root, '/'-separated
+// (ARCHITECTURE §2). Part of the on-disk layout; do not change.
+const (
+	GlobalFile   = "global.md"
+	IndexFile    = "index.md"
+	KnowledgeDir = "knowledge"
+	ScopesDir    = "scopes"
+	SessionsDir  = "sessions"
+	SummaryFile  = "memory_summary.md"
+	ScopeFile    = "scope.json"
+	HistoryDir   = "summary_history"
+
+	// HistoryKeep is how many summary versions summary_history/ keeps.
+	HistoryKeep = 10
+
+	globalStream = "global"
+)
+
+// globalTypes are the entry types of the global stream that go to
+// global.md; every other type goes to a knowledge file.
+var globalTypes = map[string]bool{"preference": true, "rule": true, "decision": true}
+
+// Kind says which projection a path is.
+type Kind int
+
+// Kinds of projection files.
+const (
+	KindNone      Kind = iota
+	KindGlobal         // global.md
+	KindIndex          // index.md
+	KindKnowledge      // knowledge/<file>.md
+	KindSummary        // scopes/ws-<id>/memory_summary.md
+	KindScope          // scopes/ws-<id>/scope.json
+	KindHistory        // scopes/ws-<id>/summary_history/<seq>.md
+	KindDay            // sessions/YYYY-MM-DD.md
+)
+
+// PathInfo is what a projection path names.
+type PathInfo struct {
+	Kind  Kind
+	Scope string // the stream whose events feed the file; "" for a day file
+	Day   string // YYYY-MM-DD for KindDay
+	Seq   uint64 // for KindHistory
+}
+
+var (
+	dayRE     = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+	wsRE      = regexp.MustCompile(`^ws-[0-9a-f]{20}$`)
+	historyRE = regexp.MustCompile(`^[0-9]{20}\.md$`)
+	topicRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*\.md$`)
+)
+
+// ParsePath classifies a '/'-separated path relative to the root. It
+// returns false for anything that is not a projection dshmem writes.
+func ParsePath(rel string) (PathInfo, bool) {
+	parts := strings.Split(rel, "/")
+	switch {
+	case len(parts) == 1 && rel == GlobalFile:
+		return PathInfo{Kind: KindGlobal, Scope: globalStream}, true
+	case len(parts) == 1 && rel == IndexFile:
+		return PathInfo{Kind: KindIndex, Scope: globalStream}, true
+	case len(parts) == 2 && parts[0] == KnowledgeDir && topicRE.MatchString(parts[1]):
+		return PathInfo{Kind: KindKnowledge, Scope: globalStream}, true
+	case len(parts) == 2 && parts[0] == SessionsDir && strings.HasSuffix(parts[1], ".md") && dayRE.MatchString(strings.TrimSuffix(parts[1], ".md")):
+		return PathInfo{Kind: KindDay, Day: strings.TrimSuffix(parts[1], ".md")}, true
+	case len(parts) == 3 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == SummaryFile:
+		return PathInfo{Kind: KindSummary, Scope: parts[1]}, true
+	case len(parts) == 3 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == ScopeFile:
+		return PathInfo{Kind: KindScope, Scope: parts[1]}, true
+	case len(parts) == 4 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == HistoryDir && historyRE.MatchString(parts[3]):
+		seq, err := strconv.ParseUint(strings.TrimSuffix(parts[3], ".md"), 10, 64)
+		if err != nil || seq == 0 {
+			return PathInfo{}, false
+		}
+		return PathInfo{Kind: KindHistory, Scope: parts[1], Seq: seq}, true
+	}
+	return PathInfo{}, false
+}
+
+// SummaryPath is scopes/<scope>/memory_summary.md.
+func SummaryPath(scope string) string { return path.Join(ScopesDir, scope, SummaryFile) }
+
+// ScopePath is scopes/<scope>/scope.json.
+func ScopePath(scope string) string { return path.Join(ScopesDir, scope, ScopeFile) }
+
+// HistoryPath is scopes/<scope>/summary_history/<seq, 20 digits>.md.
+func HistoryPath(scope string, seq uint64) string {
+	return path.Join(ScopesDir, scope, HistoryDir, fmt.Sprintf("%020d.md", seq))
+}
+
+// DayPath is sessions/<day>.md.
+func DayPath(day string) string { return path.Join(SessionsDir, day+".md") }
+
+// IsWorkspace reports whether stream is a workspace stream ("ws-" and 20
+// hex digits), the streams that get a scopes/ directory.
+func IsWorkspace(stream string) bool { return wsRE.MatchString(stream) }
+
+// Rendered is one projection file as the index says it should read.
+type Rendered struct {
+	Path string
+	Data []byte
+	Meta FileMeta
+	// Text: sync reads this file back, so the files table keeps its
+	// bytes (file_texts) to compare a hand edit with.
+	Text bool
+}
+
+// FileMeta is what the files table records about a file besides its
+// hash: the events it reflects. Every field is a function of the event
+// prefix, not of how the log was split into folds, so a live index and a
+// replayed one record the same.
+type FileMeta struct {
+	Stream    string            // stream that last changed the file
+	Seq       uint64            // and its seq
+	Positions map[string]uint64 // day files: the last seq of each stream with a block there
+	Time      string            // event time of that change
+}
+
+// queryer is what the renderers read: a fold's transaction or the pool.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// scopeEntry is an entries row as the renderers need it.
+type scopeEntry struct {
+	md         markdown.Entry
+	tags       []string
+	updatedSeq uint64
+	updatedAt  string
+}
+
+// loadScope reads every entry of scope (any status) and the last change:
+// the highest updated_seq, its time.
+func loadScope(ctx context.Context, q queryer, scope string) ([]scopeEntry, FileMeta, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
+			status, conflict_group, updated_seq, updated_at
+		FROM entries WHERE scope = ? ORDER BY id`, scope)
+	if err != nil {
+		return nil, FileMeta{}, fmt.Errorf("read entries of %s: %w", scope, err)
+	}
+	defer rows.Close()
+	var out []scopeEntry
+	meta := FileMeta{Stream: scope}
+	for rows.Next() {
+		var e scopeEntry
+		var terms, tags string
+		var seq int64
+		if err := rows.Scan(&e.md.ID, &e.md.Type, &e.md.Title, &e.md.Description, &terms, &e.md.Content, &tags,
+			&e.md.Importance, &e.md.Status, &e.md.ConflictGroup, &seq, &e.updatedAt); err != nil {
+			return nil, FileMeta{}, fmt.Errorf("read entries of %s: %w", scope, err)
+		}
+		_ = json.Unmarshal([]byte(tags), &e.tags) // a bad tags column shows no tags
+		e.md.Tags = e.tags
+		e.md.Terms = splitTerms(terms)
+		e.updatedSeq = uint64(seq)
+		if e.updatedSeq > meta.Seq || e.updatedSeq == meta.Seq && e.updatedAt > meta.Time {
+			meta.Seq, meta.Time = e.updatedSeq, e.updatedAt
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, FileMeta{}, fmt.Errorf("read entries of %s: %w", scope, err)
+	}
+	return out, meta, nil
+}
+
+// splitTerms reads the terms column: items separated by commas or line
+// breaks (a JSON array is read too).
+func splitTerms(s string) []string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	var list []string
+	if strings.HasPrefix(s, "[") && json.Unmarshal([]byte(s), &list) == nil {
+		return list
+	}
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' })
+}
+
+func shown(status string) bool {
+	return status == markdown.StatusActive || status == markdown.StatusConflict
+}
+
+// Topic returns the knowledge topic of a global entry of type typ with
+// tags, or "" when the entry belongs in global.md: preferences, rules and
+// decisions go to global.md; every other type to knowledge/, under its
+// first tag, or under its type when it has no tag.
+func Topic(typ string, tags []string) string {
+	if globalTypes[typ] {
+		return ""
+	}
+	for _, t := range tags {
+		if t = strings.TrimSpace(t); t != "" {
+			return t
+		}
+	}
+	if typ == "" {
+		return defaultEntryType
+	}
+	return typ
+}
+
+// renderGlobalLayer renders global.md, index.md and one knowledge file
+// per topic that has an entry shown (active or conflict). Topics whose
+// names give the same file name share it; the file takes the least name.
+func renderGlobalLayer(ctx context.Context, q queryer) ([]Rendered, error) {
+	es, meta, err := loadScope(ctx, q, globalStream)
+	if err != nil {
+		return nil, err
+	}
+	var global, all []markdown.Entry
+	type topicFile struct {
+		name    string
+		entries []markdown.Entry
+	}
+	files := map[string]*topicFile{}
+	for _, e := range es {
+		if !shown(e.md.Status) {
+			continue
+		}
+		all = append(all, e.md)
+		topic := Topic(e.md.Type, e.tags)
+		if topic == "" {
+			global = append(global, e.md)
+			continue
+		}
+		name := markdown.TopicFile(topic)
+		tf := files[name]
+		if tf == nil {
+			tf = &topicFile{name: topic}
+			files[name] = tf
+		}
+		if topic < tf.name {
+			tf.name = topic
+		}
+		tf.entries = append(tf.entries, e.md)
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := []Rendered{{Path: GlobalFile, Data: markdown.RenderGlobal(global), Meta: meta, Text: true}}
+	var topics []markdown.Topic
+	for _, n := range names {
+		tf := files[n]
+		data := markdown.RenderKnowledge(tf.name, tf.entries)
+		rel := KnowledgeDir + "/" + n
+		out = append(out, Rendered{Path: rel, Data: data, Meta: meta, Text: true})
+		topics = append(topics, markdown.Topic{Name: tf.name, File: rel, Titles: knowledgeTitles(data)})
+	}
+	out = append(out, Rendered{Path: IndexFile, Data: markdown.RenderIndex(topics, all), Meta: meta})
+	return out, nil
+}
+
+// knowledgeTitles lists the titles of a rendered knowledge file in file
+// order, so index.md shows them as the file does.
+func knowledgeTitles(data []byte) []string {
+	doc, err := markdown.Parse(data)
+	if err != nil {
+		return nil
+	}
+	var titles []string
+	for _, b := range doc.Blocks {
+		titles = append(titles, b.Title)
+	}
+	return titles
+}
+
+// scopeCwd reads the workspace's cwd and the event that gave it.
+func scopeCwd(ctx context.Context, q queryer, scope string) (cwd string, seq uint64, at string, err error) {
+	var s int64
+	err = q.QueryRowContext(ctx, `SELECT cwd, seq, time FROM scopes WHERE stream = ?`, scope).Scan(&cwd, &s, &at)
+	if err == sql.ErrNoRows {
+		return "", 0, "", nil
+	}
+	if err != nil {
+		return "", 0, "", fmt.Errorf("read scope %s: %w", scope, err)
+	}
+	return cwd, uint64(s), at, nil
+}
+
+// renderSummary renders scopes/<scope>/memory_summary.md.
+func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, error) {
+	es, meta, err := loadScope(ctx, q, scope)
+	if err != nil {
+		return Rendered{}, err
+	}
+	cwd, _, _, err := scopeCwd(ctx, q, scope)
+	if err != nil {
+		return Rendered{}, err
+	}
+	in := markdown.SummaryInput{ScopeKey: scope, Cwd: cwd}
+	for _, e := range es {
+		if shown(e.md.Status) {
+			in.Entries = append(in.Entries, e.md)
+		}
+	}
+	return Rendered{Path: SummaryPath(scope), Data: markdown.RenderSummary(in), Meta: meta}, nil
+}
+
+// scopeJSON is the content of scope.json. Part of the on-disk format.
+type scopeJSON struct {
+	Key string `json:"key"`
+	Cwd string `json:"cwd"`
+}
+
+// renderScopeFile renders scopes/<scope>/scope.json.
+func renderScopeFile(ctx context.Context, q queryer, scope string) (Rendered, error) {
+	cwd, seq, at, err := scopeCwd(ctx, q, scope)
+	if err != nil {
+		return Rendered{}, err
+	}
+	data, err := json.MarshalIndent(scopeJSON{Key: scope, Cwd: cwd}, "", "  ")
+	if err != nil {
+		return Rendered{}, err
+	}
+	return Rendered{Path: ScopePath(scope), Data: append(data, '\n'), Meta: FileMeta{Stream: scope, Seq: seq, Time: at}}, nil
+}
+
+// Block is one compaction or session summary of a day file with the
+// event it came from.
+type Block struct {
+	markdown.SessionBlock
+	Seq uint64
+	At  int64 // the event time as Unix nanoseconds: the order of blocks
+}
+
+// BlockOf returns the day-file block an event makes: a compaction/summary
+// ({compactionId, text}; block id = compactionId), or a session/end
+// whose data has a non-empty "summary" (block id = the session). The day
+// is the date of the event's own time, in its own offset. ok is false for
+// any other event, and for one whose time does not parse.
+func BlockOf(ev *events.Envelope) (day string, b Block, ok bool) {
+	var kind, id, text string
+	switch ev.Type {
+	case events.TypeCompactionSummary:
+		var d struct {
+			CompactionID string `json:"compactionId"`
+			Text         string `json:"text"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil || d.CompactionID == "" {
+			return "", Block{}, false
+		}
+		kind, id, text = "compaction", d.CompactionID, d.Text
+	case events.TypeSessionEnd:
+		var d struct {
+			Summary string `json:"summary"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil || strings.TrimSpace(d.Summary) == "" || ev.Session == "" {
+			return "", Block{}, false
+		}
+		kind, id, text = "session", ev.Session, d.Summary
+	default:
+		return "", Block{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, ev.Time)
+	if err != nil || len(ev.Time) < 10 || !dayRE.MatchString(ev.Time[:10]) {
+		return "", Block{}, false
+	}
+	return ev.Time[:10], Block{
+		SessionBlock: markdown.SessionBlock{Kind: kind, ID: id, Time: ev.Time, Stream: ev.Stream, Session: ev.Session, Text: text},
+		Seq:          ev.Seq,
+		At:           t.UnixNano(),
+	}, true
+}
+
+// RenderDay renders sessions/<day>.md from its blocks, in any order:
+// they are sorted by (event time, stream, seq), so live folding, replay
+// and restore agree whatever order the streams were read in. A repeated
+// block id keeps its first block.
+func RenderDay(day string, blocks []Block) Rendered {
+	bs := slices.Clone(blocks)
+	slices.SortFunc(bs, func(a, b Block) int {
+		if a.At != b.At {
+			if a.At < b.At {
+				return -1
+			}
+			return 1
+		}
+		if c := strings.Compare(a.Stream, b.Stream); c != 0 {
+			return c
+		}
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	sbs := make([]markdown.SessionBlock, len(bs))
+	meta := FileMeta{Positions: map[string]uint64{}}
+	for i, b := range bs {
+		sbs[i] = b.SessionBlock
+		meta.Stream, meta.Seq, meta.Time = b.Stream, b.Seq, b.Time
+		meta.Positions[b.Stream] = max(meta.Positions[b.Stream], b.Seq)
+	}
+	return Rendered{Path: DayPath(day), Data: markdown.RenderSessionDay(day, sbs), Meta: meta}
+}
+
+// renderDay reads a day's blocks from the index and renders the file.
+func renderDay(ctx context.Context, q queryer, day string) (Rendered, error) {
+	rows, err := q.QueryContext(ctx, `SELECT stream, seq, id, type, time, session, coalesce(data, '')
+		FROM events WHERE substr(time, 1, 10) = ? AND type IN ('compaction/summary', 'session/end')`, day)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("read blocks of %s: %w", day, err)
+	}
+	defer rows.Close()
+	var blocks []Block
+	for rows.Next() {
+		var ev events.Envelope
+		var seq int64
+		var data string
+		if err := rows.Scan(&ev.Stream, &seq, &ev.ID, &ev.Type, &ev.Time, &ev.Session, &data); err != nil {
+			return Rendered{}, fmt.Errorf("read blocks of %s: %w", day, err)
+		}
+		ev.Seq, ev.Data = uint64(seq), json.RawMessage(data)
+		if d, b, ok := BlockOf(&ev); ok && d == day {
+			blocks = append(blocks, b)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Rendered{}, fmt.Errorf("read blocks of %s: %w", day, err)
+	}
+	return RenderDay(day, blocks), nil
+}
+
+// Render renders one projection path from the index as it stands: the
+// bytes Fold would write there now. ok is false when the path is not a
+// projection or the index has nothing to put there (a knowledge topic
+// without entries, a day without blocks, an unknown scope, a history
+// version no longer kept — history files are rendered only while
+// folding, so Render reports them as not available).
+func Render(ctx context.Context, q queryer, rel string) (r Rendered, ok bool, err error) {
+	info, ok := ParsePath(rel)
+	if !ok {
+		return Rendered{}, false, nil
+	}
+	switch info.Kind {
+	case KindGlobal, KindIndex, KindKnowledge:
+		rs, err := renderGlobalLayer(ctx, q)
+		if err != nil {
+			return Rendered{}, false, err
+		}
+		for _, r := range rs {
+			if r.Path == rel {
+				return r, true, nil
+			}
+		}
+		return Rendered{}, false, nil
+	case KindSummary, KindScope:
+		var known int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM cursors WHERE stream = ?`, info.Scope).Scan(&known); err != nil {
+			return Rendered{}, false, fmt.Errorf("read cursor of %s: %w", info.Scope, err)
+		}
+		if known == 0 {
+			return Rendered{}, false, nil
+		}
+		if info.Kind == KindScope {
+			r, err = renderScopeFile(ctx, q, info.Scope)
+		} else {
+			r, err = renderSummary(ctx, q, info.Scope)
+		}
+		return r, err == nil, err
+	case KindDay:
+		r, err := renderDay(ctx, q, info.Day)
+		if err != nil || len(r.Meta.Positions) == 0 {
+			return Rendered{}, false, err
+		}
+		return r, true, nil
+	}
+	return Rendered{}, false, nil
+}

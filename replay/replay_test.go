@@ -1,0 +1,392 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"dshmem/events"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/projections from the current output")
+
+// messages is a history without memory: sessions, messages, tool results.
+func messages() []step {
+	var s []step
+	for i := 0; i < 30; i++ {
+		stream := []string{wsA, wsB, "global"}[i%3]
+		s = append(s, step{stream: stream, typ: events.TypeUserMessage, at: fmt.Sprintf("2026-08-20T08:00:%02dZ", i),
+			session: "s" + stream[:4], cwd: map[bool]string{true: "/p/" + stream, false: ""}[stream != "global"],
+			data: map[string]any{"text": fmt.Sprintf("message %d about the cart", i)}})
+	}
+	return s
+}
+
+func TestRebuildEqualsLive(t *testing.T) {
+	ctx := context.Background()
+	histories := map[string][]step{"scripted": scripted(), "messages": messages(), "both": append(messages(), scripted()...)}
+	for _, name := range []string{"scripted", "messages", "both"} {
+		evs := envelopes(histories[name])
+		// Live folds one event at a time in script order; a second live
+		// root folds the streams one after another in reverse name order.
+		live := t.TempDir()
+		lg, st := liveRoot(t, live, evs)
+		var reordered []events.Envelope
+		for _, s := range []string{wsB, wsA, "global"} {
+			for _, e := range evs {
+				if e.Stream == s {
+					reordered = append(reordered, e)
+				}
+			}
+		}
+		live2 := t.TempDir()
+		_, st2 := liveRoot(t, live2, reordered)
+		for _, chunk := range []int{0, 1, 3} {
+			t.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "out")
+				stats, err := Rebuild(ctx, lg, out, Options{ChunkSize: chunk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stats.Events != uint64(len(evs)) {
+					t.Errorf("got %d events, want %d", stats.Events, len(evs))
+				}
+				for _, l := range []string{live, live2} {
+					diffs, n, err := CompareFiles(l, out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(diffs) > 0 || n == 0 {
+						t.Errorf("%d files compared; differences: %v", n, diffs)
+					}
+				}
+				rs, err := sqlstore.Open(filepath.Join(out, IndexFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rs.Close()
+				if got, want := filesDumpOf(t, st), filesDumpOf(t, rs); got != want {
+					t.Errorf("live files table differs from replay: %s", firstDumpDifference([]byte(got), []byte(want)))
+				}
+				want := dumpOf(t, rs)
+				if got := dumpOf(t, st); got != want {
+					t.Errorf("live index dump differs from replay: %s", firstDumpDifference([]byte(got), []byte(want)))
+				}
+				if got := dumpOf(t, st2); got != want {
+					t.Errorf("reordered live index dump differs from replay: %s", firstDumpDifference([]byte(got), []byte(want)))
+				}
+			})
+		}
+	}
+}
+
+// The projections of the scripted history, byte for byte.
+func TestGolden(t *testing.T) {
+	evs := envelopes(scripted())
+	live := t.TempDir()
+	liveRoot(t, live, evs)
+	got := readTree(t, live)
+	dir := filepath.Join("..", "testdata", "projections", "scripted")
+	if *update {
+		os.RemoveAll(dir)
+		for p, b := range got {
+			f := filepath.Join(dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, []byte(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := readTree(t, dir)
+	if len(want) == 0 {
+		t.Fatalf("no golden files in %s (run go test ./replay -run TestGolden -update)", dir)
+	}
+	for _, p := range sortedKeys(want, got) {
+		if got[p] != want[p] {
+			t.Errorf("%s: got\n%s\nwant\n%s", p, got[p], want[p])
+		}
+	}
+	// What the script must show, whatever the golden says.
+	for _, c := range []struct{ path, has, lacks string }{
+		{"global.md", "Install dependencies with bun.", "never npm"},
+		{"global.md", "", "Always run gofmt"},
+		{"global.md", "", "Use tabs"},
+		{"knowledge/database.md", "port 5434 since the move", ""},
+		{"knowledge/storage.md", "conflict: cg-", ""},
+		{"knowledge/procedure.md", "make deploy", ""},
+		{"index.md", "[数据库](knowledge/topic-", ""},
+		{"sessions/2026-08-18.md", "<!-- compaction:c-a2 -->", "The same compactionId again"},
+		{"sessions/2026-08-18.md", "\\### not a heading", ""},
+		{"sessions/2026-08-18.md", "<!-- session:sa -->", ""},
+		{"sessions/2026-08-19.md", "c-a3", ""},
+		{"scopes/" + wsA + "/scope.json", `"cwd": "/home/u/shop"`, ""},
+		{"scopes/" + wsA + "/memory_summary.md", "cwd /home/u/shop", "Workspace fact 0:"},
+	} {
+		if !strings.Contains(got[c.path], c.has) || c.lacks != "" && strings.Contains(got[c.path], c.lacks) {
+			t.Errorf("%s: want %q and not %q:\n%s", c.path, c.has, c.lacks, got[c.path])
+		}
+	}
+	day := got["sessions/2026-08-18.md"]
+	order := []string{"c-b1", "c-a1", "c-b2", "c-b3", "c-a2", "session:sa"}
+	last := -1
+	for _, id := range order {
+		i := strings.Index(day, id)
+		if i < last {
+			t.Errorf("sessions/2026-08-18.md: %s is out of (time, stream, seq) order:\n%s", id, day)
+		}
+		last = i
+	}
+	var hist []string
+	for p := range got {
+		if strings.Contains(p, "/summary_history/") && strings.Contains(p, wsA) {
+			hist = append(hist, p)
+		}
+	}
+	slices.Sort(hist)
+	if len(hist) != projector.HistoryKeep || !strings.HasSuffix(hist[len(hist)-1], fmt.Sprintf("%020d.md", 20)) {
+		t.Errorf("summary history of %s: got %v, want the newest %d versions ending at seq 20", wsA, hist, projector.HistoryKeep)
+	}
+}
+
+func sortedKeys(ms ...map[string]string) []string {
+	var out []string
+	for _, m := range ms {
+		for k := range m {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	lg, st := liveRoot(t, root, envelopes(scripted()))
+	t.Run("OK", func(t *testing.T) {
+		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Differences) != 0 || rep.Files == 0 {
+			t.Fatalf("got %v over %d files, want no differences", rep.Differences, rep.Files)
+		}
+		if _, err := os.Stat(rep.Dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the rebuild at %s was not removed", rep.Dir)
+		}
+	})
+	t.Run("Differences", func(t *testing.T) {
+		day := filepath.Join(root, "sessions", "2026-08-18.md")
+		b, _ := os.ReadFile(day)
+		os.WriteFile(day, []byte(strings.Join(strings.SplitAfter(string(b), "\n")[:16], "")), 0o644)
+		os.Remove(filepath.Join(root, "scopes", wsB, "memory_summary.md"))
+		os.WriteFile(filepath.Join(root, "knowledge", "stray.md"), []byte("# Stray\n"), 0o644)
+		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, d := range rep.Differences {
+			got[d.Path] = d.Problem
+		}
+		for p, want := range map[string]string{
+			"sessions/2026-08-18.md":               "from line 17",
+			"scopes/" + wsB + "/memory_summary.md": "missing from the live root",
+			"knowledge/stray.md":                   "does not make it",
+		} {
+			if !strings.Contains(got[p], want) {
+				t.Errorf("%s: got %q, want it to say %q", p, got[p], want)
+			}
+		}
+		if len(got) != 3 {
+			t.Errorf("got %d differences, want 3: %v", len(got), rep.Differences)
+		}
+	})
+	t.Run("IndexDiffers", func(t *testing.T) {
+		if _, err := st.DB().Exec(`UPDATE scopes SET cwd = '/elsewhere' WHERE stream = ?`, wsB); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().Exec(`UPDATE files SET seq = seq + 1 WHERE path = 'global.md'`); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx []string
+		for _, d := range rep.Differences {
+			if d.Path == IndexFile {
+				idx = append(idx, d.Problem)
+			}
+		}
+		if len(idx) != 2 || !strings.Contains(idx[0], "table scopes differs") || !strings.Contains(idx[1], "table files differs") {
+			t.Errorf("got %q, want the scopes and files tables named", idx)
+		}
+	})
+}
+
+// Restore gives back every stream file as the live projector wrote it
+// after each event, and the day files as of a time.
+func TestRestore(t *testing.T) {
+	ctx := context.Background()
+	evs := envelopes(scripted())
+	root := t.TempDir()
+	lg, st := liveRoot(t, root, nil)
+	p := projector.New(st)
+	p.Root = root
+	type key struct {
+		path string
+		seq  uint64
+	}
+	snap := map[key]string{} // stream file as of (its stream's) seq
+	for _, e := range evs {
+		e.Seq = 0
+		stamped, err := lg.Append(ctx, e.Stream, []events.Envelope{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Fold(ctx, stamped); err != nil {
+			t.Fatal(err)
+		}
+		for path, b := range readTree(t, root) {
+			if info, _ := projector.ParsePath(path); info.Scope == e.Stream {
+				snap[key{path, stamped[0].Seq}] = b
+			}
+		}
+	}
+	n := 0
+	for _, stream := range []string{"global", wsA, wsB} {
+		last := lg.LastSeq(stream)
+		for _, path := range sortedKeys(readTree(t, root)) {
+			info, _ := projector.ParsePath(path)
+			if info.Scope != stream || info.Kind == projector.KindHistory {
+				continue
+			}
+			for seq := uint64(1); seq <= last; seq++ {
+				got, err := Restore(ctx, lg, path, Point{Seq: seq}, RestoreOptions{})
+				want, existed := snap[key{path, seq}]
+				switch {
+				case !existed && errors.Is(err, ErrNoSuchFile):
+				case err != nil:
+					t.Errorf("%s at %d: %v (existed: %v)", path, seq, err, existed)
+				case string(got) != want:
+					t.Errorf("%s at %d: got\n%s\nwant\n%s", path, seq, got, want)
+				}
+				n++
+			}
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d restores checked", n)
+	}
+	t.Run("History", func(t *testing.T) {
+		for path, want := range readTree(t, root) {
+			if info, _ := projector.ParsePath(path); info.Kind == projector.KindHistory {
+				got, err := Restore(ctx, lg, path, Point{}, RestoreOptions{})
+				if err != nil || string(got) != want {
+					t.Errorf("%s: got %q, %v; want\n%s", path, got, err, want)
+				}
+			}
+		}
+	})
+	t.Run("DayAtTime", func(t *testing.T) {
+		final, _ := os.ReadFile(filepath.Join(root, "sessions", "2026-08-18.md"))
+		for _, idx := range []*sqlstore.Store{nil, st} {
+			opts := RestoreOptions{Index: idx}
+			got, err := Restore(ctx, lg, "sessions/2026-08-18.md", Point{}, opts)
+			if err != nil || string(got) != string(final) {
+				t.Errorf("now (index %v): got %v\n%s\nwant\n%s", idx != nil, err, got, final)
+			}
+			got, err = Restore(ctx, lg, "sessions/2026-08-18.md", Point{Time: mustTime("2026-08-18T19:04:59+09:00")}, opts)
+			if err != nil || !strings.Contains(string(got), "compaction:c-b3") || strings.Contains(string(got), "compaction:c-a2") {
+				t.Errorf("at c-b3's time (index %v): got %v\n%s", idx != nil, err, got)
+			}
+			_, err = Restore(ctx, lg, "sessions/2026-08-18.md", Point{Time: mustTime("2026-08-18T10:00:00Z")}, opts)
+			if !errors.Is(err, ErrNoSuchFile) {
+				t.Errorf("before the first block: got %v, want ErrNoSuchFile", err)
+			}
+		}
+	})
+	t.Run("ErrBadPoint", func(t *testing.T) {
+		for _, c := range []struct {
+			path string
+			at   Point
+		}{
+			{"sessions/2026-08-18.md", Point{Seq: 3}},
+			{"global.md", Point{Time: mustTime("2026-08-18T10:00:00Z")}},
+			{"global.md", Point{Seq: 999}},
+			{projector.HistoryPath(wsA, 20), Point{Seq: 19}},
+		} {
+			if _, err := Restore(ctx, lg, c.path, c.at, RestoreOptions{}); !errors.Is(err, ErrBadPoint) {
+				t.Errorf("%s at %+v: got %v, want ErrBadPoint", c.path, c.at, err)
+			}
+		}
+	})
+}
+
+func TestValidatePath(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "sessions"), 0o755)
+	os.MkdirAll(filepath.Join(outside, "x"), 0o755)
+	os.WriteFile(filepath.Join(outside, "global.md"), []byte("# elsewhere\n"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(root, "knowledge")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "global.md"), filepath.Join(root, "global.md")); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("OK", func(t *testing.T) {
+		for in, want := range map[string]string{
+			"sessions/2026-08-18.md":               "sessions/2026-08-18.md",
+			"./sessions//2026-08-18.md":            "sessions/2026-08-18.md",
+			`sessions\2026-08-18.md`:               "sessions/2026-08-18.md",
+			"index.md":                             "index.md",
+			"scopes/" + wsA + "/memory_summary.md": "scopes/" + wsA + "/memory_summary.md",
+		} {
+			got, err := ValidatePath(root, in)
+			if err != nil || got != want {
+				t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
+			}
+		}
+	})
+	t.Run("ErrBadPath", func(t *testing.T) {
+		for in, want := range map[string]string{
+			"":                               "empty",
+			"../x/global.md":                 `".." element`,
+			"sessions/../../etc/passwd":      `".." element`,
+			"/etc/passwd":                    "absolute",
+			filepath.Join(root, "global.md"): "absolute",
+			"knowledge/topic.md":             "symlink",
+			"global.md":                      "symlink",
+			"notes.txt":                      "not a projection",
+			"sessions/yesterday.md":          "not a projection",
+			"log/global/00000000000000000001.jsonl.zst": "not a projection",
+		} {
+			_, err := ValidatePath(root, in)
+			if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: got %v, want ErrBadPath saying %q", in, err, want)
+			}
+		}
+	})
+}
+
+func TestRebuildErrNotEmpty(t *testing.T) {
+	root := t.TempDir()
+	lg, _ := liveRoot(t, root, envelopes(messages()))
+	out := t.TempDir()
+	os.WriteFile(filepath.Join(out, "x"), nil, 0o644)
+	if _, err := Rebuild(context.Background(), lg, out, Options{}); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("got %v, want ErrNotEmpty", err)
+	}
+}

@@ -1,0 +1,211 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"dshmem/events"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+)
+
+// Point is where Restore stops. A stream file (global layer, workspace
+// files) takes Seq, a seq of its stream; a sessions file takes Time. The
+// zero Point means now: the end of the log.
+type Point struct {
+	Seq  uint64
+	Time time.Time
+}
+
+// RestoreOptions configure Restore. The zero value works.
+type RestoreOptions struct {
+	// Index, when set, is the live index, caught up with the log: it
+	// says which events hold a day's blocks, so a sessions file is
+	// restored by reading only those stretches of the streams.
+	Index *sqlstore.Store
+}
+
+var errStop = errors.New("stop")
+
+// Restore returns the bytes the projection rel (a path ValidatePath
+// accepted) had at the point: what the projector wrote there after
+// folding the log up to it.
+func Restore(ctx context.Context, log Log, rel string, at Point, opts RestoreOptions) ([]byte, error) {
+	info, ok := projector.ParsePath(rel)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not a projection dshmem writes", ErrBadPath, rel)
+	}
+	if info.Kind == projector.KindDay {
+		return restoreDay(ctx, log, info.Day, at, opts)
+	}
+	return restoreStream(ctx, log, rel, info, at)
+}
+
+// restoreStream folds the one stream a file depends on, up to the seq
+// asked, into a temporary index and renders the file from it.
+func restoreStream(ctx context.Context, log Log, rel string, info projector.PathInfo, at Point) ([]byte, error) {
+	if !at.Time.IsZero() {
+		return nil, fmt.Errorf("%w: %s is fed by the stream %s alone; give --at a seq of that stream, not a time", ErrBadPoint, rel, info.Scope)
+	}
+	last := log.LastSeq(info.Scope)
+	seq := at.Seq
+	if info.Kind == projector.KindHistory {
+		if seq != 0 && seq != info.Seq {
+			return nil, fmt.Errorf("%w: %s is the summary as of seq %d; it takes no other --at", ErrBadPoint, rel, info.Seq)
+		}
+		seq = info.Seq
+	}
+	if seq == 0 {
+		seq = last
+	}
+	if seq == 0 {
+		return nil, fmt.Errorf("%w: the stream %s has no events", ErrNoSuchFile, info.Scope)
+	}
+	if seq > last {
+		return nil, fmt.Errorf("%w: the stream %s ends at seq %d; --at %d is past it", ErrBadPoint, info.Scope, last, seq)
+	}
+
+	// Only the events that can change entries, and the first one with a
+	// cwd (the workspace's scopes row), change what these files show.
+	var keep []events.Envelope
+	cwdSeen := false
+	err := log.Scan(info.Scope, 1, func(ev events.Envelope) error {
+		if ev.Seq > seq {
+			return errStop
+		}
+		first := !cwdSeen && ev.Cwd != "" && projector.IsWorkspace(ev.Stream)
+		if first {
+			cwdSeen = true
+		}
+		if first || projector.ChangesEntries(ev.Type) {
+			ev.Data = slices.Clone(ev.Data)
+			keep = append(keep, ev)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fmt.Errorf("restore %s: read stream %s: %w", rel, info.Scope, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	dir, err := os.MkdirTemp("", "dshmem-restore-")
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlstore.Open(filepath.Join(dir, IndexFile))
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	defer st.Close()
+	p := projector.New(st)
+	setCursor := func(s uint64) error {
+		_, err := st.DB().ExecContext(ctx, `INSERT INTO cursors (stream, seq) VALUES (?, ?)
+			ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, info.Scope, int64(s))
+		return err
+	}
+	// Fold each run of consecutive seqs behind a cursor set just before
+	// it: the events in between change nothing these files show.
+	for i := 0; i < len(keep); {
+		j := i + 1
+		for j < len(keep) && keep[j].Seq == keep[j-1].Seq+1 {
+			j++
+		}
+		if err := setCursor(keep[i].Seq - 1); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", rel, err)
+		}
+		if err := p.Fold(ctx, keep[i:j]); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", rel, err)
+		}
+		i = j
+	}
+	if err := setCursor(seq); err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	target := rel
+	if info.Kind == projector.KindHistory {
+		target = projector.SummaryPath(info.Scope)
+	}
+	r, ok, err := projector.Render(ctx, st.DB(), target)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", rel, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s did not exist at seq %d of %s", ErrNoSuchFile, rel, seq, info.Scope)
+	}
+	return r.Data, nil
+}
+
+// restoreDay collects the day's blocks with event time at or before the
+// point from every stream that has one, and renders the day file.
+func restoreDay(ctx context.Context, log Log, day string, at Point, opts RestoreOptions) ([]byte, error) {
+	rel := projector.DayPath(day)
+	if at.Seq != 0 {
+		return nil, fmt.Errorf("%w: %s is fed by several streams; give --at a time (RFC 3339), not a seq", ErrBadPoint, rel)
+	}
+	type span struct {
+		stream   string
+		from, to uint64
+	}
+	var spans []span
+	if opts.Index != nil {
+		rows, err := opts.Index.DB().QueryContext(ctx, `SELECT stream, min(seq), max(seq) FROM events
+			WHERE substr(time, 1, 10) = ? AND type IN ('compaction/summary', 'session/end')
+			GROUP BY stream ORDER BY stream`, day)
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
+		}
+		for rows.Next() {
+			var s span
+			var from, to int64
+			if err := rows.Scan(&s.stream, &from, &to); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
+			}
+			s.from, s.to = uint64(from), uint64(to)
+			spans = append(spans, s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
+		}
+	} else {
+		for _, s := range log.Streams() {
+			spans = append(spans, span{s, 1, log.LastSeq(s)})
+		}
+	}
+	var blocks []projector.Block
+	for _, sp := range spans {
+		err := log.Scan(sp.stream, sp.from, func(ev events.Envelope) error {
+			if ev.Seq > sp.to {
+				return errStop
+			}
+			d, b, ok := projector.BlockOf(&ev)
+			if ok && d == day && (at.Time.IsZero() || b.At <= at.Time.UnixNano()) {
+				blocks = append(blocks, b)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return nil, fmt.Errorf("restore %s: read stream %s: %w", rel, sp.stream, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(blocks) == 0 {
+		when := "now"
+		if !at.Time.IsZero() {
+			when = "at " + at.Time.Format(time.RFC3339Nano)
+		}
+		return nil, fmt.Errorf("%w: %s has no compaction or session summary %s", ErrNoSuchFile, rel, when)
+	}
+	return projector.RenderDay(day, blocks).Data, nil
+}

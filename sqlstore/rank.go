@@ -1,0 +1,577 @@
+package sqlstore
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+
+	"dshmem/sqlstore/tokenize"
+)
+
+// This file is the Go half of ranking: it reads a query into weighted
+// terms and scores documents against it. It touches no database; the
+// stages that feed it are in recall.go. See Weights for the formula.
+
+// qterm is one distinct token of the query.
+type qterm struct {
+	term string
+	stem string  // light English stem, "" when the token is not an English word
+	qw   float64 // query weight, 0..1 (see Weights.LineDecay)
+	pos  float64 // the weight of the latest line holding it, for probe order
+
+	probed  bool
+	df      float64 // documents holding the exact term (estimated past PerTermCap)
+	exactDF bool    // df is a count, not an estimate
+	idf     float64
+	stemDF  bool // idf comes from stem matches among the candidates
+}
+
+type tokPair struct{ a, b string }
+
+// analysis is a query read into terms, before and after the index told
+// how rare each term is.
+type analysis struct {
+	terms  []*qterm // distinct tokens, first-seen order
+	byTerm map[string]*qterm
+	pairs  map[tokPair]float64 // adjacent tokens within a line → max line weight
+
+	// chars are the query's CJK characters → query weight: a character
+	// overlap signal under the bigrams (跳舞 ~ 舞蹈, 表扬 ~ 表彰), its idf
+	// taken from the scored documents (finishIDF).
+	chars    map[rune]float64
+	charIDF  map[rune]float64
+	charMass float64
+
+	seq  []string // the whole query's tokens, for the phrase feature (short queries)
+	norm string   // normalized query text, for the substring feature (short queries)
+
+	// After select:
+	want     map[string]bool // the selected terms
+	feedback bool            // keep every token of the documents (Weights.Feedback)
+	sel      []*qterm
+	selStem  map[string][]*qterm
+	mass     float64 // Σ qw·idf over sel
+	pairMass float64
+	n        float64 // rows in the index searched
+}
+
+// maxPhraseTokens and maxSubstringBytes bound the query size for which
+// the phrase and substring features are computed: a pasted dialogue is
+// never found verbatim.
+const (
+	maxPhraseTokens   = 32
+	maxSubstringBytes = 256
+)
+
+// analyzeQuery splits text into lines, weighs each line by its distance
+// from the last one, and gathers the distinct tokens with their query
+// weights and the adjacent token pairs.
+func analyzeQuery(text string, w *Weights) *analysis {
+	a := &analysis{byTerm: map[string]*qterm{}, pairs: map[tokPair]float64{}, chars: map[rune]float64{}}
+	charSums := map[rune]float64{}
+	var lines []string
+	for l := range strings.Lines(text) {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	sums := map[string]float64{}
+	for i, line := range lines {
+		lw := max(math.Pow(w.LineDecay, float64(len(lines)-1-i)), w.MinLineWeight)
+		for _, r := range line {
+			if isHan(r) {
+				charSums[r] += lw
+			}
+		}
+		toks := tokenize.Tokens(line)
+		for j, t := range toks {
+			q := a.byTerm[t]
+			if q == nil {
+				q = &qterm{term: t, stem: stem(t)}
+				a.byTerm[t] = q
+				a.terms = append(a.terms, q)
+			}
+			sums[t] += lw
+			q.pos = max(q.pos, lw)
+			if j > 0 && toks[j-1] != t {
+				p := tokPair{toks[j-1], t}
+				a.pairs[p] = max(a.pairs[p], lw)
+			}
+		}
+	}
+	for _, q := range a.terms {
+		q.qw = 1 - math.Exp(-sums[q.term])
+	}
+	for r, sum := range charSums {
+		a.chars[r] = 1 - math.Exp(-sum)
+	}
+	if len(text) <= maxSubstringBytes {
+		a.norm = normalizeText(text)
+		if toks := tokenize.Tokens(text); len(toks) >= 2 && len(toks) <= maxPhraseTokens {
+			a.seq = toks
+		}
+	}
+	return a
+}
+
+// probeOrder returns the terms to look up in the index, at most
+// w.MaxProbeTerms: the latest and most repeated first, longer (more
+// specific) tokens breaking ties.
+func (a *analysis) probeOrder(w *Weights) []*qterm {
+	out := append([]*qterm(nil), a.terms...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].pos != out[j].pos {
+			return out[i].pos > out[j].pos
+		}
+		if out[i].qw != out[j].qw {
+			return out[i].qw > out[j].qw
+		}
+		return len(out[i].term) > len(out[j].term)
+	})
+	return out[:min(len(out), w.MaxProbeTerms)]
+}
+
+// idf is the BM25 idf, never negative: ln(1 + (N − df + 0.5)/(df + 0.5)).
+func idf(df, n float64) float64 {
+	df = min(df, n)
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
+// selectTerms keeps the salient terms: probed, present in the index (or,
+// for English words, possibly present as a variant), ranked by qw·idf,
+// at most w.MaxQueryTerms.
+func (a *analysis) selectTerms(n float64, w *Weights) {
+	a.n = max(n, 1)
+	var cands []*qterm
+	for _, q := range a.terms {
+		if !q.probed {
+			continue
+		}
+		switch {
+		case q.df > 0:
+			q.idf = idf(q.df, a.n)
+		case q.stem != "":
+			// Absent as spelled; a variant may be there. Provisional
+			// rarity until the candidates say (finishIDF).
+			q.idf, q.stemDF = idf(a.n/10, a.n), true
+		default:
+			continue
+		}
+		if q.idf > 0 {
+			cands = append(cands, q)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].qw*cands[i].idf > cands[j].qw*cands[j].idf })
+	a.sel = cands[:min(len(cands), w.MaxQueryTerms)]
+	a.selStem = map[string][]*qterm{}
+	for _, q := range a.sel {
+		if q.stem != "" {
+			a.selStem[q.stem] = append(a.selStem[q.stem], q)
+		}
+	}
+}
+
+// finishIDF fixes the idf of terms known only by stem from how many of
+// the scored documents hold the stem (scaled up to the index), drops
+// terms nothing holds, and computes the query masses.
+func (a *analysis) finishIDF(docs []*doc) {
+	kept := a.sel[:0]
+	for _, q := range a.sel {
+		if q.stemDF {
+			k := 0
+			for _, d := range docs {
+				if d.stemTF[q.stem] > 0 {
+					k++
+				}
+			}
+			if k == 0 {
+				continue
+			}
+			q.idf = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
+		}
+		kept = append(kept, q)
+	}
+	a.sel = kept
+	a.charIDF, a.charMass = map[rune]float64{}, 0
+	for r, qw := range a.chars {
+		k := 0
+		for _, d := range docs {
+			if d.chars[r] > 0 {
+				k++
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		a.charIDF[r] = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
+		a.charMass += qw * a.charIDF[r]
+	}
+	a.mass, a.pairMass = 0, 0
+	inSel := make(map[string]*qterm, len(a.sel))
+	for _, q := range a.sel {
+		a.mass += q.qw * q.idf
+		inSel[q.term] = q
+	}
+	for p, pw := range a.pairs {
+		qa, qb := inSel[p.a], inSel[p.b]
+		if qa == nil || qb == nil {
+			delete(a.pairs, p)
+			continue
+		}
+		a.pairMass += pw * min(qa.idf, qb.idf)
+	}
+}
+
+// doc is one candidate, tokenized. Only what the selected query terms
+// can use is kept: counts of query tokens, stems and characters, the
+// fields holding them, adjacent pairs of query tokens.
+type doc struct {
+	dl     int
+	tf     map[string]int
+	stemTF map[string]int
+	title  map[string]bool // query tokens (and "\x00"+stem) in each field
+	tags   map[string]bool
+	termsF map[string]bool
+	pairs  map[tokPair]bool
+	chars  map[rune]int   // query characters
+	cl     int            // Chinese characters in all
+	seqs   [][]string     // token sequences of the fields, for the phrase feature
+	text   string         // title and body, for the substring feature
+	all    map[string]int // every token, for pseudo-relevance feedback
+}
+
+// newDoc tokenizes the fields of a candidate. Call after selectTerms.
+func (a *analysis) newDoc(title, body, tags, terms string) *doc {
+	if a.want == nil {
+		a.want = make(map[string]bool, len(a.sel))
+		for _, q := range a.sel {
+			a.want[q.term] = true
+		}
+	}
+	d := &doc{tf: map[string]int{}}
+	if a.feedback {
+		d.all = map[string]int{}
+	}
+	if len(a.selStem) > 0 {
+		d.stemTF = map[string]int{}
+	}
+	if len(a.pairs) > 0 {
+		d.pairs = map[tokPair]bool{}
+	}
+	field := func(s string, set *map[string]bool) {
+		if s == "" {
+			return
+		}
+		if len(a.chars) > 0 {
+			for _, r := range s {
+				if isHan(r) {
+					d.cl++
+					if _, ok := a.chars[r]; ok {
+						if d.chars == nil {
+							d.chars = map[rune]int{}
+						}
+						d.chars[r]++
+					}
+				}
+			}
+		}
+		toks := tokenize.Tokens(s)
+		d.dl += len(toks)
+		prev := false
+		for i, t := range toks {
+			if d.all != nil {
+				d.all[t]++
+			}
+			hit := a.want[t]
+			st := ""
+			if d.stemTF != nil && len(t) >= 5 && t[0] >= 'a' && t[0] <= 'z' {
+				if st = stem(t); st != "" {
+					if _, ok := a.selStem[st]; ok {
+						d.stemTF[st]++
+					} else {
+						st = ""
+					}
+				}
+			}
+			if hit {
+				d.tf[t]++
+				if prev && d.pairs != nil {
+					d.pairs[tokPair{toks[i-1], t}] = true
+				}
+			}
+			if set != nil && (hit || st != "") {
+				if *set == nil {
+					*set = map[string]bool{}
+				}
+				if hit {
+					(*set)[t] = true
+				}
+				if st != "" {
+					(*set)["\x00"+st] = true
+				}
+			}
+			prev = hit
+		}
+		if a.seq != nil {
+			d.seqs = append(d.seqs, toks)
+		}
+	}
+	field(title, &d.title)
+	field(body, nil)
+	field(tags, &d.tags)
+	field(terms, &d.termsF)
+	if a.norm != "" {
+		d.text = title + "\n" + body
+	}
+	return d
+}
+
+// features are a document's lexical features, each a share of the query.
+type features struct {
+	BM25, Coverage, Title, Tags, Terms, Pairs, Phrase, Substring, Chars, Feedback float64
+	matchedIDF                                                                    float64
+}
+
+func (f *features) lexical(w *Weights) float64 {
+	return w.BM25*f.BM25 + w.Coverage*f.Coverage + w.Title*f.Title + w.Tags*f.Tags +
+		w.Terms*f.Terms + w.Pairs*f.Pairs + w.Phrase*f.Phrase + w.Substring*f.Substring + w.Chars*f.Chars + w.Feedback*f.Feedback
+}
+
+// score computes d's features; avgdl is the mean length of the scored
+// documents.
+func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
+	var f features
+	if a.mass <= 0 {
+		return f
+	}
+	lenNorm := w.K1 * (1 - w.B + w.B*float64(d.dl)/max(avgdl, 1))
+	in := func(set map[string]bool, q *qterm) bool {
+		return set[q.term] || (q.stem != "" && set["\x00"+q.stem])
+	}
+	for _, q := range a.sel {
+		exact := float64(d.tf[q.term])
+		tf := exact
+		if q.stem != "" {
+			tf += w.StemMatch * (float64(d.stemTF[q.stem]) - exact)
+		}
+		if tf <= 0 {
+			continue
+		}
+		wt := q.qw * q.idf
+		credit := 1.0
+		if exact == 0 {
+			credit = w.StemMatch
+		}
+		f.Coverage += credit * wt
+		f.matchedIDF += credit * q.idf
+		f.BM25 += wt * tf * (w.K1 + 1) / (tf + lenNorm)
+		if in(d.title, q) {
+			f.Title += wt
+		}
+		if in(d.tags, q) {
+			f.Tags += wt
+		}
+		if in(d.termsF, q) {
+			f.Terms += wt
+		}
+	}
+	f.BM25 /= a.mass
+	f.Coverage /= a.mass
+	f.Title /= a.mass
+	f.Tags /= a.mass
+	f.Terms /= a.mass
+	if a.pairMass > 0 {
+		for p, pw := range a.pairs {
+			if d.pairs[p] {
+				f.Pairs += pw * min(a.byTerm[p.a].idf, a.byTerm[p.b].idf)
+			}
+		}
+		f.Pairs /= a.pairMass
+	}
+	if a.charMass > 0 && d.cl > 0 {
+		norm := w.K1 * (1 - w.B + w.B*float64(d.cl)/max(avgcl, 1))
+		for r, id := range a.charIDF {
+			if tf := float64(d.chars[r]); tf > 0 {
+				f.Chars += a.chars[r] * id * tf * (w.K1 + 1) / (tf + norm)
+			}
+		}
+		f.Chars /= a.charMass
+	}
+	if a.seq != nil {
+		for _, s := range d.seqs {
+			if containsSeq(s, a.seq) {
+				f.Phrase = 1
+				break
+			}
+		}
+	}
+	// Normalizing costs more than the rest of scoring: only for
+	// documents holding every query term.
+	if a.norm != "" && d.text != "" && f.Coverage > 0.999 && strings.Contains(normalizeText(d.text), a.norm) {
+		f.Substring = 1
+	}
+	return f
+}
+
+func containsSeq(s, sub []string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		ok := true
+		for j := range sub {
+			if s[i+j] != sub[j] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// isHan reports whether r is a Chinese character (the Japanese and
+// Korean scripts are left to bigrams: single kana carry little meaning).
+func isHan(r rune) bool {
+	return r >= 0x3400 && (0x4E00 <= r && r <= 0x9FFF || unicode.Is(unicode.Han, r))
+}
+
+// normalizeText folds case and collapses runs of space and punctuation
+// to one space, for the substring feature.
+func normalizeText(s string) string {
+	var b strings.Builder
+	space := true
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			b.WriteRune(unicode.ToLower(r))
+			space = false
+		} else if !space {
+			b.WriteByte(' ')
+			space = true
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// stem folds common English inflections so that "dancing", "danced" and
+// "dances" meet at "danc". It applies to lowercase ASCII words of five
+// letters or more and returns "" otherwise (the token then matches only
+// as spelled). It is deliberately light: no dictionary, no Porter rule
+// chains; only plural, past, progressive and -ly.
+func stem(t string) string {
+	if len(t) < 5 {
+		return ""
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < 'a' || t[i] > 'z' {
+			return ""
+		}
+	}
+	s := t
+	switch {
+	case strings.HasSuffix(s, "ies") && len(s) > 5:
+		s = s[:len(s)-3] + "y"
+	case strings.HasSuffix(s, "ing") && len(s) >= 6:
+		s = undouble(s[:len(s)-3])
+	case strings.HasSuffix(s, "ed") && len(s) >= 5:
+		s = undouble(s[:len(s)-2])
+	case strings.HasSuffix(s, "ly") && len(s) >= 6:
+		s = s[:len(s)-2]
+	case strings.HasSuffix(s, "sses"):
+		s = s[:len(s)-2]
+	case strings.HasSuffix(s, "ches") || strings.HasSuffix(s, "shes") || strings.HasSuffix(s, "xes"):
+		s = s[:len(s)-2]
+	case strings.HasSuffix(s, "s") && !strings.HasSuffix(s, "ss") && !strings.HasSuffix(s, "us") && !strings.HasSuffix(s, "is"):
+		s = s[:len(s)-1]
+	}
+	if strings.HasSuffix(s, "e") && len(s) > 3 {
+		s = s[:len(s)-1]
+	}
+	if strings.HasSuffix(s, "y") && len(s) > 3 {
+		s = s[:len(s)-1] + "i"
+	}
+	return s
+}
+
+// undouble drops the doubled final consonant of "runn" (running) and
+// "stopp" (stopped), keeping "ll", "ss" and "zz" ("called", "passed").
+func undouble(s string) string {
+	n := len(s)
+	if n >= 3 && s[n-1] == s[n-2] && !strings.ContainsRune("aeiouylsz", rune(s[n-1])) {
+		return s[:n-1]
+	}
+	return s
+}
+
+// feedback is pseudo-relevance feedback: the tokens that the best
+// documents of a first ranking share with other candidates (weighted by
+// their share of each top document and their rarity among the
+// candidates) form a second query; fb[i] is the share of its mass doc i
+// holds. It finds memories that talk about what the best matches talk
+// about, in words the query did not use.
+func (a *analysis) feedbackScores(docs []*doc, first []float64, w *Weights) []float64 {
+	fb := make([]float64, len(docs))
+	if len(docs) < 3 || w.FeedbackDocs <= 0 {
+		return fb
+	}
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return first[order[i]] > first[order[j]] })
+	top := order[:min(w.FeedbackDocs, len(order))]
+	if first[top[0]] <= 0 {
+		return fb
+	}
+	weight := map[string]float64{}
+	for _, i := range top {
+		d := docs[i]
+		for t, n := range d.all {
+			if !a.want[t] {
+				weight[t] += float64(n) / float64(max(d.dl, 1))
+			}
+		}
+	}
+	df := map[string]int{}
+	for _, d := range docs {
+		for t := range d.all {
+			if _, ok := weight[t]; ok {
+				df[t]++
+			}
+		}
+	}
+	type ex struct {
+		t string
+		v float64
+	}
+	var cands []ex
+	for t, v := range weight {
+		if df[t] < 2 {
+			continue // only the document itself: no help finding others
+		}
+		cands = append(cands, ex{t, v * idf(float64(df[t])*a.n/float64(len(docs)), a.n)})
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].v != cands[j].v {
+			return cands[i].v > cands[j].v
+		}
+		return cands[i].t < cands[j].t
+	})
+	cands = cands[:min(len(cands), w.FeedbackTerms)]
+	mass := 0.0
+	for _, c := range cands {
+		mass += c.v
+	}
+	if mass == 0 {
+		return fb
+	}
+	for i, d := range docs {
+		for _, c := range cands {
+			if d.all[c.t] > 0 {
+				fb[i] += c.v
+			}
+		}
+		fb[i] /= mass
+	}
+	return fb
+}

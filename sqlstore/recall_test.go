@@ -1,0 +1,490 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pressly/goose/v3"
+
+	"dshmem/events"
+	"dshmem/migrations"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+)
+
+// recallNow is the query time of the recall tests.
+var recallNow = time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC)
+
+// memFixture is an index of entries for recall tests: 600 filler entries
+// of common words and made-up tokens (bm25 is near zero on a handful of
+// rows, and more than Weights.SmallCorpus (128) rows makes recall take the
+// bounded candidate path), then the entries a test adds.
+type memFixture struct {
+	t      *testing.T
+	s      *sqlstore.Store
+	seq    map[string]uint64
+	ids    map[string]string // test name → entry id
+	fold   *projector.Projector
+	stream string
+}
+
+var fillerWords = strings.Fields(`the a of and to in is it for on with as was at by this that from
+note item record value system process data result change report 的 是 在 了 和 有 我们 一个 这个 系统 数据`)
+
+func newMemFixture(t *testing.T) *memFixture {
+	t.Helper()
+	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	f := &memFixture{t: t, s: s, seq: map[string]uint64{}, ids: map[string]string{}, fold: projector.New(s), stream: "ws-00000000000000000001"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var evs []events.Envelope
+	for i := range 600 {
+		var b strings.Builder
+		for j := range 12 + rng.IntN(20) {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			if rng.IntN(3) == 0 {
+				fmt.Fprintf(&b, "tok%d", rng.IntN(3000))
+			} else {
+				b.WriteString(fillerWords[rng.IntN(len(fillerWords))])
+			}
+		}
+		evs = append(evs, f.remember(f.stream, fmt.Sprintf("filler%d", i), map[string]any{"content": b.String()}, "2026-08-01T00:00:00Z"))
+	}
+	f.apply(evs...)
+	return f
+}
+
+// remember makes a memory/remember event named name (its entry id is
+// kept in f.ids).
+func (f *memFixture) remember(stream, name string, data map[string]any, when string) events.Envelope {
+	f.seq[stream]++
+	seq := f.seq[stream]
+	b, _ := json.Marshal(data)
+	f.ids[name] = projector.EntryID(stream, seq, 0)
+	return events.Envelope{V: 1, Stream: stream, Seq: seq, ID: "t:" + name, Type: events.TypeMemoryRemember, Time: when, Data: b}
+}
+
+func (f *memFixture) event(stream, typ, session string, data map[string]any) events.Envelope {
+	f.seq[stream]++
+	b, _ := json.Marshal(data)
+	return events.Envelope{V: 1, Stream: stream, Seq: f.seq[stream], ID: fmt.Sprintf("t:%s:%d", stream, f.seq[stream]),
+		Type: typ, Time: "2026-08-18T10:00:00Z", Session: session, Data: b}
+}
+
+func (f *memFixture) add(name string, data map[string]any) string {
+	f.t.Helper()
+	f.apply(f.remember(f.stream, name, data, "2026-08-10T00:00:00Z"))
+	return f.ids[name]
+}
+
+func (f *memFixture) apply(evs ...events.Envelope) {
+	f.t.Helper()
+	if err := f.fold.Fold(context.Background(), evs); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *memFixture) recall(q sqlstore.RecallQuery) *sqlstore.RecallResult {
+	f.t.Helper()
+	if q.Now.IsZero() {
+		q.Now = recallNow
+	}
+	if q.Timeout == 0 {
+		q.Timeout = 10 * time.Second // the tests assert ranking, not speed
+	}
+	res, err := f.s.Recall(context.Background(), q)
+	if err != nil {
+		f.t.Fatalf("recall %q: %v", q.Text, err)
+	}
+	return res
+}
+
+func ids(res *sqlstore.RecallResult) []string {
+	var out []string
+	for _, it := range res.Items {
+		out = append(out, it.ID)
+	}
+	return out
+}
+
+func rankOf(res *sqlstore.RecallResult, id string) int {
+	for i, it := range res.Items {
+		if it.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestRecallRanking(t *testing.T) {
+	f := newMemFixture(t)
+	phrase := f.add("phrase", map[string]any{"content": "the memory injection logic fails after a restart"})
+	scattered := f.add("scattered", map[string]any{"content": "logic of restart: injection runs before memory loads"})
+	title := f.add("title", map[string]any{"title": "kubernetes", "content": "cluster upgrade notes for next week"})
+	body := f.add("body", map[string]any{"title": "cluster notes", "content": "kubernetes upgrade for next week"})
+	both := f.add("both", map[string]any{"content": "DSH 的记忆注入需要修复"})
+	dshOnly := f.add("dshOnly", map[string]any{"content": "DSH host startup is slow on cold cache"})
+	cnOnly := f.add("cnOnly", map[string]any{"content": "调整记忆注入的顺序"})
+	word := f.add("word", map[string]any{"content": "我们的记忆注入逻辑需要修复"})
+	camel := f.add("camel", map[string]any{"content": "the handler calls parseHTTPRequest before the cache"})
+	path := f.add("path", map[string]any{"content": "the script /usr/local/bin/go_build.sh failed on CI"})
+
+	tests := []struct {
+		name   string
+		query  string
+		first  string    // must rank first
+		before [2]string // [0] must rank above [1] (both present)
+		has    []string
+	}{
+		{name: "ExactPhraseBeatsScattered", query: "memory injection logic", first: phrase, before: [2]string{phrase, scattered}},
+		{name: "TitleBeatsBody", query: "kubernetes", first: title, before: [2]string{title, body}},
+		{name: "TwoCharChineseFindsWord", query: "记忆", has: []string{word, both, cnOnly}},
+		{name: "MixedQueryBothPartsFirst", query: "DSH 记忆注入", first: both, has: []string{dshOnly, cnOnly, word}},
+		{name: "CamelCasePart", query: "request", first: camel},
+		{name: "PathWhole", query: "go_build.sh", first: path},
+		{name: "PathPart", query: "build", first: path},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := f.recall(sqlstore.RecallQuery{Text: tt.query})
+			got := ids(res)
+			if tt.first != "" && (len(got) == 0 || got[0] != tt.first) {
+				t.Errorf("recall %q: got %v, want %s first", tt.query, got, tt.first)
+			}
+			if tt.before[0] != "" {
+				a, b := rankOf(res, tt.before[0]), rankOf(res, tt.before[1])
+				if a < 0 || b < 0 || a > b {
+					t.Errorf("recall %q: ranks %d and %d, want %s above %s (got %v)", tt.query, a, b, tt.before[0], tt.before[1], got)
+				}
+			}
+			for _, id := range tt.has {
+				if rankOf(res, id) < 0 {
+					t.Errorf("recall %q: got %v, want %s among them", tt.query, got, id)
+				}
+			}
+		})
+	}
+	t.Run("EnumeratedPathAgrees", func(t *testing.T) {
+		// Force the bounded candidate path on a corpus this small too.
+		w := sqlstore.DefaultWeights
+		w.SmallCorpus = 0
+		res := f.recall(sqlstore.RecallQuery{Text: "DSH 记忆注入", Weights: &w})
+		if got := ids(res); len(got) == 0 || got[0] != both || rankOf(res, dshOnly) < 0 || rankOf(res, cnOnly) < 0 {
+			t.Errorf("got %v, want %s first, %s and %s present", got, both, dshOnly, cnOnly)
+		}
+	})
+}
+
+func TestRecallStatus(t *testing.T) {
+	f := newMemFixture(t)
+	active := f.add("active", map[string]any{"content": "indentation in python files uses four spaces"})
+	conflict := f.add("conflict", map[string]any{"content": "use tabs for indentation in the Makefile"})
+	superseded := f.add("superseded", map[string]any{"content": "zebra deploy runs on fridays"})
+	forgotten := f.add("forgotten", map[string]any{"content": "zebra deploy key rotation schedule"})
+	f.apply(f.event(f.stream, events.TypeMemoryForget, "", map[string]any{"entryId": forgotten}))
+	// Supersede and conflict are memory/ops folds; the index is what
+	// recall reads, so set the statuses directly.
+	for id, st := range map[string]string{conflict: "conflict", superseded: "superseded"} {
+		if _, err := f.s.DB().Exec(`UPDATE entries SET status = ? WHERE id = ?`, st, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("SupersededAndForgottenNever", func(t *testing.T) {
+		for _, q := range []string{"zebra deploy", "zebra", "zebra deploy runs on fridays", superseded, forgotten} {
+			res := f.recall(sqlstore.RecallQuery{Text: q})
+			if rankOf(res, superseded) >= 0 || rankOf(res, forgotten) >= 0 {
+				t.Errorf("recall %q: got %v, want neither %s nor %s", q, ids(res), superseded, forgotten)
+			}
+		}
+	})
+	t.Run("ConflictWhenHit", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "tabs Makefile"})
+		i := rankOf(res, conflict)
+		if i < 0 {
+			t.Fatalf("got %v, want %s", ids(res), conflict)
+		}
+		if !strings.Contains(strings.Join(res.Items[i].Flags, ","), sqlstore.FlagConflict) || res.Items[i].Status != "conflict" {
+			t.Errorf("got flags %v status %s, want conflict", res.Items[i].Flags, res.Items[i].Status)
+		}
+	})
+	t.Run("ConflictNotWhenMissed", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "indentation of python files with spaces"})
+		if rankOf(res, active) < 0 || rankOf(res, conflict) >= 0 {
+			t.Errorf("got %v, want %s and not %s", ids(res), active, conflict)
+		}
+	})
+	t.Run("ReviewWhenStale", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "python indentation", Now: recallNow.Add(200 * 24 * time.Hour)})
+		i := rankOf(res, active)
+		if i < 0 || !strings.Contains(strings.Join(res.Items[i].Flags, ","), sqlstore.FlagReview) {
+			t.Errorf("got %+v, want %s flagged review", res.Items, active)
+		}
+		res = f.recall(sqlstore.RecallQuery{Text: "python indentation"})
+		if i := rankOf(res, active); i < 0 || len(res.Items[i].Flags) != 0 {
+			t.Errorf("got %+v, want %s without flags", res.Items, active)
+		}
+	})
+}
+
+func TestRecallBytes(t *testing.T) {
+	f := newMemFixture(t)
+	for i := range 5 {
+		f.add(fmt.Sprintf("long%d", i), map[string]any{"title": "长文", "content": strings.Repeat("长文本记忆条目内容", 20) + fmt.Sprint(i)})
+	}
+	for _, budget := range []int{1, 7, 100, 1001} {
+		t.Run(fmt.Sprint(budget), func(t *testing.T) {
+			res := f.recall(sqlstore.RecallQuery{Text: "长文本", Bytes: budget})
+			total := 0
+			for _, it := range res.Items {
+				total += len(it.Title) + len(it.Text)
+				if !utf8.ValidString(it.Text) {
+					t.Errorf("text %q is not valid UTF-8", it.Text)
+				}
+			}
+			if total > budget {
+				t.Errorf("got %d bytes, want at most %d", total, budget)
+			}
+			if budget >= 100 {
+				last := res.Items[len(res.Items)-1]
+				if !strings.Contains(strings.Join(last.Flags, ","), sqlstore.FlagTruncated) {
+					t.Errorf("last item flags %v, want truncated", last.Flags)
+				}
+			}
+		})
+	}
+	t.Run("DefaultCaps", func(t *testing.T) {
+		for i := range 10 {
+			f.add(fmt.Sprintf("short%d", i), map[string]any{"content": fmt.Sprintf("quokka sighting number %d", i)})
+		}
+		res := f.recall(sqlstore.RecallQuery{Text: "quokka"})
+		if len(res.Items) != sqlstore.DefaultRecallLimit {
+			t.Errorf("got %d items, want %d", len(res.Items), sqlstore.DefaultRecallLimit)
+		}
+	})
+}
+
+func TestRecallShownRotates(t *testing.T) {
+	f := newMemFixture(t)
+	want := map[string]bool{}
+	for i := range 3 {
+		want[f.add(fmt.Sprintf("rot%d", i), map[string]any{"content": "rotation probe alpha"})] = true
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		res := f.recall(sqlstore.RecallQuery{Text: "rotation probe", Limit: 1, Session: "s1"})
+		if len(res.Items) != 1 {
+			t.Fatalf("got %v, want one item", ids(res))
+		}
+		id := res.Items[0].ID
+		if seen[id] {
+			t.Fatalf("entry %s shown twice in 3 recalls (seen %v)", id, seen)
+		}
+		seen[id] = true
+		f.apply(f.event(f.stream, events.TypeMemoryShown, "s1", map[string]any{"entries": []string{id}, "session": "s1", "mode": "recall"}))
+	}
+	for id := range want {
+		if !seen[id] {
+			t.Errorf("entry %s never shown; got %v", id, seen)
+		}
+	}
+	t.Run("OtherSessionUnaffected", func(t *testing.T) {
+		a := f.recall(sqlstore.RecallQuery{Text: "rotation probe", Limit: 1, Session: "s2"})
+		b := f.recall(sqlstore.RecallQuery{Text: "rotation probe", Limit: 1})
+		if len(a.Items) != 1 || len(b.Items) != 1 || a.Items[0].ID != b.Items[0].ID {
+			t.Errorf("got %v and %v, want the same first entry", ids(a), ids(b))
+		}
+	})
+}
+
+func TestRecallDeadline(t *testing.T) {
+	f := newMemFixture(t)
+	f.add("a", map[string]any{"content": "walrus migration plan for the index"})
+	f.add("b", map[string]any{"content": "walrus schema notes"})
+	t.Run("PartialWithNote", func(t *testing.T) {
+		// A clock that jumps past the deadline after a few reads: the
+		// recall stops probing terms and scores what it has.
+		base := time.Now()
+		calls := 0
+		clock := func() time.Time {
+			calls++
+			if calls > 3 {
+				return base.Add(time.Hour)
+			}
+			return base
+		}
+		w := sqlstore.DefaultWeights
+		w.SmallCorpus = 0
+		res := f.recall(sqlstore.RecallQuery{Text: "walrus migration plan index schema", Clock: clock, Weights: &w})
+		if !res.Partial || res.Note == "" {
+			t.Fatalf("got partial %v note %q, want a partial result with a note", res.Partial, res.Note)
+		}
+		if len(res.Items) == 0 {
+			t.Errorf("got no items, want what the first probes found")
+		}
+	})
+	t.Run("TinyTimeoutNoError", func(t *testing.T) {
+		res, err := f.s.Recall(context.Background(), sqlstore.RecallQuery{Text: "walrus migration", Timeout: time.Nanosecond, Now: recallNow})
+		if err != nil {
+			t.Fatalf("got error %v, want a partial result", err)
+		}
+		if !res.Partial || res.Note == "" {
+			t.Errorf("got partial %v note %q, want partial with a note", res.Partial, res.Note)
+		}
+	})
+}
+
+func TestRecallExact(t *testing.T) {
+	f := newMemFixture(t)
+	long := strings.Repeat("整条记忆的全文。", 1000)
+	id := f.add("whole", map[string]any{"title": "whole entry", "content": long})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go-style.md"), []byte("# Go style\n\nWrap errors.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("EntryID", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: id, KnowledgeDir: dir})
+		if len(res.Items) != 1 || res.Items[0].Text != long || res.Items[0].Kind != sqlstore.KindSemantic {
+			t.Fatalf("got %d items, want the whole entry %s", len(res.Items), id)
+		}
+	})
+	for _, q := range []string{"go-style", "go-style.md"} {
+		t.Run("KnowledgeFile/"+q, func(t *testing.T) {
+			res := f.recall(sqlstore.RecallQuery{Text: q, KnowledgeDir: dir})
+			if len(res.Items) != 1 || res.Items[0].Kind != sqlstore.KindKnowledge || !strings.Contains(res.Items[0].Text, "Wrap errors.") {
+				t.Fatalf("got %+v, want the file", res.Items)
+			}
+		})
+	}
+	t.Run("NoFileEscape", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "../" + filepath.Base(dir) + "/go-style", KnowledgeDir: dir})
+		for _, it := range res.Items {
+			if it.Kind == sqlstore.KindKnowledge {
+				t.Fatalf("got %+v, want no file for a path", it)
+			}
+		}
+	})
+	t.Run("Guidance", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "xylophone quasar"})
+		if len(res.Items) != 0 || !strings.Contains(res.Guidance, "xylophone quasar") || !strings.Contains(res.Guidance, "Try") {
+			t.Errorf("got %d items, guidance %q; want none and guidance naming the query", len(res.Items), res.Guidance)
+		}
+	})
+}
+
+func TestRecallKinds(t *testing.T) {
+	f := newMemFixture(t)
+	entry := f.add("entry", map[string]any{"content": "pelican release checklist"})
+	var evs []events.Envelope
+	for i := range 50 {
+		evs = append(evs, f.event("ws-b", events.TypeAssistantMessage, "s2", map[string]any{"text": fmt.Sprintf("unrelated chatter %d", i)}))
+	}
+	msg := f.event("ws-b", events.TypeUserMessage, "s2", map[string]any{"text": "did the pelican release go out?"})
+	evs = append(evs, msg)
+	f.apply(evs...)
+	t.Run("Episodic", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "pelican release", Kind: sqlstore.KindEpisodic})
+		if len(res.Items) != 1 || res.Items[0].Episode == nil || res.Items[0].Episode.EventID != msg.ID {
+			t.Fatalf("got %+v, want event %s", res.Items, msg.ID)
+		}
+	})
+	t.Run("All", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "pelican release", Kind: sqlstore.KindAll})
+		if rankOf(res, entry) < 0 || rankOf(res, msg.ID) < 0 {
+			t.Fatalf("got %v, want both %s and %s", ids(res), entry, msg.ID)
+		}
+	})
+	t.Run("ScopeFilter", func(t *testing.T) {
+		res := f.recall(sqlstore.RecallQuery{Text: "pelican release", Kind: sqlstore.KindAll, Scopes: []string{"ws-b"}})
+		if rankOf(res, entry) >= 0 || rankOf(res, msg.ID) < 0 {
+			t.Fatalf("got %v, want only %s", ids(res), msg.ID)
+		}
+	})
+	t.Run("BadKind", func(t *testing.T) {
+		if _, err := f.s.Recall(context.Background(), sqlstore.RecallQuery{Text: "x", Kind: "nope"}); err == nil {
+			t.Fatal("got nil error, want one for kind nope")
+		}
+	})
+}
+
+// TestShownBackfill checks that migration 00004 fills the shown table
+// from memory/shown events already in the index exactly as the
+// projector's fold does.
+func TestShownBackfill(t *testing.T) {
+	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := &memFixture{t: t, s: s, seq: map[string]uint64{}, ids: map[string]string{}, fold: projector.New(s), stream: "ws-a"}
+	evs := []events.Envelope{
+		f.event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": []string{"m-1", "m-2", "m-1"}, "session": "s1", "mode": "recall"}),
+		f.event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": []string{"m-1"}, "mode": "recall"}),
+		f.event("ws-a", events.TypeMemoryShown, "", map[string]any{"entries": []string{"m-3"}, "session": "s2"}),
+		f.event("ws-a", events.TypeMemoryShown, "", map[string]any{"entries": []string{"m-4"}}), // no session: nothing
+		f.event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": "not a list"}),
+	}
+	f.apply(evs...)
+	rows := func(db *sql.DB) string {
+		t.Helper()
+		var out []string
+		r, err := db.Query(`SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY 1, 2, 3`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var a, b, c, e string
+			var n, seq int
+			if err := r.Scan(&a, &b, &c, &n, &seq, &e); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s %s %s %d %d %s", a, b, c, n, seq, e))
+		}
+		return strings.Join(out, "\n")
+	}
+	folded := rows(s.DB().DB)
+	if want := 3; strings.Count(folded, "\n")+1 != want {
+		t.Fatalf("folded rows:\n%s\nwant %d", folded, want)
+	}
+
+	// An index at version 3 holding the same events, then migrated to 4.
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := p.UpTo(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if _, err := db.Exec(`INSERT INTO events (stream, seq, id, type, time, session, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			ev.Stream, ev.Seq, ev.ID, ev.Type, ev.Time, ev.Session, string(ev.Data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.UpTo(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(db); got != folded {
+		t.Errorf("backfilled:\n%s\nwant (folded):\n%s", got, folded)
+	}
+}

@@ -1,0 +1,242 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// A source is one full-text index recall ranks: entries (entries_fts,
+// whose bigrams column holds tokenize.IndexText of title, body and tags)
+// or episodes (episodes_fts, contentless, detail=none). Every query here
+// is bounded: probes read at most a LIMIT of rowids newest first (FTS5
+// walks a doclist backwards without sorting), fetches read the rows of a
+// bounded pool by rowid.
+type source struct {
+	kind string
+	// column wraps a MATCH expression for the indexed column.
+	column string
+	// probe / probeScoped: rowids matching ?1 (MATCH), newest first,
+	// at most ?2 (scoped: ?3 is a JSON array of streams).
+	probe, probeScoped string
+	// all / allScoped: every searchable rowid (small corpora).
+	all, allScoped string
+	// size / sizeScoped: rows, min rowid, max rowid of the index;
+	// bounds: 0, min and max rowid, two b-tree seeks (SQLite optimizes a
+	// lone min() or max(), not both in one SELECT).
+	size, sizeScoped, bounds string
+	// cacheSize: counting is a scan (episodes run to millions); cache it.
+	cacheSize bool
+	// fetch: the rows of a JSON array of rowids.
+	fetch string
+}
+
+var sources = map[string]*source{
+	KindSemantic: {
+		kind:   KindSemantic,
+		column: "bigrams : (%s)",
+		probe: `SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?1
+			ORDER BY rowid DESC LIMIT ?2`,
+		probeScoped: `SELECT t.rowid FROM entries_fts t JOIN entries x ON x.n = t.rowid
+			WHERE entries_fts MATCH ?1 AND x.scope IN (SELECT value FROM json_each(?3))
+			ORDER BY t.rowid DESC LIMIT ?2`,
+		all:        `SELECT n FROM entries WHERE status IN ('active', 'conflict') ORDER BY n DESC`,
+		allScoped:  `SELECT n FROM entries WHERE status IN ('active', 'conflict') AND scope IN (SELECT value FROM json_each(?1)) ORDER BY n DESC`,
+		size:       `SELECT count(*), coalesce(min(n), 0), coalesce(max(n), 0) FROM entries`,
+		bounds:     `SELECT 0, coalesce((SELECT min(n) FROM entries), 0), coalesce((SELECT max(n) FROM entries), 0)`,
+		sizeScoped: `SELECT count(*), coalesce(min(n), 0), coalesce(max(n), 0) FROM entries WHERE scope IN (SELECT value FROM json_each(?1))`,
+		fetch: `SELECT e.n, e.id, e.scope, e.type, e.title, e.description, e.terms, e.content, e.tags,
+			e.importance, e.status, e.updated_at
+			FROM json_each(?1) j JOIN entries e ON e.n = j.value
+			WHERE e.status IN ('active', 'conflict')`,
+	},
+	KindEpisodic: {
+		kind:   KindEpisodic,
+		column: "%s",
+		probe: `SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?1
+			ORDER BY rowid DESC LIMIT ?2`,
+		probeScoped: `SELECT t.rowid FROM episodes_fts t JOIN events x ON x.n = t.rowid
+			WHERE episodes_fts MATCH ?1 AND x.stream IN (SELECT value FROM json_each(?3))
+			ORDER BY t.rowid DESC LIMIT ?2`,
+		all:        `SELECT n FROM episodes ORDER BY n DESC`,
+		allScoped:  `SELECT ep.n FROM episodes ep JOIN events x ON x.n = ep.n WHERE x.stream IN (SELECT value FROM json_each(?1)) ORDER BY ep.n DESC`,
+		size:       `SELECT count(*), coalesce(min(n), 0), coalesce(max(n), 0) FROM episodes`,
+		bounds:     `SELECT 0, coalesce((SELECT min(n) FROM episodes), 0), coalesce((SELECT max(n) FROM episodes), 0)`,
+		sizeScoped: `SELECT count(*), coalesce(min(ep.n), 0), coalesce(max(ep.n), 0) FROM episodes ep JOIN events x ON x.n = ep.n WHERE x.stream IN (SELECT value FROM json_each(?1))`,
+		cacheSize:  true,
+		fetch: `SELECT e.n, e.id, e.stream, e.seq, e.type, e.session, e.time, ep.injected,
+			CASE e.type
+				WHEN 'task/end' THEN trim(coalesce(e.data ->> 'request', '') || char(10) ||
+				                          coalesce(e.data ->> 'result', ''), char(10))
+				ELSE coalesce(e.data ->> 'text', '')
+			END
+			FROM json_each(?1) j JOIN events e ON e.n = j.value JOIN episodes ep ON ep.n = e.n`,
+	},
+}
+
+// quote makes term an FTS5 string.
+func quote(term string) string {
+	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
+}
+
+// probe returns the newest rowids (at most limit) matching expr.
+func (s *Store) probe(ctx context.Context, src *source, scoped bool, scopes, expr string, limit int) ([]int64, error) {
+	match := fmt.Sprintf(src.column, expr)
+	query, args := src.probe, []any{match, limit}
+	if scoped {
+		query, args = src.probeScoped, []any{match, limit, scopes}
+	}
+	return s.rowids(ctx, query, args...)
+}
+
+// allRows returns every searchable rowid of a small corpus.
+func (s *Store) allRows(ctx context.Context, src *source, scoped bool, scopes string) ([]int64, error) {
+	if scoped {
+		return s.rowids(ctx, src.allScoped, scopes)
+	}
+	return s.rowids(ctx, src.all)
+}
+
+func (s *Store) rowids(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// corpus is the size of an index as recall sees it.
+type corpus struct {
+	rows       int64
+	minN, maxN int64
+}
+
+// sizeCache keeps the row counts of large indexes per database file and
+// scope set, with the max rowid they were counted at. A count is reused
+// (grown by the rows added since, at the same density) until the index
+// has grown by a tenth.
+var sizeCache sync.Map // string → corpus
+
+func (s *Store) corpusStats(ctx context.Context, src *source, scoped bool, scopes string) (corpus, error) {
+	// min and max of an INTEGER PRIMARY KEY are two b-tree seeks.
+	var bounds corpus
+	if err := s.db.QueryRowContext(ctx, src.bounds).Scan(&bounds.rows, &bounds.minN, &bounds.maxN); err != nil {
+		return corpus{}, err
+	}
+	key := s.path + "\x00" + src.kind + "\x00" + scopes
+	if src.cacheSize {
+		if v, ok := sizeCache.Load(key); ok {
+			old := v.(corpus)
+			grown := bounds.maxN - old.maxN
+			if old.maxN > 0 && grown >= 0 && float64(grown) <= 0.1*float64(old.maxN-old.minN+1) {
+				density := float64(old.rows) / float64(old.maxN-old.minN+1)
+				bounds.rows = old.rows + int64(density*float64(grown))
+				return bounds, nil
+			}
+		}
+	}
+	query, args := src.size, []any{}
+	if scoped {
+		query, args = src.sizeScoped, []any{scopes}
+	}
+	var c corpus
+	if err := s.db.QueryRowContext(ctx, query, args...).Scan(&c.rows, &c.minN, &c.maxN); err != nil {
+		return corpus{}, err
+	}
+	// Rowid bounds stay those of the whole index: a scoped probe's
+	// density is measured against them (see Recall's probe stage).
+	bounds.rows = c.rows
+	if src.cacheSize {
+		sizeCache.Store(key, bounds)
+	}
+	return bounds, nil
+}
+
+// candidate is a fetched row: its item, and the fields scored beyond the
+// title.
+type candidate struct {
+	item              Item
+	body, tags, terms string
+}
+
+// fetch reads the rows of rowids (in any order: scoring sorts).
+func (s *Store) fetch(ctx context.Context, src *source, ids []int64) ([]candidate, error) {
+	arr, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, src.fetch, string(arr))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		var n int64
+		if src.kind == KindSemantic {
+			var desc, tags string
+			if err := rows.Scan(&n, &c.item.ID, &c.item.Scope, &c.item.EntryType, &c.item.Title, &desc, &c.terms,
+				&c.item.Text, &tags, &c.item.Importance, &c.item.Status, &c.item.UpdatedAt); err != nil {
+				return nil, err
+			}
+			var tl []string
+			_ = json.Unmarshal([]byte(tags), &tl)
+			c.tags = strings.Join(tl, "\n")
+			c.body = joinLines(desc, c.item.Text)
+			c.item.Kind = KindSemantic
+		} else {
+			ep := &Episode{}
+			var seq int64
+			if err := rows.Scan(&n, &ep.EventID, &ep.Stream, &seq, &ep.Type, &ep.Session, &ep.Time, &ep.Injected, &c.item.Text); err != nil {
+				return nil, err
+			}
+			ep.Seq = uint64(seq)
+			c.item.Episode = ep
+			c.item.ID, c.item.Scope, c.item.Kind, c.item.Status = ep.EventID, ep.Stream, KindEpisodic, "observed"
+			c.body = c.item.Text
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func joinLines(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "\n" + b
+}
+
+// shownCounts returns how often each entry was shown in session.
+func (s *Store) shownCounts(ctx context.Context, session string) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT entry_id, sum(count) FROM shown WHERE session = ? GROUP BY entry_id`, session)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,160 @@
+package sqlstore
+
+import "time"
+
+// Weights are every tunable number of recall and search ranking, in one
+// place. A score is a sum of lexical features, each a fraction of the
+// query's weight (so scores of different queries are on one scale),
+// multiplied by priors:
+//
+//	lexical = BM25·bm25 + Coverage·coverage + Title·title + Tags·tags
+//	        + Terms·terms + Pairs·pairs + Phrase·phrase + Substring·substring
+//	score   = lexical × importance × recency × shown × injected
+//
+// where, with Q the query mass Σ qw(t)·idf(t) over the selected query
+// terms (qw: the term's query weight, idf: its rarity in the index):
+//
+//   - bm25: Σ qw·idf·tf(k1+1)/(tf + k1(1−b+b·dl/avgdl)) / Q. Okapi BM25
+//     computed in Go over our tokens (CJK bigrams, word parts) with the
+//     query's own term weights, which FTS5's bm25() cannot take.
+//   - coverage: the share of Q the document holds at all.
+//   - title, tags, terms: the share of Q found in those fields of an entry
+//     (a title names what the entry is about; tags and terms were chosen).
+//   - pairs: the share of adjacent query token pairs found adjacent in the
+//     document: term proximity. For Chinese, two adjacent bigrams are a
+//     three-character overlap, so this is also the "longer CJK match"
+//     feature.
+//   - phrase: 1 when the query's whole token sequence occurs contiguously.
+//   - substring: 1 when the normalized query text (case folded, space
+//     collapsed) occurs in the normalized document text.
+//
+// Each default below says why it has that value; the MADial-Bench
+// numbers behind them are in doc.go.
+type Weights struct {
+	// BM25 saturation and length normalization. k1 = 1.2, b = 0.75 are
+	// the textbook values; MADial (short memories) was flat for k1 in
+	// 0.9..1.6 and b in 0.5..0.9.
+	K1, B float64
+
+	BM25      float64 // the workhorse: rare terms, repeated, in short documents
+	Coverage  float64 // holding more of the query beats holding one rare term many times
+	Title     float64 // a title hit beats a body hit (proof test TitleBeatsBody)
+	Tags      float64
+	Terms     float64
+	Pairs     float64 // proximity: phrase-like runs beat scattered tokens
+	Phrase    float64 // the exact phrase, for short queries
+	Substring float64 // the exact text, case and spacing aside
+	Chars     float64 // BM25 over single Chinese characters (morpheme overlap)
+
+	// Feedback weighs pseudo-relevance feedback: the share of the
+	// FeedbackTerms best terms of the FeedbackDocs best first-round
+	// documents that a document holds (0 turns it off).
+	Feedback      float64
+	FeedbackDocs  int
+	FeedbackTerms int
+
+	// StemMatch credits a document token that shares the query token's
+	// light English stem ("dancing" ~ "danced") at this fraction of an
+	// exact occurrence.
+	StemMatch float64
+
+	// Query term weighting. A query is read as lines (a dialogue, a
+	// pasted log): line i of L weighs LineDecay^(L−1−i), at least
+	// MinLineWeight, so the last turns lead. A term's query weight is
+	// 1 − exp(−Σ line weights of its occurrences): once in the last line
+	// ≈ 0.63, repeated ≈ 0.86, saturating.
+	LineDecay     float64
+	MinLineWeight float64
+
+	// MaxQueryTerms bounds the salient terms kept (by qw·idf); more terms
+	// cost probes and mostly add noise from long queries.
+	MaxQueryTerms int
+	// MaxProbeTerms bounds the distinct terms whose rarity is looked up
+	// (chosen by query weight first): each probe is one bounded FTS5
+	// query.
+	MaxProbeTerms int
+	// CommonFraction: a term held by more than this fraction of the
+	// index is stopword-like: it still scores (with its low idf) but its
+	// postings are never enumerated for candidates.
+	CommonFraction float64
+
+	// Candidate bounds: each term probe reads at most PerTermCap rowids
+	// (newest first); enumeration stops at PoolCap candidates. A corpus
+	// of at most SmallCorpus rows is scored whole.
+	PerTermCap  int
+	PoolCap     int
+	SmallCorpus int
+
+	// Priors. Importance 0..3 scales by 1 + Importance·(imp−1)/2
+	// (importance 1, the default, is neutral). Recency multiplies by
+	// 1 + Recency·2^(−age/RecencyHalfLife). Each time an entry was
+	// already shown in the session multiplies it by Shown, so repeated
+	// recalls rotate. Injected episodes (memory the host showed the
+	// model) multiply by Injected: they are echoes, not observations.
+	Importance      float64
+	Recency         float64
+	RecencyHalfLife time.Duration
+	Shown           float64
+	Injected        float64
+
+	// Floors. A result must reach RelFloor × the best score, and either
+	// cover AbsCoverage of the query mass or hold AbsIDF of matched
+	// idf (about one term held by fewer than 1 in 7 rows).
+	RelFloor    float64
+	AbsCoverage float64
+	AbsIDF      float64
+
+	// ConflictCoverage: a conflict entry is returned only when the query
+	// hits it: it covers this share of the query, or holds its exact
+	// phrase or text.
+	ConflictCoverage float64
+
+	// StaleAfter flags entries not updated for this long "review".
+	StaleAfter time.Duration
+}
+
+// DefaultWeights are the weights Recall uses when the query sets none.
+var DefaultWeights = Weights{
+	K1: 1.2, B: 0.75,
+
+	BM25:      1.0,
+	Coverage:  0.8,
+	Title:     0.5,
+	Tags:      0.3,
+	Terms:     0.3,
+	Pairs:     0.6,
+	Phrase:    0.8,
+	Substring: 0.5,
+	Chars:     2.0,
+
+	Feedback:      0,
+	FeedbackDocs:  3,
+	FeedbackTerms: 20,
+
+	StemMatch: 0.7,
+
+	LineDecay:     0.5,
+	MinLineWeight: 0.25,
+
+	MaxQueryTerms:  48,
+	MaxProbeTerms:  96,
+	CommonFraction: 0.25,
+
+	PerTermCap:  96,
+	PoolCap:     128,
+	SmallCorpus: 128,
+
+	Importance:      0.15,
+	Recency:         0.1,
+	RecencyHalfLife: 30 * 24 * time.Hour,
+	Shown:           0.5,
+	Injected:        0.5,
+
+	RelFloor:    0.1,
+	AbsCoverage: 0.15,
+	AbsIDF:      2.0,
+
+	ConflictCoverage: 0.5,
+
+	StaleAfter: 180 * 24 * time.Hour,
+}
