@@ -27,6 +27,10 @@ type SummaryInput struct {
 	Cwd      string
 	Entries  []Entry
 	MaxBytes int // total budget in bytes; DefaultSummaryBytes when <= 0
+	// Omitted counts entries ranked below every one in Entries that the
+	// caller did not pass (a workspace can hold thousands; only the top
+	// of the ranking can fit). They count in the "more entries" line.
+	Omitted int
 }
 
 // RenderSummary renders scopes/ws-<id>/memory_summary.md: a bounded view
@@ -59,7 +63,8 @@ func RenderSummary(in SummaryInput) []byte {
 		)
 	})
 	head := summaryHeader(in)
-	render := func(k int) []byte { return renderSummaryBody(head, ranked[:k], len(ranked)-k) }
+	omitted := max(in.Omitted, 0)
+	render := func(k int) []byte { return renderSummaryBody(head, ranked[:k], len(ranked)-k+omitted) }
 
 	if out := render(len(ranked)); len(out) <= limit {
 		return out

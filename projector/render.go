@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -302,7 +303,7 @@ func scopeCwd(ctx context.Context, q queryer, scope string) (cwd string, seq uin
 
 // renderSummary renders scopes/<scope>/memory_summary.md.
 func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, error) {
-	es, meta, err := loadScope(ctx, q, scope)
+	es, meta, omitted, err := loadSummaryEntries(ctx, q, scope)
 	if err != nil {
 		return Rendered{}, err
 	}
@@ -310,13 +311,67 @@ func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, erro
 	if err != nil {
 		return Rendered{}, err
 	}
-	in := markdown.SummaryInput{ScopeKey: scope, Cwd: cwd}
-	for _, e := range es {
-		if shown(e.md.Status) {
-			in.Entries = append(in.Entries, e.md)
-		}
-	}
+	in := markdown.SummaryInput{ScopeKey: scope, Cwd: cwd, Entries: es, Omitted: omitted}
 	return Rendered{Path: SummaryPath(scope), Data: markdown.RenderSummary(in), Meta: meta}, nil
+}
+
+// summaryPool bounds the entries read for a summary. A block takes at
+// least ~60 bytes (anchor, heading, meta line), so no more than ~50 fit
+// in the 3000-byte budget; reading the top of the ranking only keeps a
+// render O(1) in the size of a workspace with thousands of entries.
+const summaryPool = 256
+
+// summaryOrder is markdown.RenderSummary's ranking in SQL: active before
+// conflict, importance high first, the type order of global.md, then id.
+const summaryOrder = `CASE status WHEN 'conflict' THEN 1 ELSE 0 END,
+	importance DESC,
+	CASE type WHEN 'preference' THEN 0 WHEN 'rule' THEN 1 WHEN 'decision' THEN 2
+		WHEN 'architecture' THEN 3 WHEN 'procedure' THEN 4 WHEN 'fix' THEN 5
+		WHEN 'fact' THEN 6 WHEN '' THEN 8 ELSE 7 END,
+	type, id`
+
+// loadSummaryEntries reads the top of a scope's shown entries in the
+// summary's ranking, how many shown entries it left out, and the seq
+// and time of the scope's last entry change.
+func loadSummaryEntries(ctx context.Context, q queryer, scope string) ([]markdown.Entry, FileMeta, int, error) {
+	meta := FileMeta{Stream: scope}
+	var seq sql.NullInt64
+	var at sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT updated_seq, updated_at FROM entries WHERE scope = ?
+		ORDER BY updated_seq DESC, updated_at DESC LIMIT 1`, scope).Scan(&seq, &at)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+	}
+	meta.Seq, meta.Time = uint64(seq.Int64), at.String
+	var total int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE scope = ? AND status IN ('active', 'conflict')`,
+		scope).Scan(&total); err != nil {
+		return nil, meta, 0, fmt.Errorf("count entries of %s: %w", scope, err)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
+			status, conflict_group
+		FROM entries WHERE scope = ? AND status IN ('active', 'conflict')
+		ORDER BY `+summaryOrder+` LIMIT ?`, scope, summaryPool)
+	if err != nil {
+		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+	}
+	defer rows.Close()
+	var out []markdown.Entry
+	for rows.Next() {
+		var e markdown.Entry
+		var terms, tags string
+		if err := rows.Scan(&e.ID, &e.Type, &e.Title, &e.Description, &terms, &e.Content, &tags,
+			&e.Importance, &e.Status, &e.ConflictGroup); err != nil {
+			return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+		}
+		_ = json.Unmarshal([]byte(tags), &e.Tags) // a bad tags column shows no tags
+		e.Terms = splitTerms(terms)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+	}
+	return out, meta, total - len(out), nil
 }
 
 // scopeJSON is the content of scope.json. Part of the on-disk format.

@@ -93,10 +93,21 @@ func Rebuild(ctx context.Context, log Log, dir string, opts Options) (Stats, err
 	if chunk <= 0 {
 		chunk = projector.DefaultChunkSize
 	}
+	// A rebuild inserts every row once, so FTS5's incremental merging —
+	// right for a live index that is queried between folds — only
+	// rewrites segments that grow again a moment later. It is turned off
+	// for the bulk load and the segments are merged once at the end; the
+	// live setting is then put back.
+	if err := ftsBulk(ctx, st, true); err != nil {
+		return stats, err
+	}
 	for _, stream := range streams {
 		if err := foldStream(ctx, p, log, stream, chunk, progress); err != nil {
 			return stats, fmt.Errorf("rebuild from log: %w", err)
 		}
+	}
+	if err := ftsBulk(ctx, st, false); err != nil {
+		return stats, err
 	}
 	if err := p.Refresh(ctx); err != nil {
 		return stats, fmt.Errorf("rebuild from log: %w", err)
@@ -239,3 +250,25 @@ func ProjectionFiles(root string) ([]string, error) {
 
 // compile-time check that the log satisfies Log.
 var _ Log = (*events.Log)(nil)
+
+// ftsBulk switches the episodic FTS index between bulk loading (no
+// automatic merges) and its live setting (automerge 8, as migration
+// 00001 sets it), merging all segments when leaving bulk mode.
+func ftsBulk(ctx context.Context, st *sqlstore.Store, on bool) error {
+	stmts := []string{
+		`PRAGMA journal_mode = MEMORY`,
+		`PRAGMA synchronous = OFF`,
+	}
+	if !on {
+		stmts = []string{
+			`PRAGMA synchronous = NORMAL`,
+			`PRAGMA journal_mode = WAL`,
+		}
+	}
+	for _, q := range stmts {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("rebuild: configure the FTS index (%s): %w", q, err)
+		}
+	}
+	return nil
+}
