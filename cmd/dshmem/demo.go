@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
+	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"dshmem/events"
@@ -19,6 +23,12 @@ import (
 
 //go:embed demodata/sample.jsonl
 var demoSample []byte
+
+// demoHost holds DSH host session logs (MIT, see demodata/dsh/LICENSE):
+// one written by a live host (zstd-framed), two from the host's tests.
+//
+//go:embed demodata/dsh
+var demoHost embed.FS
 
 func init() {
 	register(&command{
@@ -127,6 +137,9 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		for _, h := range hits {
 			fmt.Fprintf(w, "      %s [%s] %s\n", h.EventID, h.Type, oneLine(h.Text, 90))
 		}
+	}
+	if err := demoHostAndMemory(ctx, w, say, eng, root); err != nil {
+		return err
 	}
 	if err := eng.Close(); err != nil {
 		return err
@@ -325,4 +338,125 @@ func tearLastBatch(seg string) (int64, error) {
 	}
 	cut := last.Offset + (last.End-last.Offset)/2
 	return cut, os.Truncate(seg, cut)
+}
+
+// demoHostAndMemory imports the bundled DSH host logs, distils memory
+// from the conversation with the offline rules distiller, corrects a
+// fact and recalls it.
+func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any), eng *observer.Engine, root string) error {
+	say("Import DSH host session logs (one written by a live host, zstd-framed; two from its tests).")
+	hostDir := filepath.Join(root, "dsh-host-sessions")
+	sub, err := fs.Sub(demoHost, "demodata/dsh")
+	if err != nil {
+		return err
+	}
+	if err := os.CopyFS(hostDir, sub); err != nil {
+		return fmt.Errorf("unpack the bundled host logs: %w", err)
+	}
+	rep, err := eng.ImportDSH(ctx, hostDir, observer.ImportOptions{})
+	if err != nil {
+		return err
+	}
+	for _, f := range rep.Files {
+		rel, _ := filepath.Rel(hostDir, f.Path)
+		fmt.Fprintf(w, "   %s: %d events, %d appended\n", oneLine(rel, 70), f.Events, f.Appended)
+	}
+	fmt.Fprintf(w, "   host rows skipped as not memory (turn/step markers, chunks, …): %d\n", sumCounts(rep.Total.Skipped))
+	var injected, typed int
+	db := eng.Store().DB()
+	const q = `SELECT count(*) FROM events WHERE id LIKE 'dsh:%' AND type = 'user/message' AND coalesce(json_extract(data, '$.injected'), 0) = ?`
+	if err := db.QueryRowContext(ctx, q, 1).Scan(&injected); err != nil {
+		return err
+	}
+	if err := db.QueryRowContext(ctx, q, 0).Scan(&typed); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   user messages: %d typed by a person, %d injected by plugins (kept as context, never learnt from)\n", typed, injected)
+	rep, err = eng.ImportDSH(ctx, hostDir, observer.ImportOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   importing again: %d appended, %d duplicates\n", rep.Total.Appended, rep.Total.Duplicates)
+
+	say("Distil: a checkpoint runs the offline rules distiller over what users typed.")
+	at := time.Date(2026, 8, 20, 9, 0, 0, 0, time.UTC)
+	if err := demoSay(ctx, eng, "demo-s3", "/home/dev/shop-api", at,
+		"Remember that the shop database is MySQL 8 on db.internal."); err != nil {
+		return err
+	}
+	results, err := eng.Checkpoint(ctx, observer.CheckpointRequest{Force: true, Now: at.Add(time.Minute)})
+	if err != nil {
+		return err
+	}
+	demoCheckpoint(w, results)
+
+	say("The user corrects a fact: the old entry is superseded with the user's own words as evidence.")
+	if err := demoSay(ctx, eng, "demo-s3", "/home/dev/shop-api", at.Add(2*time.Minute),
+		"Correction: the shop database is not MySQL but PostgreSQL 16 now."); err != nil {
+		return err
+	}
+	results, err = eng.Checkpoint(ctx, observer.CheckpointRequest{Force: true, Now: at.Add(3 * time.Minute)})
+	if err != nil {
+		return err
+	}
+	demoCheckpoint(w, results)
+
+	say("Recall: entries of the workspace and global scope, ranked; superseded facts never come back.")
+	scopes := []string{observer.StreamForCwd("/home/dev/shop-api"), observer.GlobalStream}
+	for _, q := range []string{"which database does the shop use", "pnpm 依赖"} {
+		res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Scopes: scopes, Limit: 3, Now: at.Add(4 * time.Minute)})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "   %q →\n", q)
+		for _, it := range res.Items {
+			fmt.Fprintf(w, "      [%s, %s] %s\n", it.Status, it.ID, oneLine(it.Text, 80))
+		}
+		if len(res.Items) == 0 {
+			fmt.Fprintf(w, "      %s\n", oneLine(res.Guidance, 100))
+		}
+	}
+	return nil
+}
+
+// demoSay ingests one user message of session at time t.
+func demoSay(ctx context.Context, eng *observer.Engine, session, cwd string, t time.Time, text string) error {
+	line, err := json.Marshal(map[string]any{
+		"id": "demo:" + session + ":" + t.Format("150405"), "type": "user/message", "time": t.Format(time.RFC3339),
+		"session": session, "cwd": cwd, "data": map[string]string{"text": text},
+	})
+	if err != nil {
+		return err
+	}
+	res, outs, err := eng.Ingest(ctx, [][]byte{line})
+	if err != nil {
+		return err
+	}
+	if res.Appended != 1 && len(outs) == 1 && outs[0].Error != nil {
+		return outs[0].Error
+	}
+	return nil
+}
+
+func demoCheckpoint(w io.Writer, results []observer.CheckpointResult) {
+	for _, r := range results {
+		if len(r.Ops) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "   checkpoint of session %s (seq %d–%d, %s): ", r.Session, r.From, r.To, r.Distiller)
+		var parts []string
+		for i, op := range r.Ops {
+			id := ""
+			if i < len(r.Entries) {
+				id = r.Entries[i]
+			}
+			switch op.Op {
+			case "supersede":
+				parts = append(parts, fmt.Sprintf("supersede %s → %s, quoting %q", op.TargetID, id, op.NewQuote))
+			default:
+				parts = append(parts, fmt.Sprintf("%s %s %q", op.Op, id, oneLine(op.Title, 60)))
+			}
+		}
+		fmt.Fprintln(w, strings.Join(parts, "; "))
+	}
 }

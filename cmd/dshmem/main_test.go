@@ -210,9 +210,19 @@ func TestDemo(t *testing.T) {
 		`"Xk9fLq2w" in the decompressed log: false`,
 		"on open: repaired",
 		"problems after repair: 0",
+		"importing again: 0 appended, 25 duplicates",
+		"3 injected by plugins",
+		`"The shop database is MySQL 8 on db.internal"`,
+		`quoting "Correction: the shop database is not MySQL but PostgreSQL 16 now"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// The superseded MySQL entry must not come back in the recall step.
+	recall := out[strings.Index(out, "Recall:"):]
+	recall = recall[:strings.Index(recall, "Verify the log")]
+	if strings.Contains(recall, "MySQL 8 on db.internal") || !strings.Contains(recall, "PostgreSQL 16") {
+		t.Errorf("recall step shows the superseded fact or misses the new one:\n%s", recall)
 	}
 }
