@@ -326,6 +326,20 @@ func (l *Log) Stats() (LogStats, error) {
 // error from fn stops the scan and is returned as is; damage is returned
 // as a *CorruptError.
 func (l *Log) Scan(stream string, fromSeq uint64, fn func(Envelope) error) error {
+	return l.scan(stream, fromSeq, nil, fn)
+}
+
+// ScanFiltered is Scan for readers that want few of a stream's events:
+// only lines for which keep returns true are decoded and passed to fn.
+// keep sees each raw JSON line (checksums already verified) and must not
+// retain it. Decoding is most of a scan's cost, so a cheap byte test
+// (bytes.Contains on a type name) makes a sparse read several times
+// faster.
+func (l *Log) ScanFiltered(stream string, fromSeq uint64, keep func(line []byte) bool, fn func(Envelope) error) error {
+	return l.scan(stream, fromSeq, keep, fn)
+}
+
+func (l *Log) scan(stream string, fromSeq uint64, keep func([]byte) bool, fn func(Envelope) error) error {
 	l.mu.Lock()
 	s := l.streams[stream]
 	l.mu.Unlock()
@@ -356,10 +370,13 @@ func (l *Log) Scan(stream string, fromSeq uint64, fn func(Envelope) error) error
 	for i := start; i < len(segs); i++ {
 		seg := segs[i]
 		st, err := walkSegment(l.fs, seg, walkOpts{
-			stream: stream, decode: true, skipBelow: fromSeq,
+			stream: stream, decode: keep == nil, skipBelow: fromSeq,
 			expNext: expNext, expPrev: expPrev,
 			report: func(ce *CorruptError) error { return ce },
 			onBatch: func(b Batch) error {
+				if keep != nil {
+					return scanLines(b, fromSeq, lastSeq, keep, fn, stop, &fnErr)
+				}
 				for _, e := range b.Events {
 					if e.Seq < fromSeq {
 						continue
@@ -393,4 +410,31 @@ func (l *Log) Scan(stream string, fromSeq uint64, fn func(Envelope) error) error
 		expNext, expPrev = st.next, &st.last
 	}
 	return fmt.Errorf("scan stream %s: %w: log ends at seq %d, but seq %d was acknowledged", stream, ErrChain, expNext-1, lastSeq)
+}
+
+// scanLines is the onBatch of a filtered scan: it decodes only the kept
+// lines of a raw batch. The seq of line i is the batch's first seq + i
+// (the writer's invariant, checked by the walk).
+func scanLines(b Batch, fromSeq, lastSeq uint64, keep func([]byte) bool, fn func(Envelope) error, stop error, fnErr *error) error {
+	for i, line := range b.Lines {
+		seq := b.Header.FirstSeq + uint64(i)
+		if seq < fromSeq {
+			continue
+		}
+		if seq > lastSeq {
+			return stop
+		}
+		if !keep(line) {
+			continue
+		}
+		e, err := Unmarshal(line)
+		if err != nil {
+			return fmt.Errorf("decode seq %d: %w", seq, err)
+		}
+		if err := fn(e); err != nil {
+			*fnErr = err
+			return stop
+		}
+	}
+	return nil
 }

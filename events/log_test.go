@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -250,5 +252,51 @@ func TestZstdCLI(t *testing.T) {
 	}
 	if seen != len(all) {
 		t.Fatalf("zstd printed %d events, want %d", seen, len(all))
+	}
+}
+
+// TestScanFiltered checks that a filtered scan yields exactly the events
+// a full scan does, filtered the same way, from any start.
+func TestScanFiltered(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := OpenLog(dir, Options{SegmentSize: 4 << 10, MaxBatch: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	for i := 0; i < 300; i++ {
+		typ := TypeUserMessage
+		if i%13 == 0 {
+			typ = TypeMemoryRemember
+		}
+		_, err := lg.Append(context.Background(), "global", []Envelope{{ID: fmt.Sprintf("e%d", i), Type: typ,
+			Time: "2026-08-18T10:00:00Z", Data: json.RawMessage(fmt.Sprintf(`{"text":"event %d"}`, i))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, from := range []uint64{0, 1, 2, 50, 299, 300, 301} {
+		var want, got []Envelope
+		if err := lg.Scan("global", from, func(e Envelope) error {
+			if e.Type == TypeMemoryRemember {
+				want = append(want, e)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		keep := func(line []byte) bool { return bytes.Contains(line, []byte(`"type":"memory/remember"`)) }
+		if err := lg.ScanFiltered("global", from, keep, func(e Envelope) error {
+			got = append(got, e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("from %d: got %d events, want %d", from, len(got), len(want))
+		}
+		if from <= 1 && len(got) != 24 {
+			t.Fatalf("from %d: got %d remembered events, want 24", from, len(got))
+		}
 	}
 }

@@ -44,6 +44,11 @@ type Projector struct {
 	// Held, when set, is told about each projection file left as it is
 	// because it holds a hand edit not yet captured (see put).
 	Held func(path string)
+
+	// Sparse lets a fold skip seqs: restore folds only the events that
+	// change what one file shows, and the rest change nothing there.
+	// Seqs must still rise. Never set for the index of a root.
+	Sparse bool
 }
 
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
@@ -98,7 +103,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		if ev.Seq <= cur {
 			continue
 		}
-		if ev.Seq != cur+1 {
+		if ev.Seq != cur+1 && !p.Sparse {
 			return &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
 		}
 		if err := f.apply(ev, pr); err != nil {

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,12 @@ func Restore(ctx context.Context, log Log, rel string, at Point, opts RestoreOpt
 
 // restoreStream folds the one stream a file depends on, up to the seq
 // asked, into a temporary index and renders the file from it.
+// filteredScanner is a Log that can decode only the lines a reader
+// wants (*events.Log).
+type filteredScanner interface {
+	ScanFiltered(stream string, fromSeq uint64, keep func(line []byte) bool, fn func(events.Envelope) error) error
+}
+
 func restoreStream(ctx context.Context, log Log, rel string, info projector.PathInfo, at Point) ([]byte, error) {
 	if !at.Time.IsZero() {
 		return nil, fmt.Errorf("%w: %s is fed by the stream %s alone; give --at a seq of that stream, not a time", ErrBadPoint, rel, info.Scope)
@@ -74,7 +81,18 @@ func restoreStream(ctx context.Context, log Log, rel string, info projector.Path
 	// cwd (the workspace's scopes row), change what these files show.
 	var keep []events.Envelope
 	cwdSeen := false
-	err := log.Scan(info.Scope, 1, func(ev events.Envelope) error {
+	// A log that can filter raw lines skips decoding the conversation,
+	// which is nearly all of a stream: the byte test is a superset of
+	// what the callback below keeps.
+	scan := log.Scan
+	if fl, ok := log.(filteredScanner); ok {
+		scan = func(stream string, from uint64, fn func(events.Envelope) error) error {
+			return fl.ScanFiltered(stream, from, func(line []byte) bool {
+				return bytes.Contains(line, []byte(`"type":"memory/`)) || !cwdSeen && bytes.Contains(line, []byte(`"cwd":`))
+			}, fn)
+		}
+	}
+	err := scan(info.Scope, 1, func(ev events.Envelope) error {
 		if ev.Seq > seq {
 			return errStop
 		}
@@ -106,27 +124,14 @@ func restoreStream(ctx context.Context, log Log, rel string, info projector.Path
 	}
 	defer st.Close()
 	p := projector.New(st)
-	setCursor := func(s uint64) error {
-		_, err := st.DB().ExecContext(ctx, `INSERT INTO cursors (stream, seq) VALUES (?, ?)
-			ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, info.Scope, int64(s))
-		return err
-	}
-	// Fold each run of consecutive seqs behind a cursor set just before
-	// it: the events in between change nothing these files show.
-	for i := 0; i < len(keep); {
-		j := i + 1
-		for j < len(keep) && keep[j].Seq == keep[j-1].Seq+1 {
-			j++
-		}
-		if err := setCursor(keep[i].Seq - 1); err != nil {
+	p.Sparse = true // only the events that change these files; entry ids derive from their own seqs
+	if len(keep) > 0 {
+		if err := p.Fold(ctx, keep); err != nil {
 			return nil, fmt.Errorf("restore %s: %w", rel, err)
 		}
-		if err := p.Fold(ctx, keep[i:j]); err != nil {
-			return nil, fmt.Errorf("restore %s: %w", rel, err)
-		}
-		i = j
 	}
-	if err := setCursor(seq); err != nil {
+	if _, err := st.DB().ExecContext(ctx, `INSERT INTO cursors (stream, seq) VALUES (?, ?)
+		ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, info.Scope, int64(seq)); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
 	target := rel
