@@ -49,6 +49,9 @@ type Metrics struct {
 	DistillerCalls   atomic.Uint64
 	DistillerFailure atomic.Uint64
 	ShownErrors      atomic.Uint64
+	IntakeCalls      atomic.Uint64 // Engine.Ingest calls (joined requests count once)
+	PacketsReused    atomic.Uint64 // packets re-stamped without a recall: nothing they rest on changed
+	PacketsDiscarded atomic.Uint64 // packets computed for a version that moved on meanwhile
 
 	ingest *histogram
 	recall *histogram
@@ -76,6 +79,18 @@ func (m *Metrics) request(route string, code int) {
 	m.mu.Unlock()
 }
 
+// Suppressed returns how many packet fetches were answered with nothing,
+// by reason.
+func (m *Metrics) Suppressed() map[string]uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]uint64, len(m.suppressed))
+	for k, v := range m.suppressed {
+		out[k] = v
+	}
+	return out
+}
+
 // WriteTo writes every metric in the Prometheus text format.
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	var b strings.Builder
@@ -92,6 +107,9 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	counter("dshmem_distiller_calls_total", "Distiller calls (one per claimed range).", m.DistillerCalls.Load())
 	counter("dshmem_distiller_failures_total", "Distiller calls that failed.", m.DistillerFailure.Load())
 	counter("dshmem_shown_errors_total", "memory/shown events that could not be written.", m.ShownErrors.Load())
+	counter("dshmem_intake_calls_total", "Intake calls; concurrent event posts and memory/shown writes share one.", m.IntakeCalls.Load())
+	counter("dshmem_packets_reused_total", "Packets carried to a new contextVersion without a recall (same query, no memory change).", m.PacketsReused.Load())
+	counter("dshmem_packets_discarded_total", "Packets dropped because their session moved on while they were computed.", m.PacketsDiscarded.Load())
 
 	m.mu.Lock()
 	b.WriteString("# HELP dshmem_packets_suppressed_total Packet fetches answered with nothing, by reason.\n# TYPE dshmem_packets_suppressed_total counter\n")

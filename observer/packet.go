@@ -115,6 +115,7 @@ type sessionRuntime struct {
 	compacted bool // a compaction since the last context
 	packet    *Packet
 	served    bool           // packet was served already
+	computing bool           // a compute of this session runs
 	shownAt   map[string]int // entry id → step it was last served at
 }
 
@@ -147,13 +148,14 @@ type Broker struct {
 	queue    []string
 	queued   map[string]bool
 	wake     chan struct{}
-	idle     *sync.Cond // signalled when the queue drains and no compute runs
+	idle     *sync.Cond // signalled when the queue drains and when a compute ends
 	busy     int
+	one      chan struct{} // held while a recall of the broker runs
 }
 
 func newBroker(rec recaller, opts PacketOptions, m *Metrics, now func() time.Time, logf func(string, ...any)) *Broker {
 	b := &Broker{opts: opts.withDefaults(), rec: rec, metrics: m, now: now, logf: logf,
-		sessions: map[string]*sessionRuntime{}, queued: map[string]bool{}, wake: make(chan struct{}, 1)}
+		sessions: map[string]*sessionRuntime{}, queued: map[string]bool{}, wake: make(chan struct{}, 1), one: make(chan struct{}, 1)}
 	b.idle = sync.NewCond(&b.mu)
 	return b
 }
@@ -342,39 +344,73 @@ func (b *Broker) run(ctx context.Context) {
 		sid := b.queue[0]
 		b.queue = b.queue[1:]
 		delete(b.queued, sid)
-		rt := b.sessions[sid]
-		if rt == nil || !rt.dirty {
-			b.mu.Unlock()
-			continue
-		}
-		rt.dirty = false
-		snap := struct {
-			ring    []segment
-			ver     uint64
-			step    int
-			stream  string
-			cooling map[string]bool
-		}{append([]segment(nil), rt.ring...), rt.ver, rt.step, rt.stream, map[string]bool{}}
-		for id, at := range rt.shownAt {
-			if snap.step-at < b.opts.Cooldown {
-				snap.cooling[id] = true
-			}
-		}
-		b.busy++
-		b.mu.Unlock()
-
-		p, err := b.compute(ctx, sid, snap.ring, snap.ver, snap.step, snap.stream, snap.cooling)
-		if err != nil && ctx.Err() == nil {
-			b.logf("packet for session %s: %v", sid, err)
-		}
-
-		b.mu.Lock()
-		b.busy--
-		if rt := b.sessions[sid]; rt != nil && rt.ver == snap.ver && err == nil {
-			rt.packet, rt.served = p, false
-		}
+		b.computeLocked(ctx, sid)
 		b.mu.Unlock()
 	}
+}
+
+// ComputeNow computes the packet of session at once, on the caller's
+// goroutine, if its runtime has events the packet does not reflect yet
+// and no other compute of it runs. POST /v1/events calls it after the
+// intake, so the fetch a host makes right after its events finds a packet
+// for them, and the compute runs on the request that caused it (spread
+// over the cores with the other requests) instead of queueing behind
+// every other session's on the worker. A session it skips stays queued
+// for the worker.
+func (b *Broker) ComputeNow(ctx context.Context, session string) {
+	b.mu.Lock()
+	b.computeLocked(ctx, session)
+	b.mu.Unlock()
+}
+
+// computeLocked computes the packet of sid if it is dirty and not being
+// computed. b.mu is held on entry and on return, and released while the
+// recall runs.
+func (b *Broker) computeLocked(ctx context.Context, sid string) {
+	rt := b.sessions[sid]
+	for rt != nil && rt.computing {
+		// One compute per session at a time; the one running may be for
+		// an older version, so look again once it is done.
+		b.idle.Wait()
+		rt = b.sessions[sid]
+	}
+	if rt == nil || !rt.dirty {
+		return
+	}
+	rt.dirty, rt.computing = false, true
+	snap := struct {
+		ring    []segment
+		ver     uint64
+		step    int
+		stream  string
+		cooling map[string]bool
+	}{append([]segment(nil), rt.ring...), rt.ver, rt.step, rt.stream, map[string]bool{}}
+	for id, at := range rt.shownAt {
+		if snap.step-at < b.opts.Cooldown {
+			snap.cooling[id] = true
+		}
+	}
+	b.busy++
+	b.mu.Unlock()
+
+	// One compute at a time, whoever runs it: packets never take both
+	// cores from the requests.
+	b.one <- struct{}{}
+	p, err := b.compute(ctx, sid, snap.ring, snap.ver, snap.step, snap.stream, snap.cooling)
+	<-b.one
+	if err != nil && ctx.Err() == nil {
+		b.logf("packet for session %s: %v", sid, err)
+	}
+
+	b.mu.Lock()
+	b.busy--
+	rt.computing = false
+	if b.sessions[sid] == rt && rt.ver == snap.ver && err == nil {
+		rt.packet, rt.served = p, false
+	} else if err == nil {
+		b.metrics.PacketsDiscarded.Add(1)
+	}
+	b.idle.Broadcast() // Settle, and computes waiting for this session
 }
 
 // Settle waits until every queued packet has been computed (tests, and
@@ -532,7 +568,7 @@ func (b *Broker) Fetch(session string, ver uint64, hasVer bool, step int, hasSte
 	}
 	p := rt.packet
 	switch {
-	case p == nil || rt.dirty || b.queued[session]:
+	case p == nil || rt.dirty || rt.computing:
 		if p == nil || p.ContextVersion == rt.ver {
 			return fetchResult{reason: "none"}
 		}

@@ -127,7 +127,7 @@ func TestPackets(t *testing.T) {
 		}
 	})
 	t.Run("ShownLogged", func(t *testing.T) {
-		ts.srv.shownWG.Wait()
+		ts.srv.intakeWG.Wait()
 		var count int
 		err := ts.eng.store.DB().QueryRowContext(t.Context(), `SELECT count(*) FROM events WHERE type = 'memory/shown' AND session = 'a'
 			AND data ->> 'mode' IN ('hint','checklist','prefetch') AND data ->> 'session' = 'a' AND json_array_length(data -> 'entries') > 0`).Scan(&count)

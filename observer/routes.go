@@ -214,9 +214,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 	if len(lines) == 0 {
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, "no events: send a JSON array of envelopes or one envelope per line")
 	}
-	t0 := time.Now()
-	res, outs, ierr := s.eng.Ingest(r.Context(), lines)
-	s.metrics.ingest.observe(time.Since(t0))
+	j := s.ingest(lines)
+	res, outs, ierr := j.res, j.outs, j.err
 	if ierr != nil && outs == nil {
 		if errors.Is(ierr, ErrIngestTooLarge) {
 			return writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, ierr.Error())
@@ -224,7 +223,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 		return writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "ingest: "+ierr.Error())
 	}
 	resp := EventsResponse{IngestResult: res, Results: make([]EventResult, len(outs))}
-	var observed []events.Envelope
 	for i, o := range outs {
 		er := EventResult{Line: nums[i], ID: o.ID, Status: o.Status, Stream: o.Stream, Seq: o.Seq}
 		if o.Error != nil {
@@ -234,21 +232,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 			er.Status, er.Error = StatusRejected, "not written: the log failed before this event"
 		}
 		resp.Results[i] = er
-		if o.Status == StatusAppended {
-			// The line passed Validate; v may be absent (it means 1).
-			var ev events.Envelope
-			if err := json.Unmarshal(lines[i], &ev); err == nil {
-				ev.Stream, ev.Seq = o.Stream, o.Seq
-				observed = append(observed, ev)
-			}
-		}
 	}
 	s.metrics.EventsAppended.Add(uint64(res.Appended))
 	s.metrics.EventsDuplicate.Add(uint64(res.Duplicates))
 	s.metrics.EventsRejected.Add(uint64(res.Rejected))
-	if len(observed) > 0 {
-		s.broker.Observe(observed)
-		resp.Sessions = s.broker.Versions(observed)
+	if len(j.observed) > 0 {
+		for sid := range sessionsOf(j.observed) {
+			s.broker.ComputeNow(r.Context(), sid)
+		}
+		resp.Sessions = s.broker.Versions(j.observed)
 	}
 	if ierr != nil {
 		if res.Appended == 0 {
@@ -258,6 +250,17 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 		s.opts.Logf("ingest: %v", ierr)
 	}
 	return writeJSON(w, http.StatusOK, resp)
+}
+
+// sessionsOf returns the sessions of evs.
+func sessionsOf(evs []events.Envelope) map[string]bool {
+	out := map[string]bool{}
+	for i := range evs {
+		if evs[i].Session != "" {
+			out[evs[i].Session] = true
+		}
+	}
+	return out
 }
 
 // RecallRequest is the body of POST /v1/recall: the options of
@@ -305,7 +308,7 @@ func (s *Server) scopeOf(w http.ResponseWriter, cwd, stream string) (string, int
 		return "", c
 	}
 	if stream != GlobalStream {
-		cur, err := s.eng.store.Cursors()
+		cur, err := s.index.Cursors()
 		if err != nil {
 			c, _ := writeError(w, http.StatusServiceUnavailable, CodeIndex, "read the index: "+err.Error())
 			return "", c
@@ -341,7 +344,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	}
 	cwd := req.Cwd
 	if cwd == "" && req.Stream == "" && req.Session != "" {
-		if c, ok, err := s.eng.store.SessionCwd(r.Context(), req.Session); err != nil {
+		if c, ok, err := s.index.SessionCwd(r.Context(), req.Session); err != nil {
 			return writeError(w, http.StatusServiceUnavailable, CodeIndex, "look up the session: "+err.Error())
 		} else if ok {
 			cwd = c
@@ -360,7 +363,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	}
 	now := s.opts.Now()
 	t0 := time.Now()
-	res, err := s.eng.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
+	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
 		Session: req.Session, Limit: req.Limit, Bytes: req.Bytes, Now: now, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond})
 	s.metrics.recall.observe(time.Since(t0))
 	if err != nil {
@@ -411,7 +414,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, erro
 		scopes = []string{stream}
 	}
 	t0 := time.Now()
-	res, err := s.eng.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
+	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
 		Limit: req.Limit, Bytes: -1, NoFloor: true})
 	s.metrics.recall.observe(time.Since(t0))
 	if err != nil {
@@ -445,7 +448,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 	}
 	info := s.broker.takeContext(session)
 	if cwd == "" && session != "" {
-		if c, ok, err := s.eng.store.SessionCwd(r.Context(), session); err != nil {
+		if c, ok, err := s.index.SessionCwd(r.Context(), session); err != nil {
 			return writeError(w, http.StatusServiceUnavailable, CodeIndex, "look up the session: "+err.Error())
 		} else if ok {
 			cwd = c
@@ -463,7 +466,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 	}
 	sub := origin == "subagent" || depth > 0 || info.origin == "subagent"
 	if !sub && s.takeTop(session) {
-		m, err := s.eng.Maintenance(r.Context(), sc.Scope, now)
+		m, err := s.index.Maintenance(r.Context(), sc.Scope, now)
 		if err != nil {
 			return writeError(w, http.StatusServiceUnavailable, CodeIndex, "check maintenance: "+err.Error())
 		}

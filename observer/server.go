@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,13 +53,36 @@ type ServerOptions struct {
 	Now func() time.Time
 	// Logf receives what the server has to say (nil: nothing).
 	Logf func(format string, args ...any)
+
+	// index answers the read routes and the broker; nil means the
+	// engine's. Tests set it to make the index fail.
+	index readIndex
 }
+
+// readIndex is what the read routes (recall, search, context) and the
+// packet broker ask of the index. Intake does not go through it.
+type readIndex interface {
+	recaller
+	SessionCwd(ctx context.Context, session string) (string, bool, error)
+	Cursors() (map[string]uint64, error)
+	Maintenance(ctx context.Context, scope string, now time.Time) ([]string, error)
+}
+
+// engineIndex is the engine's readIndex.
+type engineIndex struct{ *Engine }
+
+func (e engineIndex) SessionCwd(ctx context.Context, session string) (string, bool, error) {
+	return e.store.SessionCwd(ctx, session)
+}
+
+func (e engineIndex) Cursors() (map[string]uint64, error) { return e.store.Cursors() }
 
 // Server is the host's front door: the HTTP JSON API v1 over one open
 // Engine, the DSH watcher and the packet broker. It never closes the
 // engine: the caller opened it and closes it after Shutdown.
 type Server struct {
 	eng     *Engine
+	index   readIndex
 	opts    ServerOptions
 	token   []byte
 	metrics *Metrics
@@ -72,11 +96,12 @@ type Server struct {
 	wg     sync.WaitGroup
 	start  sync.Once
 
-	shownMu   sync.Mutex
-	shownQ    []shownRecord
-	shownBusy bool
-	shownWG   sync.WaitGroup
-	lastShown int64 // only the writeShown goroutine touches it
+	// The intake (ingest): calls queue here and run joined.
+	intakeMu   sync.Mutex
+	intakeQ    []*intakeJob
+	intakeBusy bool
+	intakeWG   sync.WaitGroup
+	lastShown  int64 // newest memory/shown id time, under intakeMu
 
 	topMu    sync.Mutex
 	firstTop string // the session that got the maintenance reminder
@@ -110,10 +135,13 @@ func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
 	if opts.AutoCheckpoint == 0 {
 		opts.AutoCheckpoint = time.Minute
 	}
-	s := &Server{eng: e, opts: opts, token: []byte(opts.Token), metrics: newMetrics(),
+	s := &Server{eng: e, index: opts.index, opts: opts, token: []byte(opts.Token), metrics: newMetrics(),
 		slots: make(chan struct{}, opts.MaxInFlight)}
+	if s.index == nil {
+		s.index = engineIndex{e}
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.broker = newBroker(e, opts.Packets, s.metrics, opts.Now, opts.Logf)
+	s.broker = newBroker(s.index, opts.Packets, s.metrics, opts.Now, opts.Logf)
 	if opts.DSHSessions != "" {
 		wo := opts.Watch
 		wo.Observe = s.broker.Observe
@@ -244,7 +272,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.http.Shutdown(ctx)
 	s.cancel()
 	s.wg.Wait()
-	s.shownWG.Wait()
+	s.intakeWG.Wait()
 	if s.watcher != nil {
 		// One last scan so what the host wrote before the stop is in.
 		if _, werr := s.watcher.Scan(context.Background()); werr != nil {
@@ -254,73 +282,167 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// shownRecord is one memory/shown event waiting to be written.
-type shownRecord struct {
-	session, cwd, mode string
-	ids                []string
-	at                 time.Time
+// intakeJob is one call waiting for the server's intake: the lines of
+// one POST /v1/events (done is closed when its outcomes are in), or
+// memory/shown lines that nobody waits for (done is nil).
+type intakeJob struct {
+	lines    [][]byte
+	size     int
+	res      IngestResult
+	outs     []Outcome
+	err      error
+	observed []events.Envelope // the appended events, stream and seq set
+	done     chan struct{}
+}
+
+// ingest sends lines through the server's intake and waits for their
+// outcomes. Calls that arrive while an intake runs are joined into one
+// Engine.Ingest call (group commit): one lock, one append and fsync per
+// stream, one fold and one render of the projections for all of them.
+// Every event keeps its own outcome; the appended ones are given to the
+// broker, in arrival order, before the call returns.
+func (s *Server) ingest(lines [][]byte) *intakeJob {
+	j := &intakeJob{lines: lines, done: make(chan struct{})}
+	for _, l := range lines {
+		j.size += len(l)
+	}
+	s.enqueue(j)
+	<-j.done
+	return j
+}
+
+func (s *Server) enqueue(j *intakeJob) {
+	s.intakeMu.Lock()
+	s.intakeQ = append(s.intakeQ, j)
+	start := !s.intakeBusy
+	s.intakeBusy = true
+	if start {
+		s.intakeWG.Add(1)
+	}
+	s.intakeMu.Unlock()
+	if start {
+		go s.drainIntake()
+	}
+}
+
+// drainIntake runs the queued jobs, as many at once as fit in
+// MaxIngestBytes, until the queue is empty.
+func (s *Server) drainIntake() {
+	defer s.intakeWG.Done()
+	for {
+		s.intakeMu.Lock()
+		n, size := 0, 0
+		for n < len(s.intakeQ) && (n == 0 || size+s.intakeQ[n].size <= MaxIngestBytes) {
+			size += s.intakeQ[n].size
+			n++
+		}
+		if n == 0 {
+			s.intakeBusy = false
+			s.intakeMu.Unlock()
+			return
+		}
+		jobs := append([]*intakeJob(nil), s.intakeQ[:n]...)
+		s.intakeQ = append(s.intakeQ[:0], s.intakeQ[n:]...)
+		s.intakeMu.Unlock()
+		s.runIntake(jobs)
+	}
+}
+
+func (s *Server) runIntake(jobs []*intakeJob) {
+	var all [][]byte
+	for _, j := range jobs {
+		all = append(all, j.lines...)
+	}
+	t0 := time.Now()
+	// Not a request's context: the call serves several requests, and an
+	// intake is short and must not be cut in half by one client leaving.
+	_, outs, err := s.eng.Ingest(context.Background(), all)
+	s.metrics.ingest.observe(time.Since(t0))
+	s.metrics.IntakeCalls.Add(1)
+	off := 0
+	for _, j := range jobs {
+		if outs != nil {
+			j.outs = outs[off : off+len(j.lines)]
+			for i := range j.outs {
+				j.outs[i].Line = i + 1
+				switch j.outs[i].Status {
+				case StatusAppended:
+					j.res.Appended++
+				case StatusDuplicate:
+					j.res.Duplicates++
+				case StatusRejected:
+					j.res.Rejected++
+				}
+			}
+		}
+		off += len(j.lines)
+		// A failure concerns a job when it left some of its events
+		// undecided, or when its appended events were not indexed.
+		if err != nil && (outs == nil || j.res.Appended > 0 || slices.ContainsFunc(j.outs, func(o Outcome) bool { return o.Status == "" })) {
+			j.err = err
+		}
+		if j.done == nil {
+			s.finishShown(j)
+			continue
+		}
+		for i, o := range j.outs {
+			if o.Status != StatusAppended {
+				continue
+			}
+			// The line passed Validate; v may be absent (it means 1).
+			var ev events.Envelope
+			if json.Unmarshal(j.lines[i], &ev) == nil {
+				ev.Stream, ev.Seq = o.Stream, o.Seq
+				j.observed = append(j.observed, ev)
+			}
+		}
+		if len(j.observed) > 0 {
+			s.broker.Observe(j.observed)
+		}
+		close(j.done)
+	}
+}
+
+func (s *Server) finishShown(j *intakeJob) {
+	err := j.err
+	for _, o := range j.outs {
+		if o.Status == StatusRejected {
+			err = errors.Join(err, o.Error)
+		}
+	}
+	if err != nil {
+		s.metrics.ShownErrors.Add(1)
+		s.opts.Logf("record memory shown: %v", err)
+	}
 }
 
 // recordShown queues the memory/shown event of a served packet or recall
 // (event data {entries, session, mode}, as Engine.RecordShown writes it).
-// It is written after the response, so a fetch never waits for an fsync;
-// what is queued while a write runs goes out as one intake call. Shutdown
-// waits for the queue.
+// It goes through the intake after the response, so a fetch never waits
+// for an fsync, and it shares the intake call of whatever events arrive
+// meanwhile. Shutdown waits for it.
 func (s *Server) recordShown(session, cwd, mode string, ids []string) {
-	s.shownMu.Lock()
-	s.shownQ = append(s.shownQ, shownRecord{session, cwd, mode, ids, s.opts.Now()})
-	start := !s.shownBusy
-	s.shownBusy = true
-	if start {
-		s.shownWG.Add(1)
+	at := s.opts.Now()
+	s.intakeMu.Lock()
+	// The writer picks the id (ARCHITECTURE §4): session and time, made
+	// unique within this server by lastShown.
+	ns := at.UnixNano()
+	if ns <= s.lastShown {
+		ns = s.lastShown + 1
 	}
-	s.shownMu.Unlock()
-	if start {
-		go s.writeShown()
+	s.lastShown = ns
+	s.intakeMu.Unlock()
+	line, err := json.Marshal(map[string]any{
+		"id": "shown:" + session + ":" + strconv.FormatInt(ns, 10), "type": events.TypeMemoryShown,
+		"time": at.UTC().Format(time.RFC3339Nano), "session": session, "cwd": cwd,
+		"data": map[string]any{"entries": ids, "session": session, "mode": mode},
+	})
+	if err != nil {
+		s.metrics.ShownErrors.Add(1)
+		s.opts.Logf("record memory shown: %v", err)
+		return
 	}
-}
-
-func (s *Server) writeShown() {
-	defer s.shownWG.Done()
-	for {
-		s.shownMu.Lock()
-		q := s.shownQ
-		s.shownQ = nil
-		if len(q) == 0 {
-			s.shownBusy = false
-			s.shownMu.Unlock()
-			return
-		}
-		s.shownMu.Unlock()
-		lines := make([][]byte, 0, len(q))
-		for _, r := range q {
-			// The writer picks the id (ARCHITECTURE §4): session and time,
-			// made unique within this server by lastShown.
-			ns := r.at.UnixNano()
-			if ns <= s.lastShown {
-				ns = s.lastShown + 1
-			}
-			s.lastShown = ns
-			line, err := json.Marshal(map[string]any{
-				"id": "shown:" + r.session + ":" + strconv.FormatInt(ns, 10), "type": events.TypeMemoryShown,
-				"time": r.at.UTC().Format(time.RFC3339Nano), "session": r.session, "cwd": r.cwd,
-				"data": map[string]any{"entries": r.ids, "session": r.session, "mode": r.mode},
-			})
-			if err == nil {
-				lines = append(lines, line)
-			}
-		}
-		_, outs, err := s.eng.Ingest(context.Background(), lines)
-		for _, o := range outs {
-			if o.Status == StatusRejected {
-				err = errors.Join(err, o.Error)
-			}
-		}
-		if err != nil {
-			s.metrics.ShownErrors.Add(1)
-			s.opts.Logf("record memory shown: %v", err)
-		}
-	}
+	s.enqueue(&intakeJob{lines: [][]byte{line}, size: len(line)})
 }
 
 // authorized checks the bearer token in constant time.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"dshmem/observer/distill"
+	"dshmem/sqlstore"
 )
 
 // testServer is a real server listening on 127.0.0.1:0 over a fresh root.
@@ -578,5 +579,92 @@ func TestContextPrefixStability(t *testing.T) {
 	}
 	if len(hashes) != 3 {
 		t.Fatalf("got %d distinct stableHash values %v, want 3", len(hashes), hashes)
+	}
+}
+
+// brokenIndex is an index whose every read fails, as a corrupt or
+// unreachable index.db would.
+type brokenIndex struct{ err error }
+
+func (b brokenIndex) Recall(context.Context, sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+	return nil, b.err
+}
+func (b brokenIndex) SessionCwd(context.Context, string) (string, bool, error) {
+	return "", false, b.err
+}
+func (b brokenIndex) Cursors() (map[string]uint64, error) { return nil, b.err }
+func (b brokenIndex) Maintenance(context.Context, string, time.Time) ([]string, error) {
+	return nil, b.err
+}
+
+func TestServerIndexFailure(t *testing.T) {
+	const reason = "database disk image is malformed"
+	ts := startServer(t, t.TempDir(), ServerOptions{index: brokenIndex{errors.New(reason)}})
+	const cwd = "/home/u/broken"
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"Recall", "POST", "/v1/recall", map[string]any{"query": "deploy", "cwd": cwd}},
+		{"RecallBySession", "POST", "/v1/recall", map[string]any{"query": "deploy", "session": "s1"}},
+		{"Search", "POST", "/v1/search", map[string]any{"query": "deploy"}},
+		{"SearchByStream", "POST", "/v1/search", map[string]any{"query": "deploy", "stream": StreamForCwd(cwd)}},
+		{"ContextOfSession", "GET", "/v1/context?session=s1", nil},
+		{"ContextMaintenance", "GET", "/v1/context?cwd=" + cwd, nil},
+	} {
+		t.Run(tc.name+"Is503WithReason", func(t *testing.T) {
+			code, out := ts.call(tc.method, tc.path, tc.body)
+			if code != http.StatusServiceUnavailable || errCode(t, out) != CodeIndex || !strings.Contains(string(out), reason) {
+				t.Fatalf("got %d %s, want 503 %s with the reason", code, out, CodeIndex)
+			}
+		})
+	}
+	t.Run("EventsStillAppended", func(t *testing.T) {
+		var r EventsResponse
+		ts.must(200, "POST", "/v1/events", []any{
+			event("b:1", "session/start", "s1", cwd, map[string]any{"origin": "top"}),
+			event("b:2", "user/message", "s1", cwd, map[string]any{"text": "the deploy is broken"}),
+		}, &r)
+		if r.Appended != 2 || r.Warning != "" {
+			t.Fatalf("got %+v, want 2 appended and no warning", r)
+		}
+		ts.srv.Broker().Settle()
+		if _, why := ts.fetch("s1", ""); why != "none" {
+			t.Fatalf("packet: got reason %q, want none (the broker's recall failed)", why)
+		}
+	})
+}
+
+// TestServerReadTimeout: a client that sends its headers and part of a
+// body, then stalls, is cut off at the read timeout instead of holding a
+// connection and a request slot for ever; nothing of its body is taken.
+func TestServerReadTimeout(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{ReadTimeout: 100 * time.Millisecond, WriteTimeout: time.Second, IdleTimeout: time.Second})
+	if ts.srv.http.ReadTimeout != 100*time.Millisecond || ts.srv.http.WriteTimeout != time.Second || ts.srv.http.IdleTimeout != time.Second {
+		t.Fatalf("timeouts not taken from the options: %v %v %v", ts.srv.http.ReadTimeout, ts.srv.http.WriteTimeout, ts.srv.http.IdleTimeout)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	line, _ := json.Marshal(event("slow:1", "user/message", "slow", "/p", map[string]any{"text": "never finished"}))
+	fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", ts.token, len(line)+100, line)
+	// The stall: the rest of the body never comes. The server must close
+	// the connection; the deadline here only keeps a broken server from
+	// hanging the test.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // under the 30s default, over 100ms
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the server kept the stalled connection open (read so far: %q)", got)
+	}
+	if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400") {
+		t.Fatalf("got %q, want the connection closed, or a 400 before it", got)
+	}
+	var r EventsResponse
+	ts.must(200, "POST", "/v1/events", []any{event("slow:1", "user/message", "slow", "/p", map[string]any{"text": "now whole"})}, &r)
+	if r.Appended != 1 {
+		t.Fatalf("got %+v: the stalled body must not have been ingested", r)
 	}
 }

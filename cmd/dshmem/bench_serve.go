@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +27,8 @@ var serveBenchTopics = []string{"database migrations", "deploy pipeline", "front
 // loopback: push events, recall, fetch packets; then checks that every
 // pushed event is in the log.
 func benchServe(ctx context.Context, env *cliEnv, args []string) error {
-	c := commands["bench"]
+	c := &command{name: "bench", usage: benchServeUsage}
+	args, profile := cutHiddenFlag(args, "cpuprofile")
 	fs := newFlags(c)
 	sessions := fs.Int("sessions", 16, "concurrent sessions")
 	seconds := fs.Int("seconds", 60, "how long to drive them")
@@ -39,6 +42,17 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 {
 		return usageError{"--sessions must be 1..1024 and --seconds 1..3600"}
+	}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return fmt.Errorf("create CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("start CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	root, err := os.MkdirTemp("", "dshmem-bench-serve-")
 	if err != nil {
@@ -170,6 +184,14 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 	}
+	m := srv.Metrics()
+	packets := struct {
+		Computed   uint64            `json:"computed"`
+		Discarded  uint64            `json:"discarded"`
+		Served     uint64            `json:"served"`
+		Suppressed map[string]uint64 `json:"suppressed"`
+	}{m.PacketsComputed.Load(), m.PacketsDiscarded.Load(), m.PacketsServed.Load(), m.Suppressed()}
+	intakeCalls := m.IntakeCalls.Load()
 	type routeStats struct {
 		Route    string  `json:"route"`
 		Requests int     `json:"requests"`
@@ -183,8 +205,11 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		Events       int          `json:"events"`
 		EventsPerSec float64      `json:"eventsPerSec"`
 		Lost         int          `json:"lost"`
+		IntakeCalls  uint64       `json:"intakeCalls"`
+		Packets      any          `json:"packets"`
 		Routes       []routeStats `json:"routes"`
-	}{Sessions: *sessions, Seconds: elapsed.Seconds(), Events: total, EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost}
+	}{Sessions: *sessions, Seconds: elapsed.Seconds(), Events: total, EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost,
+		IntakeCalls: intakeCalls, Packets: packets}
 	for _, r := range []string{"events", "recall", "packet"} {
 		ds := lat[r]
 		slices.Sort(ds)
@@ -206,6 +231,8 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		for _, r := range res.Routes {
 			fmt.Fprintf(env.stdout, "  %-7s %7d requests  p50 %7.2f ms  p99 %7.2f ms  %d errors\n", r.Route, r.Requests, r.P50ms, r.P99ms, r.Errors)
 		}
+		fmt.Fprintf(env.stdout, "  packets: %d computed (%d discarded as stale), %d served, not served: %v; %d intake calls\n",
+			packets.Computed, packets.Discarded, packets.Served, packets.Suppressed, intakeCalls)
 	}
 	errCount := 0
 	for _, r := range res.Routes {
@@ -216,3 +243,50 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	return nil
 }
+
+// cutHiddenFlag takes --name FILE or --name=FILE out of args: a flag
+// for whoever tunes the server, kept out of --help.
+func cutHiddenFlag(args []string, name string) ([]string, string) {
+	var out []string
+	val := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		flagName, v, hasV := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || flagName != name {
+			out = append(out, a)
+			continue
+		}
+		if !hasV && i+1 < len(args) {
+			i++
+			v = args[i]
+		}
+		val = v
+	}
+	return out, val
+}
+
+const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--json]
+
+Runs a real server (no DSH watcher, no automatic checkpoints) over a
+fresh temporary root, removed afterwards, on 127.0.0.1, seeds 25 memory
+entries in each of 8 workspaces, and drives N concurrent sessions
+(spread over the 8 workspaces) against it for S seconds. Each session
+loops, with no pause between steps, over what an agent host does
+around one model step:
+  1. POST /v1/events: one user/message, one tool/call, one tool/result
+     (every 5th fails) and one assistant/message (with session/start
+     first), as one JSON array;
+  2. POST /v1/recall with the session (so the shown entries are recorded
+     as memory/shown events, as for a real host);
+  3. GET /v1/sessions/{id}/packet?step=n, the fetch before the next model
+     step (200 or 204 are both fine).
+With no pause, the sessions keep both cores busy: the latencies are
+those of a saturated server. Prints p50/p99 per route, events/s,
+packets computed, served and not served (by reason), and intake calls;
+then checks that every pushed event is in the log (lost must be 0).
+Exits 1 on any lost event or request error. --root is not used.
+`
