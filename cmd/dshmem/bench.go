@@ -13,9 +13,10 @@ import (
 func init() {
 	register(&command{
 		name:    "bench",
-		summary: "measure ingest and recall speed and size on this machine",
+		summary: "measure ingest, recall and serve speed on this machine",
 		usage: `bench ingest [--events N] [--size B] [--json]
        bench recall [--records N] [--queries Q] [--json]
+       bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
 
 ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
         and code identifiers, fixed seed) twice, each time into a fresh
@@ -44,7 +45,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			return usageError{"needs a benchmark name: ingest or recall"}
+			return usageError{"needs a benchmark name: ingest, recall or serve"}
 		}
 		printCommandUsage(env.stdout, c)
 		return nil
@@ -57,7 +58,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	case "serve":
 		return benchServe(ctx, env, args[1:]) // bench_serve.go
 	default:
-		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest or recall", args[0])}
+		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall or serve", args[0])}
 	}
 }
 

@@ -209,7 +209,7 @@ Commands:
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(w, `
 The root is --root, else $DSH_MEMORY_ROOT, else $DSH_HOME/memory, else ~/.dsh/memory.
