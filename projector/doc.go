@@ -32,6 +32,12 @@
 //	memory/remember      entries (id EntryID(stream, seq, 0), scope = stream),
 //	                     entry_versions v1 "add", entries_fts
 //	memory/forget        entries: status forgotten, version+1; entry_versions "forget"
+//	memory/ops           entries and entry_versions per op (ops.go): add, revise
+//	                     (version+1, the previous kept), supersede (old superseded,
+//	                     new active, both versions recorded), conflict (a group id
+//	                     ConflictGroupID(stream, seq, op)), forget; a group left
+//	                     with one contender is resolved back to active
+//	memory/shown         shown (session, stream, entry_id): count, last seq
 //	anything else        events row only
 //
 // Data that does not decode, or lacks what a projection needs (a
@@ -43,8 +49,8 @@
 //
 // fold.go runs a fold (transaction, cursors, statement cache, the
 // preparing goroutine), and dispatches each event by type; episodes.go,
-// sessions.go and entries.go hold one projection each. memory/ops and the
-// Markdown projections get files of their own and a case in fold.apply.
+// sessions.go, entries.go, ops.go and shown.go hold one projection each;
+// files.go and render.go write the Markdown projections after a commit.
 //
 // # Markdown files
 //
