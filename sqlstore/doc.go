@@ -76,6 +76,14 @@
 // best rowids by bm25 inside the FTS table (a subquery with LIMIT: far
 // cheaper than sorting joined rows, and bm25() is cheaper than ORDER BY
 // rank), then joins events for the text. Scores are -bm25 (higher is
-// better); ties break on (stream, seq). Ranking by structure (phrase,
-// title, recency, …) is a later layer on top.
+// better); ties break on (stream, seq).
+//
+// # Recall
+//
+// Recall (recall.go, rank.go, sources.go) serves `dshmem recall`,
+// `search --kind` and the server: it probes each query term's postings
+// (rarest first, capped), builds a bounded candidate set, and re-ranks it
+// in Go with the features and weights of weights.go (every weight is
+// defined and explained there). The shown table — memory/shown events
+// folded per (session, stream, entry) — gives the already-shown penalty.
 package sqlstore
