@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"dshmem/sqlstore/tokenize"
@@ -25,6 +26,10 @@ type qterm struct {
 	exactDF bool    // df is a count, not an estimate
 	idf     float64
 	stemDF  bool // idf comes from stem matches among the candidates
+
+	// Set by newDoc: the term's slot in doc.tf and doc.fields, and its
+	// stem's slot in doc.stemTF and doc.stemFields (-1: no stem selected).
+	idx, sidx int
 }
 
 type tokPair struct{ a, b string }
@@ -47,13 +52,24 @@ type analysis struct {
 	norm string   // normalized query text, for the substring feature (short queries)
 
 	// After select:
-	want     map[string]bool // the selected terms
-	feedback bool            // keep every token of the documents (Weights.Feedback)
+	want     map[string]int // the selected terms → slot (qterm.idx)
+	feedback bool           // keep every token of the documents (Weights.Feedback)
 	sel      []*qterm
 	selStem  map[string][]*qterm
 	mass     float64 // Σ qw·idf over sel
 	pairMass float64
 	n        float64 // rows in the index searched
+
+	// Slots of the documents' counts, fixed by the first newDoc (sel may
+	// shrink later, in finishIDF; slots stay).
+	nterms    int
+	stemIdx   map[string]int // selected stems → slot
+	stemOf    map[string]int // document token → stem slot, or -1 (memo)
+	charIdx   map[rune]int   // query characters → slot
+	pairIdx   map[[2]int]int // adjacent selected-term slots → pair slot
+	pairW     []float64      // pair slot → weight (a.pairs)
+	pairQ     [][2]*qterm    // pair slot → its terms
+	livePairs []int          // pair slots whose terms are both still selected (finishIDF)
 }
 
 // maxPhraseTokens and maxSubstringBytes bound the query size for which
@@ -181,7 +197,7 @@ func (a *analysis) finishIDF(docs []*doc) {
 		if q.stemDF {
 			k := 0
 			for _, d := range docs {
-				if d.stemTF[q.stem] > 0 {
+				if q.sidx >= 0 && d.stemTF[q.sidx] > 0 {
 					k++
 				}
 			}
@@ -196,8 +212,9 @@ func (a *analysis) finishIDF(docs []*doc) {
 	a.charIDF, a.charMass = map[rune]float64{}, 0
 	for r, qw := range a.chars {
 		k := 0
+		ci, ok := a.charIdx[r]
 		for _, d := range docs {
-			if d.chars[r] > 0 {
+			if ok && d.chars != nil && d.chars[ci] > 0 {
 				k++
 			}
 		}
@@ -221,45 +238,107 @@ func (a *analysis) finishIDF(docs []*doc) {
 		}
 		a.pairMass += pw * min(qa.idf, qb.idf)
 	}
+	a.livePairs = a.livePairs[:0]
+	for i, pq := range a.pairQ {
+		if inSel[pq[0].term] != nil && inSel[pq[1].term] != nil {
+			a.livePairs = append(a.livePairs, i)
+		}
+	}
 }
 
 // doc is one candidate, tokenized. Only what the selected query terms
-// can use is kept: counts of query tokens, stems and characters, the
-// fields holding them, adjacent pairs of query tokens.
+// can use is kept: counts of query tokens, stems and characters (by slot,
+// see analysis.slots), the fields holding them, adjacent pairs of query
+// tokens.
 type doc struct {
-	dl     int
-	tf     map[string]int
-	stemTF map[string]int
-	title  map[string]bool // query tokens (and "\x00"+stem) in each field
-	tags   map[string]bool
-	termsF map[string]bool
-	pairs  map[tokPair]bool
-	chars  map[rune]int   // query characters
-	cl     int            // Chinese characters in all
-	seqs   [][]string     // token sequences of the fields, for the phrase feature
-	text   string         // title and body, for the substring feature
-	all    map[string]int // every token, for pseudo-relevance feedback
+	dl         int
+	tf         []int32    // by qterm.idx
+	stemTF     []int32    // by qterm.sidx
+	fields     []uint8    // by qterm.idx: inTitle|inTags|inTerms
+	stemFields []uint8    // by qterm.sidx
+	pairs      []bool     // by pair slot; nil when none is held
+	chars      []int32    // by query character slot; nil when none is held
+	cl         int        // Chinese characters in all
+	seqs       [][]string // token sequences of the fields, for the phrase feature
+	title      string     // title and body, for the substring feature
+	body       string
+	all        map[string]int // every token, for pseudo-relevance feedback
+}
+
+// Fields a query token or stem was found in (doc.fields).
+const (
+	inTitle uint8 = 1 << iota
+	inTags
+	inTerms
+)
+
+// slots numbers the selected terms, their stems, the query characters
+// and the pairs of selected terms, once per query: documents count into
+// slices by these numbers instead of maps.
+func (a *analysis) slots() {
+	a.want = make(map[string]int, len(a.sel))
+	a.stemIdx = map[string]int{}
+	a.stemOf = map[string]int{}
+	for i, q := range a.sel {
+		q.idx, q.sidx = i, -1
+		a.want[q.term] = i
+		if q.stem != "" {
+			j, ok := a.stemIdx[q.stem]
+			if !ok {
+				j = len(a.stemIdx)
+				a.stemIdx[q.stem] = j
+			}
+			q.sidx = j
+		}
+	}
+	a.nterms = len(a.sel)
+	a.charIdx = make(map[rune]int, len(a.chars))
+	for r := range a.chars {
+		a.charIdx[r] = len(a.charIdx)
+	}
+	a.pairIdx = map[[2]int]int{}
+	for p, pw := range a.pairs {
+		i, ok1 := a.want[p.a]
+		j, ok2 := a.want[p.b]
+		if !ok1 || !ok2 {
+			continue
+		}
+		a.pairIdx[[2]int{i, j}] = len(a.pairW)
+		a.pairW = append(a.pairW, pw)
+		a.pairQ = append(a.pairQ, [2]*qterm{a.sel[i], a.sel[j]})
+	}
+}
+
+// stemSlot returns the slot of t's stem when that stem is selected, else
+// -1; it remembers each token's answer for the rest of the query.
+func (a *analysis) stemSlot(t string) int {
+	if j, ok := a.stemOf[t]; ok {
+		return j
+	}
+	j := -1
+	if st := stem(t); st != "" {
+		if k, ok := a.stemIdx[st]; ok {
+			j = k
+		}
+	}
+	a.stemOf[t] = j
+	return j
 }
 
 // newDoc tokenizes the fields of a candidate. Call after selectTerms.
 func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 	if a.want == nil {
-		a.want = make(map[string]bool, len(a.sel))
-		for _, q := range a.sel {
-			a.want[q.term] = true
-		}
+		a.slots()
 	}
-	d := &doc{tf: map[string]int{}}
+	// One allocation holds the counts of terms and stems.
+	ns := len(a.stemIdx)
+	counts := make([]int32, a.nterms+ns)
+	flags := make([]uint8, a.nterms+ns)
+	d := &doc{tf: counts[:a.nterms:a.nterms], stemTF: counts[a.nterms:], fields: flags[:a.nterms:a.nterms], stemFields: flags[a.nterms:]}
 	if a.feedback {
 		d.all = map[string]int{}
 	}
-	if len(a.selStem) > 0 {
-		d.stemTF = map[string]int{}
-	}
-	if len(a.pairs) > 0 {
-		d.pairs = map[tokPair]bool{}
-	}
-	field := func(s string, set *map[string]bool) {
+	field := func(s string, bit uint8) {
 		if s == "" {
 			return
 		}
@@ -267,64 +346,113 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 			for _, r := range s {
 				if isHan(r) {
 					d.cl++
-					if _, ok := a.chars[r]; ok {
+					if ci, ok := a.charIdx[r]; ok {
 						if d.chars == nil {
-							d.chars = map[rune]int{}
+							d.chars = make([]int32, len(a.charIdx))
 						}
-						d.chars[r]++
+						d.chars[ci]++
 					}
 				}
 			}
 		}
-		toks := tokenize.Tokens(s)
+		toks := docTokens.tokens(s)
 		d.dl += len(toks)
-		prev := false
-		for i, t := range toks {
+		prev := -1
+		for _, t := range toks {
 			if d.all != nil {
 				d.all[t]++
 			}
-			hit := a.want[t]
-			st := ""
-			if d.stemTF != nil && len(t) >= 5 && t[0] >= 'a' && t[0] <= 'z' {
-				if st = stem(t); st != "" {
-					if _, ok := a.selStem[st]; ok {
-						d.stemTF[st]++
-					} else {
-						st = ""
-					}
-				}
+			i, hit := a.want[t]
+			sj := -1
+			if ns > 0 && len(t) >= 5 && t[0] >= 'a' && t[0] <= 'z' {
+				sj = a.stemSlot(t)
 			}
 			if hit {
-				d.tf[t]++
-				if prev && d.pairs != nil {
-					d.pairs[tokPair{toks[i-1], t}] = true
+				d.tf[i]++
+				d.fields[i] |= bit
+				if prev >= 0 && len(a.pairIdx) > 0 {
+					if k, ok := a.pairIdx[[2]int{prev, i}]; ok {
+						if d.pairs == nil {
+							d.pairs = make([]bool, len(a.pairW))
+						}
+						d.pairs[k] = true
+					}
 				}
+				prev = i
+			} else {
+				prev = -1
 			}
-			if set != nil && (hit || st != "") {
-				if *set == nil {
-					*set = map[string]bool{}
-				}
-				if hit {
-					(*set)[t] = true
-				}
-				if st != "" {
-					(*set)["\x00"+st] = true
-				}
+			if sj >= 0 {
+				d.stemTF[sj]++
+				d.stemFields[sj] |= bit
 			}
-			prev = hit
 		}
 		if a.seq != nil {
 			d.seqs = append(d.seqs, toks)
 		}
 	}
-	field(title, &d.title)
-	field(body, nil)
-	field(tags, &d.tags)
-	field(terms, &d.termsF)
+	field(title, inTitle)
+	field(body, 0)
+	field(tags, inTags)
+	field(terms, inTerms)
 	if a.norm != "" {
-		d.text = title + "\n" + body
+		d.title, d.body = title, body
 	}
 	return d
+}
+
+// docTokens memoizes the tokens of candidate fields by their text. Every
+// query tokenizes every candidate it scores, tokenizing is most of the
+// cost of scoring, and the same memories come back query after query.
+// Keyed by content, it is never stale. The slices it returns are shared:
+// read them, never write them.
+var docTokens = &tokenMemo{cur: map[string][]string{}}
+
+// tokenMemoBytes bounds each of the memo's two generations (text and
+// tokens, roughly): when the current one is full it becomes the old one,
+// the old one is dropped, and a hit in the old one moves to the current.
+// Longer texts than tokenMemoMaxText are not kept.
+const (
+	tokenMemoBytes   = 4 << 20
+	tokenMemoMaxText = 16 << 10
+)
+
+type tokenMemo struct {
+	mu       sync.Mutex
+	cur, old map[string][]string
+	bytes    int // of cur
+}
+
+func (m *tokenMemo) tokens(s string) []string {
+	if len(s) > tokenMemoMaxText {
+		return tokenize.Tokens(s)
+	}
+	m.mu.Lock()
+	toks, ok := m.cur[s]
+	if !ok {
+		if toks, ok = m.old[s]; ok {
+			m.keep(s, toks)
+		}
+	}
+	m.mu.Unlock()
+	if ok {
+		return toks
+	}
+	toks = tokenize.Tokens(s)
+	m.mu.Lock()
+	m.keep(s, toks)
+	m.mu.Unlock()
+	return toks
+}
+
+// keep adds s to the current generation; m.mu is held.
+func (m *tokenMemo) keep(s string, toks []string) {
+	n := 2*len(s) + 16*len(toks) + 64
+	if m.bytes+n > tokenMemoBytes {
+		m.old, m.cur, m.bytes = m.cur, make(map[string][]string, len(m.cur)), 0
+	}
+	m.cur[s] = toks
+	m.bytes += n
 }
 
 // features are a document's lexical features, each a share of the query.
@@ -346,14 +474,13 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 		return f
 	}
 	lenNorm := w.K1 * (1 - w.B + w.B*float64(d.dl)/max(avgdl, 1))
-	in := func(set map[string]bool, q *qterm) bool {
-		return set[q.term] || (q.stem != "" && set["\x00"+q.stem])
-	}
 	for _, q := range a.sel {
-		exact := float64(d.tf[q.term])
+		exact := float64(d.tf[q.idx])
 		tf := exact
-		if q.stem != "" {
-			tf += w.StemMatch * (float64(d.stemTF[q.stem]) - exact)
+		fields := d.fields[q.idx]
+		if q.sidx >= 0 {
+			tf += w.StemMatch * (float64(d.stemTF[q.sidx]) - exact)
+			fields |= d.stemFields[q.sidx]
 		}
 		if tf <= 0 {
 			continue
@@ -366,13 +493,13 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 		f.Coverage += credit * wt
 		f.matchedIDF += credit * q.idf
 		f.BM25 += wt * tf * (w.K1 + 1) / (tf + lenNorm)
-		if in(d.title, q) {
+		if fields&inTitle != 0 {
 			f.Title += wt
 		}
-		if in(d.tags, q) {
+		if fields&inTags != 0 {
 			f.Tags += wt
 		}
-		if in(d.termsF, q) {
+		if fields&inTerms != 0 {
 			f.Terms += wt
 		}
 	}
@@ -382,9 +509,11 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 	f.Tags /= a.mass
 	f.Terms /= a.mass
 	if a.pairMass > 0 {
-		for p, pw := range a.pairs {
-			if d.pairs[p] {
-				f.Pairs += pw * min(a.byTerm[p.a].idf, a.byTerm[p.b].idf)
+		if d.pairs != nil {
+			for _, k := range a.livePairs {
+				if d.pairs[k] {
+					f.Pairs += a.pairW[k] * min(a.pairQ[k][0].idf, a.pairQ[k][1].idf)
+				}
 			}
 		}
 		f.Pairs /= a.pairMass
@@ -392,7 +521,10 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 	if a.charMass > 0 && d.cl > 0 {
 		norm := w.K1 * (1 - w.B + w.B*float64(d.cl)/max(avgcl, 1))
 		for r, id := range a.charIDF {
-			if tf := float64(d.chars[r]); tf > 0 {
+			if d.chars == nil {
+				break
+			}
+			if tf := float64(d.chars[a.charIdx[r]]); tf > 0 {
 				f.Chars += a.chars[r] * id * tf * (w.K1 + 1) / (tf + norm)
 			}
 		}
@@ -408,7 +540,7 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 	}
 	// Normalizing costs more than the rest of scoring: only for
 	// documents holding every query term.
-	if a.norm != "" && d.text != "" && f.Coverage > 0.999 && strings.Contains(normalizeText(d.text), a.norm) {
+	if a.norm != "" && f.Coverage > 0.999 && strings.Contains(normalizeText(d.title+"\n"+d.body), a.norm) {
 		f.Substring = 1
 	}
 	return f
@@ -527,7 +659,7 @@ func (a *analysis) feedbackScores(docs []*doc, first []float64, w *Weights) []fl
 	for _, i := range top {
 		d := docs[i]
 		for t, n := range d.all {
-			if !a.want[t] {
+			if _, ok := a.want[t]; !ok {
 				weight[t] += float64(n) / float64(max(d.dl, 1))
 			}
 		}

@@ -334,13 +334,10 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 	// rowids holding it and, from how far back the cap reached, its
 	// document frequency.
 	postings := map[*qterm][]int64{}
-	for _, qt := range a.probeOrder(r.w) {
-		if r.expired("looking up query terms") {
-			break
-		}
+	probe := func(qt *qterm) error {
 		ids, err := r.s.probe(r.ctx, src, scoped, string(scopes), quote(qt.term), r.w.PerTermCap)
 		if err != nil {
-			return nil, r.wrap("look up "+qt.term, err)
+			return r.wrap("look up "+qt.term, err)
 		}
 		qt.probed = true
 		qt.df, qt.exactDF = float64(len(ids)), len(ids) < r.w.PerTermCap
@@ -352,6 +349,28 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 			qt.df = min(float64(len(ids))*float64(st.maxN-st.minN+1)/max(span, 1), float64(st.rows))
 		}
 		postings[qt] = ids
+		return nil
+	}
+	common := r.w.CommonFraction * float64(st.rows)
+	for _, qt := range a.probeOrder(r.w) {
+		if r.expired("looking up query terms") {
+			break
+		}
+		key := commonKey{path: r.s.path, kind: src.kind, scopes: string(scopes), term: qt.term}
+		if !small {
+			if df, ok := commonTerms.get(key, st); ok && df > common {
+				// Too common to enumerate: only its rarity is needed,
+				// and the index told it lately.
+				qt.probed, qt.df = true, df
+				continue
+			}
+		}
+		if err := probe(qt); err != nil {
+			return nil, err
+		}
+		if !small && qt.df > common {
+			commonTerms.put(key, qt.df, st)
+		}
 	}
 	a.selectTerms(float64(st.rows), r.w)
 	for _, qt := range a.sel {
@@ -399,19 +418,36 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 				}
 			}
 			rare = []*qterm{least}
+			if _, ok := postings[least]; !ok && !r.expired("gathering candidates") {
+				if err := probe(least); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if len(rare) >= 2 && !r.expired("gathering candidates") {
 			// Rows holding the rarest terms together first.
 			k := min(len(rare), 3)
-			parts := make([]string, k)
+			lists := make([][]int64, k)
+			complete := true
 			for i := range k {
-				parts[i] = quote(rare[i].term)
+				lists[i] = postings[rare[i]]
+				complete = complete && rare[i].exactDF
 			}
-			ids, err := r.s.probe(r.ctx, src, scoped, string(scopes), strings.Join(parts, " AND "), r.w.PoolCap)
-			if err != nil {
-				return nil, r.wrap("gather candidates", err)
+			if complete {
+				// Every posting of each is known: intersect them here
+				// rather than ask the index.
+				add(intersect(lists, r.w.PoolCap))
+			} else {
+				parts := make([]string, k)
+				for i := range k {
+					parts[i] = quote(rare[i].term)
+				}
+				ids, err := r.s.probe(r.ctx, src, scoped, string(scopes), strings.Join(parts, " AND "), r.w.PoolCap)
+				if err != nil {
+					return nil, r.wrap("gather candidates", err)
+				}
+				add(ids)
 			}
-			add(ids)
 		}
 		for _, qt := range rare {
 			add(postings[qt])
@@ -666,4 +702,27 @@ func appendUnique(s []string, v string) []string {
 
 func round4(f float64) float64 {
 	return float64(int64(f*10000+0.5)) / 10000
+}
+
+// intersect returns the rowids in every list, in the order of the first
+// (newest first, as probes return them), at most limit.
+func intersect(lists [][]int64, limit int) []int64 {
+	count := make(map[int64]int, len(lists[0]))
+	for _, id := range lists[0] {
+		count[id] = 1
+	}
+	for i, l := range lists[1:] {
+		for _, id := range l {
+			if count[id] == i+1 {
+				count[id] = i + 2
+			}
+		}
+	}
+	var out []int64
+	for _, id := range lists[0] {
+		if count[id] == len(lists) && len(out) < limit {
+			out = append(out, id)
+		}
+	}
+	return out
 }

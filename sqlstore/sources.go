@@ -2,10 +2,13 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"weak"
 )
 
 // A source is one full-text index recall ranks: entries (entries_fts,
@@ -100,7 +103,7 @@ func (s *Store) allRows(ctx context.Context, src *source, scoped bool, scopes st
 }
 
 func (s *Store) rowids(ctx context.Context, query string, args ...any) ([]int64, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +134,7 @@ var sizeCache sync.Map // string → corpus
 func (s *Store) corpusStats(ctx context.Context, src *source, scoped bool, scopes string) (corpus, error) {
 	// min and max of an INTEGER PRIMARY KEY are two b-tree seeks.
 	var bounds corpus
-	if err := s.db.QueryRowContext(ctx, src.bounds).Scan(&bounds.rows, &bounds.minN, &bounds.maxN); err != nil {
+	if err := s.queryRow(ctx, src.bounds).Scan(&bounds.rows, &bounds.minN, &bounds.maxN); err != nil {
 		return corpus{}, err
 	}
 	key := s.path + "\x00" + src.kind + "\x00" + scopes
@@ -151,7 +154,7 @@ func (s *Store) corpusStats(ctx context.Context, src *source, scoped bool, scope
 		query, args = src.sizeScoped, []any{scopes}
 	}
 	var c corpus
-	if err := s.db.QueryRowContext(ctx, query, args...).Scan(&c.rows, &c.minN, &c.maxN); err != nil {
+	if err := s.queryRow(ctx, query, args...).Scan(&c.rows, &c.minN, &c.maxN); err != nil {
 		return corpus{}, err
 	}
 	// Rowid bounds stay those of the whole index: a scoped probe's
@@ -176,7 +179,7 @@ func (s *Store) fetch(ctx context.Context, src *source, ids []int64) ([]candidat
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, src.fetch, string(arr))
+	rows, err := s.query(ctx, src.fetch, string(arr))
 	if err != nil {
 		return nil, err
 	}
@@ -239,4 +242,117 @@ func (s *Store) shownCounts(ctx context.Context, session string) (map[string]int
 		out[id] = n
 	}
 	return out, rows.Err()
+}
+
+// stmtCache holds a Store's prepared recall statements by query text.
+// Recall runs a few fixed queries many times, and preparing one (parsing
+// and planning) costs about as much as running a probe; a prepared
+// statement is reused on each pooled connection it was prepared on.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// stmtCaches maps a weak *Store to its stmtCache, so that the cache does
+// not keep a Store alive; a cleanup closes the statements once the Store
+// is unreachable (after Close they fail like any query on a closed pool).
+var stmtCaches sync.Map // weak.Pointer[Store] → *stmtCache
+
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	key := weak.Make(s)
+	v, ok := stmtCaches.Load(key)
+	if !ok {
+		v, ok = stmtCaches.LoadOrStore(key, &stmtCache{m: map[string]*sql.Stmt{}})
+		if !ok {
+			runtime.AddCleanup(s, func(key weak.Pointer[Store]) {
+				if v, ok := stmtCaches.LoadAndDelete(key); ok {
+					for _, st := range v.(*stmtCache).m {
+						st.Close()
+					}
+				}
+			}, key)
+		}
+	}
+	c := v.(*stmtCache)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.m[query]; st != nil {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// query runs a recall statement, prepared once per Store.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// queryRow is query for one row.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		// A failed prepare surfaces from Scan, as QueryRowContext's would.
+		return s.db.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// commonTerms remembers the document frequency of terms held by more than
+// Weights.CommonFraction of a large index (per database file, source and
+// scope set). Such a term's postings are never enumerated, so its probe
+// only measures its rarity; queries repeat these words ("the", "fix",
+// single letters of identifiers), and each probe of one walks a long
+// doclist (scoped, joining every row to its scope). A remembered df is
+// scaled with the index, and forgotten once the index has grown by a
+// tenth, the rule of sizeCache.
+var commonTerms = &dfCache{m: map[commonKey]commonDF{}}
+
+// maxCommonTerms bounds commonTerms; it is emptied when full.
+const maxCommonTerms = 4096
+
+type commonKey struct{ path, kind, scopes, term string }
+
+type commonDF struct {
+	df         float64
+	minN, maxN int64
+}
+
+type dfCache struct {
+	mu sync.Mutex
+	m  map[commonKey]commonDF
+}
+
+// get returns the remembered df of key scaled to the index c, if any.
+func (d *dfCache) get(key commonKey, c corpus) (float64, bool) {
+	d.mu.Lock()
+	e, ok := d.m[key]
+	d.mu.Unlock()
+	if !ok || e.minN != c.minN {
+		return 0, false
+	}
+	span := float64(e.maxN - e.minN + 1)
+	grown := c.maxN - e.maxN
+	if grown < 0 || float64(grown) > 0.1*span {
+		return 0, false
+	}
+	return min(e.df*float64(c.maxN-c.minN+1)/span, float64(c.rows)), true
+}
+
+// put remembers df as measured on the index c.
+func (d *dfCache) put(key commonKey, df float64, c corpus) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.m) >= maxCommonTerms {
+		clear(d.m)
+	}
+	d.m[key] = commonDF{df: df, minN: c.minN, maxN: c.maxN}
 }
