@@ -220,7 +220,7 @@ func (e *Engine) checkpointRange(ctx context.Context, p Pending, reason string, 
 // and of global (distill.SelectRelated). It holds the intake mutex, so
 // the claim is read between two intake calls.
 func (e *Engine) claim(ctx context.Context, p Pending) (req distill.Request, more bool, err error) {
-	e.mu.Lock()
+	e.lockSettled()
 	defer e.mu.Unlock()
 	// Re-read the claim: another checkpoint may have committed since p
 	// was computed.

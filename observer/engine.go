@@ -42,6 +42,19 @@ type Engine struct {
 	// rebuilt names why the index was rebuilt on open, if it was.
 	rebuilt string
 
+	// Folding is pipelined with intake: a call appends under mu, takes a
+	// ticket, releases mu and folds in ticket order, so the next call's
+	// dedupe and append (with its fsync) overlap this call's fold. What
+	// is appended but not yet folded is in pendingIDs/pendingCwd, so
+	// dedupe and stream resolution still see it.
+	foldMu     sync.Mutex
+	foldCond   *sync.Cond
+	nextTicket uint64 // guarded by foldMu; taken under mu
+	foldTurn   uint64 // guarded by foldMu
+	pendMu     sync.Mutex
+	pendingIDs map[string]map[string]bool // stream → ids appended, not yet folded
+	pendingCwd map[string]string          // session → cwd appended, not yet folded
+
 	// mu serializes intake: dedupe, append and fold happen as one step
 	// so that two callers can never both append the same id.
 	mu sync.Mutex
@@ -72,7 +85,9 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{root: root, lock: lk, red: NewRedactor()}
+	e := &Engine{root: root, lock: lk, red: NewRedactor(),
+		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}}
+	e.foldCond = sync.NewCond(&e.foldMu)
 	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), opts.Log); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open log: %w", err)
@@ -295,9 +310,31 @@ type intakeItem struct {
 	outcome int
 }
 
-func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (IngestResult, []Outcome, error) {
+func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (res IngestResult, _ []Outcome, err error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			e.mu.Unlock()
+		}
+	}()
+	// The ticket is taken before anything is appended and always used,
+	// so folds run in append order and a failed call never stalls the
+	// ones after it.
+	e.foldMu.Lock()
+	ticket := e.nextTicket
+	e.nextTicket++
+	e.foldMu.Unlock()
+	var folded []events.Envelope
+	defer func() {
+		if locked {
+			e.mu.Unlock()
+			locked = false
+		}
+		if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
+			err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
+		}
+	}()
 
 	// Resolve streams. A session's cwd learnt earlier in this call wins
 	// over the index, so a session/start and its messages may arrive
@@ -318,6 +355,9 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		if env.Cwd == "" && env.Session != "" {
 			if c, ok := sessCwd[env.Session]; ok {
 				sc = c
+			} else if c, ok := e.pendingSessionCwd(env.Session); ok {
+				sc = c
+				sessCwd[env.Session] = c
 			} else if c, ok, err := e.store.SessionCwd(ctx, env.Session); err != nil {
 				return IngestResult{}, nil, fmt.Errorf("look up session %s: %w", env.Session, err)
 			} else if ok {
@@ -351,17 +391,29 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		byStream[s] = append(byStream[s], i)
 	}
 	sort.Strings(order)
-	var res IngestResult
-	var folded []events.Envelope
 	for _, stream := range order {
 		idx := byStream[stream]
 		ids := make([]string, len(idx))
 		for k, i := range idx {
 			ids[k] = items[i].env.ID
 		}
+		// Pending first, then the index: a fold commits before it takes
+		// its ids out of the pending set, so an id missing from the
+		// snapshot is already visible in the index.
+		var pending []string
+		e.pendMu.Lock()
+		for _, id := range ids {
+			if e.pendingIDs[stream][id] {
+				pending = append(pending, id)
+			}
+		}
+		e.pendMu.Unlock()
 		seen, err := e.store.ExistingIDs(ctx, stream, ids)
 		if err != nil {
 			return res, nil, fmt.Errorf("dedupe stream %s: %w", stream, err)
+		}
+		for _, id := range pending {
+			seen[id] = true
 		}
 		var batch []events.Envelope
 		var batchItems []int
@@ -394,16 +446,80 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		}
 		res.Appended += len(stamped)
 		folded = append(folded, stamped...)
+		e.markPending(stream, stamped)
 	}
 	e.tally(&res, out)
-	if len(folded) > 0 {
-		// The events are durable; an index failure here is repaired by
-		// the catch-up on the next open.
-		if err := e.proj.Fold(ctx, folded); err != nil {
-			return res, out, fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", err)
+	return res, out, nil
+}
+
+// markPending records appended events until they are folded.
+func (e *Engine) markPending(stream string, evs []events.Envelope) {
+	e.pendMu.Lock()
+	defer e.pendMu.Unlock()
+	ids := e.pendingIDs[stream]
+	if ids == nil {
+		ids = map[string]bool{}
+		e.pendingIDs[stream] = ids
+	}
+	for _, ev := range evs {
+		ids[ev.ID] = true
+		if ev.Session != "" && ev.Cwd != "" {
+			if _, ok := e.pendingCwd[ev.Session]; !ok {
+				e.pendingCwd[ev.Session] = ev.Cwd
+			}
 		}
 	}
-	return res, out, nil
+}
+
+func (e *Engine) pendingSessionCwd(session string) (string, bool) {
+	e.pendMu.Lock()
+	defer e.pendMu.Unlock()
+	c, ok := e.pendingCwd[session]
+	return c, ok
+}
+
+// foldInTurn waits for the folds of earlier tickets, folds evs, takes
+// them out of the pending sets and passes the turn on. The events are durable before this runs: an index failure here is
+// repaired by the catch-up on the next open.
+func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
+	e.foldMu.Lock()
+	for e.foldTurn != ticket {
+		e.foldCond.Wait()
+	}
+	e.foldMu.Unlock()
+	var err error
+	if len(evs) > 0 {
+		err = e.proj.Fold(context.WithoutCancel(ctx), evs)
+	}
+	if err == nil {
+		// Now in the index. (After a failed fold they stay pending: the
+		// index lacks them until the next open catches up.)
+		e.pendMu.Lock()
+		for _, ev := range evs {
+			delete(e.pendingIDs[ev.Stream], ev.ID)
+			if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
+				delete(e.pendingCwd, ev.Session)
+			}
+		}
+		e.pendMu.Unlock()
+	}
+	e.foldMu.Lock()
+	e.foldTurn++
+	e.foldCond.Broadcast()
+	e.foldMu.Unlock()
+	return err
+}
+
+// lockSettled takes the intake mutex and waits until every appended
+// event is folded, for readers that need the index to equal the log
+// (a checkpoint's claim, sync's rewrite).
+func (e *Engine) lockSettled() {
+	e.mu.Lock()
+	e.foldMu.Lock()
+	for e.foldTurn != e.nextTicket {
+		e.foldCond.Wait()
+	}
+	e.foldMu.Unlock()
 }
 
 func (e *Engine) tally(res *IngestResult, out []Outcome) {

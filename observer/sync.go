@@ -251,7 +251,7 @@ func (e *Engine) Sync(ctx context.Context) (SyncReport, error) {
 			}
 		}
 	}
-	e.mu.Lock()
+	e.lockSettled()
 	err = e.proj.Rewrite(ctx, rewrite)
 	e.mu.Unlock()
 	if err != nil {

@@ -98,12 +98,21 @@ func (p *Projector) newFileTrack(evs []events.Envelope) *fileTrack {
 func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 	ws := IsWorkspace(ev.Stream)
 	if ws {
-		t.scopes[ev.Stream] = true
+		// A workspace's files show its entries and its cwd: render them
+		// when an event can change entries or when the scope is new, not
+		// on every fold of its conversation.
+		if ChangesEntries(ev.Type) {
+			t.scopes[ev.Stream] = true
+		}
 		if ev.Cwd != "" && !t.scoped[ev.Stream] {
 			t.scoped[ev.Stream] = true
-			if _, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
-				ON CONFLICT (stream) DO NOTHING`, ev.Stream, ev.Cwd, int64(ev.Seq), ev.Time); err != nil {
+			res, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
+				ON CONFLICT (stream) DO NOTHING`, ev.Stream, ev.Cwd, int64(ev.Seq), ev.Time)
+			if err != nil {
 				return fmt.Errorf("record scope %s: %w", ev.Stream, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n > 0 {
+				t.scopes[ev.Stream] = true
 			}
 		}
 	}
