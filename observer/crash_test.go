@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,8 +15,6 @@ import (
 	"time"
 
 	"dshmem/events"
-	"dshmem/projector"
-	"dshmem/sqlstore"
 )
 
 // The crash test re-runs this test binary as a child writer. The child
@@ -164,22 +161,8 @@ func checkCrashRoot(t *testing.T, root string, acked map[int]bool, k int) {
 		}
 	}
 	// The live index must equal a fresh rebuild of the log.
-	var live, fresh bytes.Buffer
-	if err := projector.Dump(ctx, eng.Store(), &live); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlstore.Open(filepath.Join(t.TempDir(), "fresh.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := projector.New(st).CatchUp(ctx, lg, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := projector.Dump(ctx, st, &fresh); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(live.Bytes(), fresh.Bytes()) {
-		t.Fatalf("kill %d: live index differs from a fresh rebuild of the log (%d vs %d bytes of dump)", k, live.Len(), fresh.Len())
+	live, fresh := indexDumps(t, eng)
+	if !bytes.Equal(live, fresh) {
+		t.Fatalf("kill %d: live index differs from a fresh rebuild of the log (%d vs %d bytes of dump)", k, len(live), len(fresh))
 	}
 }

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"dshmem/events"
-	"dshmem/projector"
-	"dshmem/sqlstore"
 )
 
 // TestConcurrentIntake runs intake calls from many goroutines at once —
@@ -85,22 +82,7 @@ func TestConcurrentIntake(t *testing.T) {
 			t.Fatalf("%s is in the log %d times", id, n)
 		}
 	}
-	var live, fresh bytes.Buffer
-	if err := projector.Dump(ctx, eng.Store(), &live); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlstore.Open(filepath.Join(t.TempDir(), "fresh.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := projector.New(st).CatchUp(ctx, lg, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := projector.Dump(ctx, st, &fresh); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(live.Bytes(), fresh.Bytes()) {
+	if live, fresh := indexDumps(t, eng); !bytes.Equal(live, fresh) {
 		t.Fatal("live index differs from a rebuild of the log")
 	}
 }

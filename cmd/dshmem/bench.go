@@ -81,19 +81,7 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 	if *size < 120 || *size > 200_000 {
 		return usageError{fmt.Sprintf("--size %d is out of range (120..200000)", *size)}
 	}
-	progress := func(phase string, done, total int) {}
-	if isTerminal(env.stderr) {
-		last := time.Now()
-		progress = func(phase string, done, total int) {
-			if time.Since(last) > 200*time.Millisecond || done == total {
-				last = time.Now()
-				fmt.Fprintf(env.stderr, "\r%-10s %d/%d events", phase, done, total)
-				if done == total {
-					fmt.Fprintln(env.stderr)
-				}
-			}
-		}
-	}
+	progress := benchProgress(env, "events")
 	opts := observer.BenchOptions{Events: *n, Size: *size, Progress: progress}
 	var results []observer.BenchResult
 	for _, phase := range []string{"log", "log+index"} {
@@ -149,19 +137,7 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	if *nq < 1 || *nq > 1_000_000 {
 		return usageError{fmt.Sprintf("--queries %d is out of range (1..1000000)", *nq)}
 	}
-	progress := func(phase string, done, total int) {}
-	if isTerminal(env.stderr) {
-		last := time.Now()
-		progress = func(phase string, done, total int) {
-			if time.Since(last) > 200*time.Millisecond || done == total {
-				last = time.Now()
-				fmt.Fprintf(env.stderr, "\r%-10s %d/%d", phase, done, total)
-				if done == total {
-					fmt.Fprintln(env.stderr)
-				}
-			}
-		}
-	}
+	progress := benchProgress(env, "")
 	r, err := observer.BenchRecall(ctx, observer.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress})
 	if err != nil {
 		return fmt.Errorf("bench recall: %w", err)
@@ -184,4 +160,25 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 			m.Candidates, m.CandMax, m.Partial, m.Empty)
 	}
 	return nil
+}
+
+// benchProgress reports a benchmark's progress on a terminal, at most
+// five times a second; elsewhere it does nothing.
+func benchProgress(env *cliEnv, unit string) func(phase string, done, total int) {
+	if !isTerminal(env.stderr) {
+		return func(string, int, int) {}
+	}
+	if unit != "" {
+		unit = " " + unit
+	}
+	last := time.Now()
+	return func(phase string, done, total int) {
+		if time.Since(last) > 200*time.Millisecond || done == total {
+			last = time.Now()
+			fmt.Fprintf(env.stderr, "\r%-10s %d/%d%s", phase, done, total, unit)
+			if done == total {
+				fmt.Fprintln(env.stderr)
+			}
+		}
+	}
 }
