@@ -143,27 +143,19 @@ func (p *Projector) writeFiles(ctx context.Context, t *fileTrack) error {
 	var rs []Rendered
 	var gone []string
 	if t.global {
-		g, err := renderGlobalLayer(ctx, db)
-		if err != nil {
-			return err
-		}
-		old, err := filesUnder(ctx, db, KnowledgeDir+"/")
+		g, old, err := renderGlobalFiles(ctx, db)
 		if err != nil {
 			return err
 		}
 		rs = append(rs, g...)
-		gone = append(gone, missing(old, g)...)
+		gone = append(gone, old...)
 	}
 	for _, scope := range sortedKeys(t.scopes) {
-		sum, err := renderSummary(ctx, db, scope)
+		ws, err := renderScopeFiles(ctx, db, scope)
 		if err != nil {
 			return err
 		}
-		sj, err := renderScopeFile(ctx, db, scope)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, sum, sj)
+		rs = append(rs, ws...)
 		if vs := t.history[scope]; len(vs) > 0 {
 			old, err := filesUnder(ctx, db, ScopesDir+"/"+scope+"/"+HistoryDir+"/")
 			if err != nil {
@@ -216,30 +208,22 @@ func (p *Projector) Refresh(ctx context.Context) error {
 	var rs []Rendered
 	var gone []string
 	if cursors[globalStream] > 0 {
-		g, err := renderGlobalLayer(ctx, db)
-		if err != nil {
-			return err
-		}
-		old, err := filesUnder(ctx, db, KnowledgeDir+"/")
+		g, old, err := renderGlobalFiles(ctx, db)
 		if err != nil {
 			return err
 		}
 		rs = append(rs, g...)
-		gone = append(gone, missing(old, g)...)
+		gone = append(gone, old...)
 	}
 	for _, scope := range sortedKeys(cursors) {
 		if !IsWorkspace(scope) || cursors[scope] == 0 {
 			continue
 		}
-		sum, err := renderSummary(ctx, db, scope)
+		ws, err := renderScopeFiles(ctx, db, scope)
 		if err != nil {
 			return err
 		}
-		sj, err := renderScopeFile(ctx, db, scope)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, sum, sj)
+		rs = append(rs, ws...)
 	}
 	var days []string
 	if err := db.SelectContext(ctx, &days, `SELECT DISTINCT substr(time, 1, 10) FROM events
@@ -473,4 +457,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// renderGlobalFiles renders the stable layer (global.md, index.md,
+// knowledge/) and lists the knowledge files it no longer has.
+func renderGlobalFiles(ctx context.Context, db queryer) (rs []Rendered, gone []string, err error) {
+	g, err := renderGlobalLayer(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	old, err := filesUnder(ctx, db, KnowledgeDir+"/")
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, missing(old, g), nil
+}
+
+// renderScopeFiles renders a workspace's memory_summary.md and scope.json.
+func renderScopeFiles(ctx context.Context, db queryer, scope string) ([]Rendered, error) {
+	sum, err := renderSummary(ctx, db, scope)
+	if err != nil {
+		return nil, err
+	}
+	sj, err := renderScopeFile(ctx, db, scope)
+	if err != nil {
+		return nil, err
+	}
+	return []Rendered{sum, sj}, nil
 }
