@@ -74,7 +74,7 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(ctx, env)
+	eng, err := openExisting(ctx, env)
 	if err != nil {
 		return forwardCheckpoint(ctx, env, err, *cwd, *session, *force, *asJSON) // a server holds the root (forward.go)
 	}

@@ -27,11 +27,28 @@ func openEngine(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
 	return eng, nil
 }
 
+// requireRoot refuses commands that read or change existing memory when
+// the root does not exist, instead of creating an empty one.
+func requireRoot(env *cliEnv) error {
+	if _, err := os.Stat(env.root); err != nil {
+		return fmt.Errorf("no memory root at %s: pass --root DIR, set DSH_MEMORY_ROOT, or create one with 'dshmem ingest'", env.root)
+	}
+	return nil
+}
+
+// openExisting is openEngine for a root that must already exist.
+func openExisting(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
+	if err := requireRoot(env); err != nil {
+		return nil, err
+	}
+	return openEngine(ctx, env)
+}
+
 // openReader opens the index read-only, catching it up first when no
 // writer holds the root, so reads see everything in the log.
 func openReader(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
-	if _, err := os.Stat(env.root); err != nil {
-		return nil, fmt.Errorf("no memory root at %s: pass --root DIR, set DSH_MEMORY_ROOT, or create one with 'dshmem ingest'", env.root)
+	if err := requireRoot(env); err != nil {
+		return nil, err
 	}
 	if observer.HolderPID(env.root) == 0 {
 		progress, done := catchUpProgress(env)

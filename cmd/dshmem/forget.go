@@ -37,7 +37,7 @@ func runForget(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{"needs exactly one entry ID"}
 	}
 	id := strings.TrimSpace(pos[0])
-	eng, err := openEngine(ctx, env)
+	eng, err := openExisting(ctx, env)
 	if err != nil {
 		return forwardForget(ctx, env, err, id, *reason) // a server holds the root (forward.go)
 	}

@@ -226,3 +226,22 @@ func TestDemo(t *testing.T) {
 		t.Errorf("recall step shows the superseded fact or misses the new one:\n%s", recall)
 	}
 }
+
+// TestMissingRootIsNotCreated: commands that read or change existing
+// memory say the root is missing instead of creating an empty one.
+func TestMissingRootIsNotCreated(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "nowhere")
+	for _, args := range [][]string{
+		{"sync"}, {"forget", "m-0000000000000000"}, {"checkpoint", "--force"},
+		{"replay", "--verify"}, {"restore", "global.md"}, {"search", "x"}, {"recall", "x"},
+		{"entries"}, {"history", "m-0000000000000000"}, {"stats"}, {"sql", "SELECT 1"},
+	} {
+		code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
+		if code != 1 || !strings.Contains(errs, "no memory root") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming the missing root", args, code, errs)
+		}
+		if _, err := os.Stat(root); err == nil {
+			t.Fatalf("%v created the root %s", args, root)
+		}
+	}
+}

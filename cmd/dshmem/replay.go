@@ -46,10 +46,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if *verify && *out != "" {
 		return usageError{"--out and --verify do not go together: --verify rebuilds into a temporary directory (add --keep to keep it)"}
 	}
-	if _, err := os.Stat(env.root); err != nil {
-		return fmt.Errorf("no memory root at %s: pass --root DIR or set DSH_MEMORY_ROOT", env.root)
-	}
-	eng, err := openEngine(ctx, env)
+	eng, err := openExisting(ctx, env)
 	if err != nil {
 		return err
 	}

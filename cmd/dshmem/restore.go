@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -61,8 +60,8 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 			return usageError{fmt.Sprintf("--at %q is neither a seq (a positive integer) nor an RFC 3339 time such as 2026-08-18T18:00:00+08:00", *atFlag)}
 		}
 	}
-	if _, err := os.Stat(env.root); err != nil {
-		return fmt.Errorf("no memory root at %s: pass --root DIR or set DSH_MEMORY_ROOT", env.root)
+	if err := requireRoot(env); err != nil {
+		return err
 	}
 	rel, err := replay.ValidatePath(env.root, pos[0])
 	if err != nil {

@@ -40,7 +40,7 @@ func runSync(ctx context.Context, env *cliEnv, args []string) error {
 	if len(pos) > 0 {
 		return usageError{"takes no arguments"}
 	}
-	eng, err := openEngine(ctx, env)
+	eng, err := openExisting(ctx, env)
 	if err != nil {
 		return err
 	}
