@@ -191,8 +191,12 @@ func FuzzTokens(f *testing.F) {
 	}
 	db := openFTS(f)
 	rowid := 0
+	var sc Scanner // reused across inputs, as ranking reuses one
 	f.Fuzz(func(t *testing.T, s string) {
 		toks := Tokens(s)
+		if scanned := scanAll(&sc, s); !equalStrings(scanned, toks) {
+			t.Fatalf("Scanner.Scan(%q) = %q, Tokens = %q", s, scanned, toks)
+		}
 		for _, tok := range toks {
 			if tok == "" || !utf8.ValidString(tok) || len(tok) > maxToken {
 				t.Fatalf("Tokens(%q): bad token %q", s, tok)

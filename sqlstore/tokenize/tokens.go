@@ -105,13 +105,31 @@ func Terms(s string) []string {
 	return out
 }
 
-// tokenizer holds the scratch buffers of one Tokens call.
+// A Scanner tokenizes many texts one after another without allocating
+// per token: it hands each token to a callback in a buffer it reuses. It
+// yields exactly the tokens Tokens returns, in the same order. A Scanner
+// is not safe for concurrent use; its zero value is ready.
+type Scanner struct{ t tokenizer }
+
+// Scan calls fn with each token of s, in text order, duplicates kept.
+// tok is valid only during the call: copy it (string(tok)) to keep it.
+// A map lookup m[string(tok)] does not allocate.
+func (sc *Scanner) Scan(s string, fn func(tok []byte)) {
+	sc.t.fn = fn
+	sc.t.run(s)
+	sc.t.fn = nil
+}
+
+// tokenizer holds the scratch buffers of one Tokens call, or of a
+// Scanner across calls.
 type tokenizer struct {
 	rs     []rune   // normalized input, original case
 	seg    []rune   // current compound with marks removed
 	bounds []int    // end offsets of the segments within seg
+	cut    []int    // part boundaries of the current segment
 	b      []byte   // fold buffer
-	out    []string // tokens
+	out    []string // tokens, when fn is nil
+	fn     func(tok []byte)
 
 	// wantGroups makes the tokenizer also build groups: one FTS5
 	// expression per CJK token or per compound, each matching a row
@@ -121,7 +139,10 @@ type tokenizer struct {
 }
 
 func (t *tokenizer) run(s string) {
-	t.rs = make([]rune, 0, len(s))
+	if cap(t.rs) < len(s) {
+		t.rs = make([]rune, 0, len(s))
+	}
+	t.rs = t.rs[:0]
 	for _, r := range s {
 		t.rs = normalizeRune(t.rs, r)
 	}
@@ -195,18 +216,26 @@ func (t *tokenizer) emitWord(all []rune, bounds []int) {
 		seg := all[start:end]
 		start = end
 		segTok := t.emit(seg, false)
-		cut := splitParts(seg)
+		t.cut = splitParts(t.cut[:0], seg)
+		if !t.wantGroups {
+			p := 0
+			for _, c := range t.cut {
+				t.emit(seg[p:c], false)
+				p = c
+			}
+			if len(t.cut) > 0 {
+				t.emit(seg[p:], false)
+			}
+			continue
+		}
 		var parts []string
 		p := 0
-		for _, c := range cut {
+		for _, c := range t.cut {
 			parts = append(parts, t.emit(seg[p:c], false))
 			p = c
 		}
-		if len(cut) > 0 {
+		if len(t.cut) > 0 {
 			parts = append(parts, t.emit(seg[p:], false))
-		}
-		if !t.wantGroups {
-			continue
 		}
 		if len(parts) == 0 {
 			segExprs = append(segExprs, quote(segTok))
@@ -234,9 +263,10 @@ func (t *tokenizer) group(tok string) {
 	}
 }
 
-// emit appends the case-folded form of rs as a token and returns it. An
-// over-long token is dropped (returning "") when dropLong is set and cut to
-// maxToken bytes otherwise.
+// emit appends the case-folded form of rs as a token and returns it (or,
+// with a Scanner, hands it to fn and returns ""). An over-long token is
+// dropped (returning "") when dropLong is set and cut to maxToken bytes
+// otherwise.
 func (t *tokenizer) emit(rs []rune, dropLong bool) string {
 	t.b = t.b[:0]
 	for _, r := range rs {
@@ -252,6 +282,10 @@ func (t *tokenizer) emit(rs []rune, dropLong bool) string {
 	if len(t.b) == 0 {
 		return ""
 	}
+	if t.fn != nil {
+		t.fn(t.b)
+		return ""
+	}
 	tok := string(t.b)
 	t.out = append(t.out, tok)
 	return tok
@@ -260,9 +294,9 @@ func (t *tokenizer) emit(rs []rune, dropLong bool) string {
 // splitParts returns the cut points that split a segment into parts at
 // lower→Upper ("parse|Request"), at the last capital of a capital run
 // followed by a lowercase letter ("HTTP|Request") and at letter↔number
-// changes ("sha|256"). Nil means the segment is a single part.
-func splitParts(seg []rune) []int {
-	var cut []int
+// changes ("sha|256"), appended to cut. None means the segment is a
+// single part.
+func splitParts(cut []int, seg []rune) []int {
 	for j := 1; j < len(seg); j++ {
 		prev, cur := seg[j-1], seg[j]
 		switch {

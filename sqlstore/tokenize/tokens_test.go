@@ -52,14 +52,27 @@ func TestTokens(t *testing.T) {
 		{"Email", "dev@example.com", []string{"devexamplecom", "dev", "example", "com"}},
 		{"URLConnectorRun", "https://x.io/a_b", []string{"httpsxioab", "https", "x", "io", "a", "b"}},
 	}
+	// One Scanner serves every case, so a buffer carried over from a
+	// longer text would show.
+	var sc Scanner
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Tokens(tt.in)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Tokens(%q) = %q, want %q", tt.in, got, tt.want)
 			}
+			if scanned := scanAll(&sc, tt.in); !slices.Equal(scanned, tt.want) {
+				t.Errorf("Scanner.Scan(%q) = %q, want %q", tt.in, scanned, tt.want)
+			}
 		})
 	}
+}
+
+// scanAll collects the tokens sc yields for s.
+func scanAll(sc *Scanner, s string) []string {
+	var out []string
+	sc.Scan(s, func(tok []byte) { out = append(out, string(tok)) })
+	return out
 }
 
 func TestLongTokens(t *testing.T) {
@@ -163,5 +176,18 @@ func BenchmarkTokens(b *testing.B) {
 	b.SetBytes(int64(len(benchText)))
 	for b.Loop() {
 		Tokens(benchText)
+	}
+}
+
+func BenchmarkScanner(b *testing.B) {
+	b.SetBytes(int64(len(benchText)))
+	b.ReportAllocs()
+	var sc Scanner
+	n := 0
+	for b.Loop() {
+		sc.Scan(benchText, func(tok []byte) { n += len(tok) })
+	}
+	if n == 0 {
+		b.Fatal("no tokens")
 	}
 }
