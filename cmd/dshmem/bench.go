@@ -120,6 +120,7 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 
 func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
+	args, profile := cutHiddenFlag(args, "cpuprofile")
 	fs := newFlags(c)
 	n := fs.Int("records", 100_000, "episodic records in the synthetic root")
 	nq := fs.Int("queries", 1000, "queries timed per mode")
@@ -137,6 +138,11 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	if *nq < 1 || *nq > 1_000_000 {
 		return usageError{fmt.Sprintf("--queries %d is out of range (1..1000000)", *nq)}
 	}
+	stop, err := startCPUProfile(profile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	progress := benchProgress(env, "")
 	r, err := observer.BenchRecall(ctx, observer.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress})
 	if err != nil {

@@ -43,17 +43,11 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 {
 		return usageError{"--sessions must be 1..1024 and --seconds 1..3600"}
 	}
-	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			return fmt.Errorf("create CPU profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("start CPU profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(profile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	root, err := os.MkdirTemp("", "dshmem-bench-serve-")
 	if err != nil {
 		return fmt.Errorf("make temporary root: %w", err)
@@ -244,8 +238,25 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
+// startCPUProfile writes a CPU profile to path until stop is called;
+// path "" profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 // cutHiddenFlag takes --name FILE or --name=FILE out of args: a flag
-// for whoever tunes the server, kept out of --help.
+// for whoever tunes dshmem, kept out of --help.
 func cutHiddenFlag(args []string, name string) ([]string, string) {
 	var out []string
 	val := ""
