@@ -4,8 +4,8 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"dshmem/sqlstore/tokenize"
 )
@@ -48,8 +48,12 @@ type analysis struct {
 	charIDF  map[rune]float64
 	charMass float64
 
-	seq  []string // the whole query's tokens, for the phrase feature (short queries)
-	norm string   // normalized query text, for the substring feature (short queries)
+	seq   []string         // the whole query's tokens, for the phrase feature (short queries)
+	seqID map[string]int32 // distinct tokens of seq → id
+	seqIs []int32          // seq as ids
+
+	scan tokenize.Scanner // tokenizes the candidates, reusing its buffers
+	norm string           // normalized query text, for the substring feature (short queries)
 
 	// After select:
 	want     map[string]int // the selected terms → slot (qterm.idx)
@@ -119,16 +123,50 @@ func analyzeQuery(text string, w *Weights) *analysis {
 	for _, q := range a.terms {
 		q.qw = 1 - math.Exp(-sums[q.term])
 	}
+	a.dropLoneASCII()
 	for r, sum := range charSums {
 		a.chars[r] = 1 - math.Exp(-sum)
 	}
 	if len(text) <= maxSubstringBytes {
 		a.norm = normalizeText(text)
 		if toks := tokenize.Tokens(text); len(toks) >= 2 && len(toks) <= maxPhraseTokens {
-			a.seq = toks
+			a.seq, a.seqID = toks, map[string]int32{}
+			for _, t := range toks {
+				id, ok := a.seqID[t]
+				if !ok {
+					id = int32(len(a.seqID))
+					a.seqID[t] = id
+				}
+				a.seqIs = append(a.seqIs, id)
+			}
 		}
 	}
 	return a
+}
+
+// dropLoneASCII removes one-character ASCII tokens (the 'w' and '0' of
+// 'w0c90', the 'k' of 'recallTopK', a stray 'a') from the query terms
+// when other terms remain: a lone letter or digit names nothing, yet it
+// cost a probe each and its postings crowded out real candidates. The
+// whole identifier and its longer parts still match; the phrase and
+// substring features still see the query as written.
+func (a *analysis) dropLoneASCII() {
+	kept := a.terms[:0]
+	for _, q := range a.terms {
+		if len(q.term) > 1 || q.term[0] >= utf8.RuneSelf {
+			kept = append(kept, q)
+		}
+	}
+	if len(kept) == 0 {
+		return // all lone characters: they are the query
+	}
+	for t, q := range a.byTerm {
+		if len(q.term) == 1 && q.term[0] < utf8.RuneSelf {
+			delete(a.byTerm, t)
+		}
+	}
+	clear(a.terms[len(kept):])
+	a.terms = kept
 }
 
 // probeOrder returns the terms to look up in the index, at most
@@ -252,15 +290,15 @@ func (a *analysis) finishIDF(docs []*doc) {
 // tokens.
 type doc struct {
 	dl         int
-	tf         []int32    // by qterm.idx
-	stemTF     []int32    // by qterm.sidx
-	fields     []uint8    // by qterm.idx: inTitle|inTags|inTerms
-	stemFields []uint8    // by qterm.sidx
-	pairs      []bool     // by pair slot; nil when none is held
-	chars      []int32    // by query character slot; nil when none is held
-	cl         int        // Chinese characters in all
-	seqs       [][]string // token sequences of the fields, for the phrase feature
-	title      string     // title and body, for the substring feature
+	tf         []int32   // by qterm.idx
+	stemTF     []int32   // by qterm.sidx
+	fields     []uint8   // by qterm.idx: inTitle|inTags|inTerms
+	stemFields []uint8   // by qterm.sidx
+	pairs      []bool    // by pair slot; nil when none is held
+	chars      []int32   // by query character slot; nil when none is held
+	cl         int       // Chinese characters in all
+	seqs       [][]int32 // token sequences of the fields as analysis.seqID ids (−1: not a query token), for the phrase feature
+	title      string    // title and body, for the substring feature
 	body       string
 	all        map[string]int // every token, for pseudo-relevance feedback
 }
@@ -311,10 +349,11 @@ func (a *analysis) slots() {
 
 // stemSlot returns the slot of t's stem when that stem is selected, else
 // -1; it remembers each token's answer for the rest of the query.
-func (a *analysis) stemSlot(t string) int {
-	if j, ok := a.stemOf[t]; ok {
+func (a *analysis) stemSlot(tok []byte) int {
+	if j, ok := a.stemOf[string(tok)]; ok {
 		return j
 	}
+	t := string(tok)
 	j := -1
 	if st := stem(t); st != "" {
 		if k, ok := a.stemIdx[st]; ok {
@@ -355,40 +394,45 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 				}
 			}
 		}
-		toks := docTokens.tokens(s)
-		d.dl += len(toks)
+		var seq []int32
 		prev := -1
-		for _, t := range toks {
+		a.scan.Scan(s, func(tok []byte) {
+			d.dl++
 			if d.all != nil {
-				d.all[t]++
+				d.all[string(tok)]++
 			}
-			i, hit := a.want[t]
-			sj := -1
-			if ns > 0 && len(t) >= 5 && t[0] >= 'a' && t[0] <= 'z' {
-				sj = a.stemSlot(t)
-			}
-			if hit {
-				d.tf[i]++
-				d.fields[i] |= bit
-				if prev >= 0 && len(a.pairIdx) > 0 {
-					if k, ok := a.pairIdx[[2]int{prev, i}]; ok {
-						if d.pairs == nil {
-							d.pairs = make([]bool, len(a.pairW))
-						}
-						d.pairs[k] = true
-					}
+			i, hit := a.want[string(tok)]
+			if a.seq != nil {
+				id, ok := a.seqID[string(tok)]
+				if !ok {
+					id = -1
 				}
-				prev = i
-			} else {
+				seq = append(seq, id)
+			}
+			if ns > 0 && len(tok) >= 5 && tok[0] >= 'a' && tok[0] <= 'z' {
+				if sj := a.stemSlot(tok); sj >= 0 {
+					d.stemTF[sj]++
+					d.stemFields[sj] |= bit
+				}
+			}
+			if !hit {
 				prev = -1
+				return
 			}
-			if sj >= 0 {
-				d.stemTF[sj]++
-				d.stemFields[sj] |= bit
+			d.tf[i]++
+			d.fields[i] |= bit
+			if prev >= 0 && len(a.pairIdx) > 0 {
+				if k, ok := a.pairIdx[[2]int{prev, i}]; ok {
+					if d.pairs == nil {
+						d.pairs = make([]bool, len(a.pairW))
+					}
+					d.pairs[k] = true
+				}
 			}
-		}
+			prev = i
+		})
 		if a.seq != nil {
-			d.seqs = append(d.seqs, toks)
+			d.seqs = append(d.seqs, seq)
 		}
 	}
 	field(title, inTitle)
@@ -399,60 +443,6 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 		d.title, d.body = title, body
 	}
 	return d
-}
-
-// docTokens memoizes the tokens of candidate fields by their text. Every
-// query tokenizes every candidate it scores, tokenizing is most of the
-// cost of scoring, and the same memories come back query after query.
-// Keyed by content, it is never stale. The slices it returns are shared:
-// read them, never write them.
-var docTokens = &tokenMemo{cur: map[string][]string{}}
-
-// tokenMemoBytes bounds each of the memo's two generations (text and
-// tokens, roughly): when the current one is full it becomes the old one,
-// the old one is dropped, and a hit in the old one moves to the current.
-// Longer texts than tokenMemoMaxText are not kept.
-const (
-	tokenMemoBytes   = 4 << 20
-	tokenMemoMaxText = 16 << 10
-)
-
-type tokenMemo struct {
-	mu       sync.Mutex
-	cur, old map[string][]string
-	bytes    int // of cur
-}
-
-func (m *tokenMemo) tokens(s string) []string {
-	if len(s) > tokenMemoMaxText {
-		return tokenize.Tokens(s)
-	}
-	m.mu.Lock()
-	toks, ok := m.cur[s]
-	if !ok {
-		if toks, ok = m.old[s]; ok {
-			m.keep(s, toks)
-		}
-	}
-	m.mu.Unlock()
-	if ok {
-		return toks
-	}
-	toks = tokenize.Tokens(s)
-	m.mu.Lock()
-	m.keep(s, toks)
-	m.mu.Unlock()
-	return toks
-}
-
-// keep adds s to the current generation; m.mu is held.
-func (m *tokenMemo) keep(s string, toks []string) {
-	n := 2*len(s) + 16*len(toks) + 64
-	if m.bytes+n > tokenMemoBytes {
-		m.old, m.cur, m.bytes = m.cur, make(map[string][]string, len(m.cur)), 0
-	}
-	m.cur[s] = toks
-	m.bytes += n
 }
 
 // features are a document's lexical features, each a share of the query.
@@ -532,7 +522,7 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 	}
 	if a.seq != nil {
 		for _, s := range d.seqs {
-			if containsSeq(s, a.seq) {
+			if containsSeq(s, a.seqIs) {
 				f.Phrase = 1
 				break
 			}
@@ -546,7 +536,7 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 	return f
 }
 
-func containsSeq(s, sub []string) bool {
+func containsSeq(s, sub []int32) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		ok := true
 		for j := range sub {

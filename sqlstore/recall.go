@@ -17,7 +17,10 @@ package sqlstore
 //     otherwise rows holding the rarest terms together (one AND query),
 //     then each non-common term's newest postings, rarest first, until
 //     PoolCap. Terms held by more than CommonFraction of the rows are
-//     never enumerated. Rows are fetched by rowid in chunks.
+//     never enumerated. Of a larger pool only FetchCap rows are read:
+//     those the postings already read show holding the most query mass
+//     (preRank). Rows are fetched by rowid in chunks and tokenized with
+//     one reused tokenize.Scanner (no allocation per token).
 //  4. Score in Go (Weights), apply priors, floors and the conflict rule,
 //     cut by count and bytes.
 //
@@ -44,6 +47,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -424,9 +428,11 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 				}
 			}
 		}
+		var together []int64 // rows known to hold rare[:k] all
+		k := 0
 		if len(rare) >= 2 && !r.expired("gathering candidates") {
 			// Rows holding the rarest terms together first.
-			k := min(len(rare), 3)
+			k = min(len(rare), 3)
 			lists := make([][]int64, k)
 			complete := true
 			for i := range k {
@@ -436,7 +442,7 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 			if complete {
 				// Every posting of each is known: intersect them here
 				// rather than ask the index.
-				add(intersect(lists, r.w.PoolCap))
+				together = intersect(lists, r.w.PoolCap)
 			} else {
 				parts := make([]string, k)
 				for i := range k {
@@ -446,11 +452,15 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 				if err != nil {
 					return nil, r.wrap("gather candidates", err)
 				}
-				add(ids)
+				together = ids
 			}
+			add(together)
 		}
 		for _, qt := range rare {
 			add(postings[qt])
+		}
+		if len(pool) > r.w.FetchCap {
+			pool = preRank(pool, a.sel, postings, together, rare[:k], r.w.FetchCap)
 		}
 	}
 	if r.expired("gathering candidates") && len(pool) == 0 {
@@ -706,6 +716,42 @@ func round4(f float64) float64 {
 
 // intersect returns the rowids in every list, in the order of the first
 // (newest first, as probes return them), at most limit.
+// preRank keeps the keep candidates of pool that hold the most query
+// mass (Σ qw·idf) as far as the postings already read tell: a row is
+// known to hold a term when it is among the term's probed postings, or
+// among the rows found holding the rarest terms together. Ties keep pool
+// order (rarest terms first, newest first). It costs no database work:
+// fetching and tokenizing are most of a query's time, and a row that
+// holds none of the rare terms the others hold rarely wins.
+func preRank(pool []int64, sel []*qterm, postings map[*qterm][]int64, together []int64, togetherTerms []*qterm, keep int) []int64 {
+	known := make(map[int64]float64, len(pool))
+	for _, id := range pool {
+		known[id] = 0
+	}
+	held := make(map[int64]bool, len(together))
+	for _, id := range together {
+		held[id] = true
+	}
+	for _, qt := range sel {
+		m := qt.qw * qt.idf
+		if slices.Contains(togetherTerms, qt) {
+			for id := range held {
+				if _, ok := known[id]; ok {
+					known[id] += m
+				}
+			}
+		}
+		for _, id := range postings[qt] {
+			if _, ok := known[id]; ok && !(held[id] && slices.Contains(togetherTerms, qt)) {
+				known[id] += m
+			}
+		}
+	}
+	out := slices.Clone(pool)
+	sort.SliceStable(out, func(i, j int) bool { return known[out[i]] > known[out[j]] })
+	return out[:keep]
+}
+
 func intersect(lists [][]int64, limit int) []int64 {
 	count := make(map[int64]int, len(lists[0]))
 	for _, id := range lists[0] {

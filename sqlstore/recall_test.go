@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +188,58 @@ func TestRecallRanking(t *testing.T) {
 			t.Errorf("got %v, want %s first, %s and %s present", got, both, dshOnly, cnOnly)
 		}
 	})
+}
+
+// TestRecallFetchCap: when the gathered pool is larger than FetchCap,
+// the rows the postings show holding the most query mass are the ones
+// read and scored, however old they are.
+func TestRecallFetchCap(t *testing.T) {
+	f := newMemFixture(t)
+	// The target is older than every other holder of its terms: in
+	// enumeration order (rarest term first, newest first) it comes last
+	// among qzxa's rows.
+	target := f.add("target", map[string]any{"content": "qzxa qzxd ledger"})
+	for i := range 20 {
+		for _, term := range []string{"qzxa", "qzxb", "qzxc", "qzxd"} {
+			f.add(fmt.Sprintf("%s-%d", term, i), map[string]any{"content": term + " filler note"})
+		}
+	}
+	w := sqlstore.DefaultWeights
+	w.FetchCap = 8
+	res := f.recall(sqlstore.RecallQuery{Text: "qzxa qzxb qzxc qzxd", Weights: &w})
+	if res.Candidates != w.FetchCap {
+		t.Errorf("scored %d candidates, want FetchCap %d", res.Candidates, w.FetchCap)
+	}
+	if got := ids(res); len(got) == 0 || got[0] != target {
+		t.Errorf("got %v, want %s (the one row holding two of the terms) first", got, target)
+	}
+}
+
+// TestRecallLoneASCII: one-character ASCII tokens (parts of identifiers,
+// stray letters) are not query terms while other terms remain, and are
+// when they are the whole query.
+func TestRecallLoneASCII(t *testing.T) {
+	f := newMemFixture(t)
+	f.add("ident", map[string]any{"content": "bump w0c90 before release"})
+	f.add("letter", map[string]any{"content": "x"})
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"w0c90", []string{"w0c90", "90"}},
+		{"x w0c90", []string{"w0c90", "90"}},
+		{"x", []string{"x"}},
+		{"x y", []string{"x"}}, // y is in no row
+	}
+	for _, tt := range tests {
+		res := f.recall(sqlstore.RecallQuery{Text: tt.query})
+		got := append([]string(nil), res.Terms...)
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tt.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("recall %q: terms %q, want %q", tt.query, res.Terms, tt.want)
+		}
+	}
 }
 
 func TestRecallStatus(t *testing.T) {

@@ -84,6 +84,10 @@ type Weights struct {
 	PerTermCap  int
 	PoolCap     int
 	SmallCorpus int
+	// FetchCap bounds the candidates read and scored in full: when the
+	// pool is larger, the rows holding the most query mass as the
+	// postings tell are kept (preRank).
+	FetchCap int
 
 	// Priors. Importance 0..3 scales by 1 + Importance·(imp−1)/2
 	// (importance 1, the default, is neutral). Recency multiplies by
@@ -143,6 +147,7 @@ var DefaultWeights = Weights{
 	PerTermCap:  96,
 	PoolCap:     128,
 	SmallCorpus: 128,
+	FetchCap:    64,
 
 	Importance:      0.15,
 	Recency:         0.1,
