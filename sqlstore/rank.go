@@ -4,10 +4,12 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"dshmem/sqlstore/tokenize"
+	"dshmem/sqlstore/zhdict"
 )
 
 // This file is the Go half of ranking: it reads a query into weighted
@@ -47,6 +49,18 @@ type analysis struct {
 	chars    map[rune]float64
 	charIDF  map[rune]float64
 	charMass float64
+
+	// words are the query's Chinese dictionary words of two characters
+	// or more (zhdict.Segment) → query weight; their idf comes from the
+	// scored documents, like chars.
+	words    map[string]float64
+	wordIDF  map[string]float64
+	wordMass float64
+	wordIdx  map[string]int
+	// hanShare is the share of the query mass held by Chinese terms: the
+	// character and word features weigh as much as the Chinese part of
+	// a mixed query, not as much as the whole query.
+	hanShare float64
 
 	seq   []string         // the whole query's tokens, for the phrase feature (short queries)
 	seqID map[string]int32 // distinct tokens of seq → id
@@ -88,8 +102,9 @@ const (
 // from the last one, and gathers the distinct tokens with their query
 // weights and the adjacent token pairs.
 func analyzeQuery(text string, w *Weights) *analysis {
-	a := &analysis{byTerm: map[string]*qterm{}, pairs: map[tokPair]float64{}, chars: map[rune]float64{}}
+	a := &analysis{byTerm: map[string]*qterm{}, pairs: map[tokPair]float64{}, chars: map[rune]float64{}, words: map[string]float64{}}
 	charSums := map[rune]float64{}
+	wordSums := map[string]float64{}
 	var lines []string
 	for l := range strings.Lines(text) {
 		if strings.TrimSpace(l) != "" {
@@ -97,11 +112,23 @@ func analyzeQuery(text string, w *Weights) *analysis {
 		}
 	}
 	sums := map[string]float64{}
+	last := ""
+	if len(lines) > 0 {
+		last = speaker(lines[len(lines)-1])
+	}
 	for i, line := range lines {
 		lw := max(math.Pow(w.LineDecay, float64(len(lines)-1-i)), w.MinLineWeight)
+		if w.OtherSpeaker > 0 && last != "" && speaker(line) != last {
+			lw *= w.OtherSpeaker
+		}
 		for _, r := range line {
 			if isHan(r) {
 				charSums[r] += lw
+			}
+		}
+		if w.Words > 0 {
+			for _, wd := range hanWords(line) {
+				wordSums[wd] += lw
 			}
 		}
 		toks := tokenize.Tokens(line)
@@ -126,6 +153,9 @@ func analyzeQuery(text string, w *Weights) *analysis {
 	a.dropLoneASCII()
 	for r, sum := range charSums {
 		a.chars[r] = 1 - math.Exp(-sum)
+	}
+	for wd, sum := range wordSums {
+		a.words[wd] = 1 - math.Exp(-sum)
 	}
 	if len(text) <= maxSubstringBytes {
 		a.norm = normalizeText(text)
@@ -167,6 +197,29 @@ func (a *analysis) dropLoneASCII() {
 	}
 	clear(a.terms[len(kept):])
 	a.terms = kept
+}
+
+// speaker returns the speaker label of a dialogue line ("<Bart>:",
+// "User:", "assistant>"), or "" when the line does not start with one:
+// up to 32 bytes of letters, digits, spaces, '_' or '-', optionally in
+// angle brackets, then a colon.
+func speaker(line string) string {
+	s := strings.TrimSpace(line)
+	end := strings.IndexAny(s, ":：")
+	if end <= 0 || end > 34 {
+		return ""
+	}
+	name := strings.TrimSpace(s[:end])
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "<"), ">")
+	if name == "" {
+		return ""
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != ' ' && r != '_' && r != '-' {
+			return ""
+		}
+	}
+	return strings.ToLower(name)
 }
 
 // probeOrder returns the terms to look up in the index, at most
@@ -212,6 +265,7 @@ func (a *analysis) selectTerms(n float64, w *Weights) {
 		default:
 			continue
 		}
+		q.idf *= bgFactor(q.term, w)
 		if q.idf > 0 {
 			cands = append(cands, q)
 		}
@@ -229,7 +283,7 @@ func (a *analysis) selectTerms(n float64, w *Weights) {
 // finishIDF fixes the idf of terms known only by stem from how many of
 // the scored documents hold the stem (scaled up to the index), drops
 // terms nothing holds, and computes the query masses.
-func (a *analysis) finishIDF(docs []*doc) {
+func (a *analysis) finishIDF(docs []*doc, wb *Weights) {
 	kept := a.sel[:0]
 	for _, q := range a.sel {
 		if q.stemDF {
@@ -260,13 +314,46 @@ func (a *analysis) finishIDF(docs []*doc) {
 			continue
 		}
 		a.charIDF[r] = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
+		if wb.CharBg > 0 {
+			if info, ok := zhdict.CharInfo(r); ok {
+				a.charIDF[r] *= math.Pow(info/8, wb.CharBg)
+			}
+		}
 		a.charMass += qw * a.charIDF[r]
 	}
+	a.wordIDF, a.wordMass = map[string]float64{}, 0
+	for wd, qw := range a.words {
+		k := 0
+		wi, ok := a.wordIdx[wd]
+		for _, d := range docs {
+			if ok && d.words != nil && d.words[wi] > 0 {
+				k++
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		a.wordIDF[wd] = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
+		if wb.WordBg > 0 {
+			if info, ok := zhdict.WordInfo(wd); ok {
+				a.wordIDF[wd] *= math.Pow(info/10, wb.WordBg)
+			}
+		}
+		a.wordMass += qw * a.wordIDF[wd]
+	}
 	a.mass, a.pairMass = 0, 0
+	han := 0.0
 	inSel := make(map[string]*qterm, len(a.sel))
 	for _, q := range a.sel {
 		a.mass += q.qw * q.idf
+		if r, _ := utf8.DecodeRuneInString(q.term); isHan(r) {
+			han += q.qw * q.idf
+		}
 		inSel[q.term] = q
+	}
+	a.hanShare = 1
+	if a.mass > 0 {
+		a.hanShare = han / a.mass
 	}
 	for p, pw := range a.pairs {
 		qa, qb := inSel[p.a], inSel[p.b]
@@ -297,6 +384,8 @@ type doc struct {
 	pairs      []bool    // by pair slot; nil when none is held
 	chars      []int32   // by query character slot; nil when none is held
 	cl         int       // Chinese characters in all
+	words      []int32   // by query word slot; nil when none is held
+	wl         int       // Chinese words in all
 	seqs       [][]int32 // token sequences of the fields as analysis.seqID ids (−1: not a query token), for the phrase feature
 	title      string    // title and body, for the substring feature
 	body       string
@@ -333,6 +422,10 @@ func (a *analysis) slots() {
 	a.charIdx = make(map[rune]int, len(a.chars))
 	for r := range a.chars {
 		a.charIdx[r] = len(a.charIdx)
+	}
+	a.wordIdx = make(map[string]int, len(a.words))
+	for wd := range a.words {
+		a.wordIdx[wd] = len(a.wordIdx)
 	}
 	a.pairIdx = map[[2]int]int{}
 	for p, pw := range a.pairs {
@@ -394,6 +487,17 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 				}
 			}
 		}
+		if len(a.words) > 0 {
+			for _, wd := range docWords.tokens(s) {
+				d.wl++
+				if wi, ok := a.wordIdx[wd]; ok {
+					if d.words == nil {
+						d.words = make([]int32, len(a.wordIdx))
+					}
+					d.words[wi]++
+				}
+			}
+		}
 		var seq []int32
 		prev := -1
 		a.scan.Scan(s, func(tok []byte) {
@@ -445,20 +549,74 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 	return d
 }
 
+// docWords memoizes the Chinese dictionary words of candidate fields by
+// their text: segmenting costs more than tokenizing, and the same
+// memories come back query after query. Keyed by content, it is never
+// stale. The slices it returns are shared: read them, never write them.
+var docWords = &tokenMemo{cur: map[string][]string{}, fn: hanWordsAll}
+
+// tokenMemoBytes bounds each of the memo's two generations (text and
+// tokens, roughly): when the current one is full it becomes the old one,
+// the old one is dropped, and a hit in the old one moves to the current.
+// Longer texts than tokenMemoMaxText are not kept.
+const (
+	tokenMemoBytes   = 4 << 20
+	tokenMemoMaxText = 16 << 10
+)
+
+type tokenMemo struct {
+	mu       sync.Mutex
+	cur, old map[string][]string
+	bytes    int // of cur
+	fn       func(string) []string
+}
+
+func (m *tokenMemo) tokens(s string) []string {
+	if len(s) > tokenMemoMaxText {
+		return m.fn(s)
+	}
+	m.mu.Lock()
+	toks, ok := m.cur[s]
+	if !ok {
+		if toks, ok = m.old[s]; ok {
+			m.keep(s, toks)
+		}
+	}
+	m.mu.Unlock()
+	if ok {
+		return toks
+	}
+	toks = m.fn(s)
+	m.mu.Lock()
+	m.keep(s, toks)
+	m.mu.Unlock()
+	return toks
+}
+
+// keep adds s to the current generation; m.mu is held.
+func (m *tokenMemo) keep(s string, toks []string) {
+	n := 2*len(s) + 16*len(toks) + 64
+	if m.bytes+n > tokenMemoBytes {
+		m.old, m.cur, m.bytes = m.cur, make(map[string][]string, len(m.cur)), 0
+	}
+	m.cur[s] = toks
+	m.bytes += n
+}
+
 // features are a document's lexical features, each a share of the query.
 type features struct {
-	BM25, Coverage, Title, Tags, Terms, Pairs, Phrase, Substring, Chars, Feedback float64
-	matchedIDF                                                                    float64
+	BM25, Coverage, Title, Tags, Terms, Pairs, Phrase, Substring, Chars, Words, Feedback float64
+	matchedIDF                                                                           float64
 }
 
 func (f *features) lexical(w *Weights) float64 {
 	return w.BM25*f.BM25 + w.Coverage*f.Coverage + w.Title*f.Title + w.Tags*f.Tags +
-		w.Terms*f.Terms + w.Pairs*f.Pairs + w.Phrase*f.Phrase + w.Substring*f.Substring + w.Chars*f.Chars + w.Feedback*f.Feedback
+		w.Terms*f.Terms + w.Pairs*f.Pairs + w.Phrase*f.Phrase + w.Substring*f.Substring + w.Chars*f.Chars + w.Words*f.Words + w.Feedback*f.Feedback
 }
 
 // score computes d's features; avgdl is the mean length of the scored
 // documents.
-func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
+func (a *analysis) score(d *doc, avgdl, avgcl, avgwl float64, w *Weights) features {
 	var f features
 	if a.mass <= 0 {
 		return f
@@ -518,7 +676,16 @@ func (a *analysis) score(d *doc, avgdl, avgcl float64, w *Weights) features {
 				f.Chars += a.chars[r] * id * tf * (w.K1 + 1) / (tf + norm)
 			}
 		}
-		f.Chars /= a.charMass
+		f.Chars *= a.hanShare / a.charMass
+	}
+	if a.wordMass > 0 && d.words != nil {
+		norm := w.K1 * (1 - w.B + w.B*float64(d.wl)/max(avgwl, 1))
+		for wd, id := range a.wordIDF {
+			if tf := float64(d.words[a.wordIdx[wd]]); tf > 0 {
+				f.Words += a.words[wd] * id * tf * (w.K1 + 1) / (tf + norm)
+			}
+		}
+		f.Words *= a.hanShare / a.wordMass
 	}
 	if a.seq != nil {
 		for _, s := range d.seqs {
@@ -696,4 +863,60 @@ func (a *analysis) feedbackScores(docs []*doc, first []float64, w *Weights) []fl
 		fb[i] /= mass
 	}
 	return fb
+}
+
+// hanWords returns the dictionary words of two characters or more in
+// the runs of Chinese characters of s.
+func hanWords(s string) []string {
+	var out []string
+	for _, wd := range hanWordsAll(s) {
+		if len(wd) > 3 {
+			out = append(out, wd)
+		}
+	}
+	return out
+}
+
+// hanWordsAll segments every run of Chinese characters of s into
+// dictionary words (single characters included).
+func hanWordsAll(s string) []string {
+	var out []string
+	var run []rune
+	flush := func() {
+		if len(run) > 0 {
+			out = append(out, zhdict.Segment(run)...)
+			run = run[:0]
+		}
+	}
+	for _, r := range s {
+		if isHan(r) {
+			run = append(run, r)
+		} else {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// bgFactor scales the idf of a Chinese token by how rare it is in
+// general text (Weights.TermBg), and of a bigram that is no dictionary
+// word by Weights.NonWord.
+func bgFactor(t string, w *Weights) float64 {
+	if w.TermBg <= 0 && w.NonWord <= 0 {
+		return 1
+	}
+	r, _ := utf8.DecodeRuneInString(t)
+	if !isHan(r) {
+		return 1
+	}
+	f := 1.0
+	info, ok := zhdict.WordInfo(t)
+	if !ok && w.NonWord > 0 && utf8.RuneCountInString(t) == 2 {
+		f *= w.NonWord
+	}
+	if ok && w.TermBg > 0 {
+		f *= math.Pow(info/10, w.TermBg)
+	}
+	return f
 }

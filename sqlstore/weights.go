@@ -45,6 +45,19 @@ type Weights struct {
 	Phrase    float64 // the exact phrase, for short queries
 	Substring float64 // the exact text, case and spacing aside
 	Chars     float64 // BM25 over single Chinese characters (morpheme overlap)
+	Words     float64 // BM25 over Chinese dictionary words (zhdict.Segment)
+
+	// Background rarity (zhdict): the idf of a Chinese bigram term (ref
+	// 10), word (ref 10) or character (ref 8) that the dictionary knows is
+	// multiplied by (info/ref)^X, info its self-information −ln p in
+	// general text (0: off). An index of a hundred rows cannot tell 一起
+	// from 捉迷藏 when each is held by one row; general text can.
+	// NonWord multiplies the idf of a Chinese bigram that is no
+	// dictionary word (mostly a word boundary: 上跳 of 晚会上跳舞; 0: off).
+	// The character and word features are scaled by the Chinese share of
+	// the query mass, so in a mixed query they weigh as its Chinese part.
+	TermBg, WordBg, CharBg float64
+	NonWord                float64
 
 	// Feedback weighs pseudo-relevance feedback: the share of the
 	// FeedbackTerms best terms of the FeedbackDocs best first-round
@@ -65,6 +78,9 @@ type Weights struct {
 	// ≈ 0.63, repeated ≈ 0.86, saturating.
 	LineDecay     float64
 	MinLineWeight float64
+	// OtherSpeaker scales the lines of a dialogue whose speaker label
+	// differs from the last line's (0: off).
+	OtherSpeaker float64
 
 	// MaxQueryTerms bounds the salient terms kept (by qw·idf); more terms
 	// cost probes and mostly add noise from long queries.
@@ -130,6 +146,12 @@ var DefaultWeights = Weights{
 	Phrase:    0.8,
 	Substring: 0.5,
 	Chars:     2.0,
+	Words:     2.0,
+
+	TermBg:  2,
+	WordBg:  1,
+	CharBg:  3,
+	NonWord: 0.5,
 
 	Feedback:      0,
 	FeedbackDocs:  3,

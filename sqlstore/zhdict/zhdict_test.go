@@ -1,0 +1,63 @@
+package zhdict
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestLoadReadsEveryEntry(t *testing.T) {
+	// doc.go: 134,688 lines, of which some are the same word: a table
+	// that failed to decompress would hold none.
+	if n := Load(); n < 134_000 || n > 134_688 {
+		t.Errorf("Load() = %d words, want the 134,688 lines of words.txt.gz (less duplicates)", n)
+	}
+}
+
+func TestSegment(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"Empty", "", nil},
+		{"SingleChar", "我", []string{"我"}},
+		{"WordsWhole", "我更喜欢玩捉迷藏", []string{"我", "更", "喜欢", "玩", "捉迷藏"}},
+		{"LongestProbablePath", "圣诞节晚会上跳舞", []string{"圣诞节", "晚会", "上", "跳舞"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Segment([]rune(tt.in))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Segment(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWordInfo(t *testing.T) {
+	common, ok1 := WordInfo("一起")
+	rare, ok2 := WordInfo("捉迷藏")
+	if !ok1 || !ok2 {
+		t.Fatalf("WordInfo: 一起 known %v, 捉迷藏 known %v, want both known", ok1, ok2)
+	}
+	if common >= rare {
+		t.Errorf("WordInfo(一起) = %v, WordInfo(捉迷藏) = %v, want the common word less informative", common, rare)
+	}
+	if _, ok := WordInfo("上跳"); ok {
+		t.Error("WordInfo(上跳): known, want unknown (no such word)")
+	}
+	if Known("上跳") || !Known("晚会") {
+		t.Errorf("Known: 上跳 %v, 晚会 %v, want false, true", Known("上跳"), Known("晚会"))
+	}
+}
+
+func TestCharInfo(t *testing.T) {
+	de, ok1 := CharInfo('的')
+	rare, ok2 := CharInfo('藏')
+	if !ok1 || !ok2 || de >= rare {
+		t.Errorf("CharInfo: 的 %v (%v), 藏 %v (%v), want both known and 的 less informative", de, ok1, rare, ok2)
+	}
+	if _, ok := CharInfo('a'); ok {
+		t.Error("CharInfo('a'): known, want unknown")
+	}
+}
