@@ -280,6 +280,39 @@ func (a *analysis) selectTerms(n float64, w *Weights) {
 	}
 }
 
+// heldIDF is the idf of a feature that held reports for k of the scored
+// documents, their share scaled up to the index; false when none holds it.
+func (a *analysis) heldIDF(docs []*doc, held func(*doc) bool) (float64, bool) {
+	k := 0
+	for _, d := range docs {
+		if held(d) {
+			k++
+		}
+	}
+	if k == 0 {
+		return 0, false
+	}
+	return idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n), true
+}
+
+// Typical self-information (−ln p) in general text of a Chinese word and
+// of a character: background() leaves an idf as it is at these.
+const (
+	wordInfoRef = 10
+	charInfoRef = 8
+)
+
+// background scales idf by (info/ref)^exp, info being the token's
+// self-information in general text (zhdict), when the table knows it
+// and exp > 0: a word rare in general text weighs more than an everyday
+// one that a small index holds as seldom.
+func background(idf, info float64, known bool, ref, exp float64) float64 {
+	if !known || exp <= 0 {
+		return idf
+	}
+	return idf * math.Pow(info/ref, exp)
+}
+
 // finishIDF fixes the idf of terms known only by stem from how many of
 // the scored documents hold the stem (scaled up to the index), drops
 // terms nothing holds, and computes the query masses.
@@ -287,58 +320,35 @@ func (a *analysis) finishIDF(docs []*doc, wb *Weights) {
 	kept := a.sel[:0]
 	for _, q := range a.sel {
 		if q.stemDF {
-			k := 0
-			for _, d := range docs {
-				if q.sidx >= 0 && d.stemTF[q.sidx] > 0 {
-					k++
-				}
-			}
-			if k == 0 {
+			v, held := a.heldIDF(docs, func(d *doc) bool { return q.sidx >= 0 && d.stemTF[q.sidx] > 0 })
+			if !held {
 				continue
 			}
-			q.idf = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
+			q.idf = v
 		}
 		kept = append(kept, q)
 	}
 	a.sel = kept
 	a.charIDF, a.charMass = map[rune]float64{}, 0
 	for r, qw := range a.chars {
-		k := 0
 		ci, ok := a.charIdx[r]
-		for _, d := range docs {
-			if ok && d.chars != nil && d.chars[ci] > 0 {
-				k++
-			}
-		}
-		if k == 0 {
+		v, held := a.heldIDF(docs, func(d *doc) bool { return ok && d.chars != nil && d.chars[ci] > 0 })
+		if !held {
 			continue
 		}
-		a.charIDF[r] = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
-		if wb.CharBg > 0 {
-			if info, ok := zhdict.CharInfo(r); ok {
-				a.charIDF[r] *= math.Pow(info/8, wb.CharBg)
-			}
-		}
+		info, known := zhdict.CharInfo(r)
+		a.charIDF[r] = background(v, info, known, charInfoRef, wb.CharBg)
 		a.charMass += qw * a.charIDF[r]
 	}
 	a.wordIDF, a.wordMass = map[string]float64{}, 0
 	for wd, qw := range a.words {
-		k := 0
 		wi, ok := a.wordIdx[wd]
-		for _, d := range docs {
-			if ok && d.words != nil && d.words[wi] > 0 {
-				k++
-			}
-		}
-		if k == 0 {
+		v, held := a.heldIDF(docs, func(d *doc) bool { return ok && d.words != nil && d.words[wi] > 0 })
+		if !held {
 			continue
 		}
-		a.wordIDF[wd] = idf(float64(k)*a.n/float64(max(len(docs), 1)), a.n)
-		if wb.WordBg > 0 {
-			if info, ok := zhdict.WordInfo(wd); ok {
-				a.wordIDF[wd] *= math.Pow(info/10, wb.WordBg)
-			}
-		}
+		info, known := zhdict.WordInfo(wd)
+		a.wordIDF[wd] = background(v, info, known, wordInfoRef, wb.WordBg)
 		a.wordMass += qw * a.wordIDF[wd]
 	}
 	a.mass, a.pairMass = 0, 0
@@ -915,8 +925,5 @@ func bgFactor(t string, w *Weights) float64 {
 	if !ok && w.NonWord > 0 && utf8.RuneCountInString(t) == 2 {
 		f *= w.NonWord
 	}
-	if ok && w.TermBg > 0 {
-		f *= math.Pow(info/10, w.TermBg)
-	}
-	return f
+	return background(f, info, ok, wordInfoRef, w.TermBg)
 }
