@@ -57,6 +57,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -211,16 +212,39 @@ func (s *Store) Recall(ctx context.Context, q RecallQuery) (*RecallResult, error
 	default:
 		return nil, fmt.Errorf("recall: kind %q: use %s, %s or %s", q.Kind, KindSemantic, KindEpisodic, KindAll)
 	}
+	// Each kind is ranked on its own connection, at the same time: a
+	// search of both kinds then takes about as long as the slower one.
+	parts := make([]recall, len(kinds))
+	got := make([][]scored, len(kinds))
+	errs := make([]error, len(kinds))
+	var wg sync.WaitGroup
+	for i, k := range kinds {
+		parts[i] = *r
+		parts[i].res = &RecallResult{Items: []Item{}, Terms: []string{}}
+		wg.Go(func() { got[i], errs[i] = parts[i].rank(sources[k], text) })
+	}
+	wg.Wait()
 	var all []scored
-	for _, k := range kinds {
-		src := sources[k]
-		got, err := r.rank(src, text)
-		all = append(all, got...)
-		if err != nil {
-			if _, err := r.finish(ctx, err); err != nil {
-				return nil, err
-			}
-			break
+	for i := range kinds {
+		p := &parts[i]
+		all = append(all, got[i]...)
+		for _, t := range p.res.Terms {
+			r.res.Terms = appendUnique(r.res.Terms, t)
+		}
+		r.res.Candidates += p.res.Candidates
+		if p.res.Partial && !r.res.Partial {
+			r.res.Partial, r.res.Note = true, p.res.Note
+		}
+		if p.shown != nil {
+			r.shown = p.shown
+		}
+	}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if _, err := r.finish(ctx, err); err != nil {
+			return nil, err
 		}
 	}
 	r.pick(all)
