@@ -16,6 +16,7 @@ import (
 
 	"dshmem/events"
 	"dshmem/observer/distill"
+	"dshmem/sqlstore/enfreq"
 	"dshmem/sqlstore/zhdict"
 )
 
@@ -191,8 +192,8 @@ func (s *Server) Watcher() *Watcher { return s.watcher }
 // it; a caller that mounts Handler elsewhere calls it once itself.
 func (s *Server) Start() {
 	s.start.Do(func() {
-		// Read the Chinese word table now, not in the first recall.
-		s.goBackground(func(context.Context) { zhdict.Load() })
+		// Read the word tables now, not in the first recall.
+		s.goBackground(func(context.Context) { zhdict.Load(); enfreq.Load() })
 		s.goBackground(s.broker.run)
 		if s.watcher != nil {
 			s.goBackground(s.watcher.Run)

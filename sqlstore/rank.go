@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"dshmem/sqlstore/enfreq"
 	"dshmem/sqlstore/tokenize"
 	"dshmem/sqlstore/zhdict"
 )
@@ -909,14 +910,35 @@ func hanWordsAll(s string) []string {
 	return out
 }
 
+// isASCIIWord reports whether t is made of ASCII letters only (digits
+// and mixed tokens are left alone by the English table).
+func isASCIIWord(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return t != ""
+}
+
 // bgFactor scales the idf of a Chinese token by how rare it is in
-// general text (Weights.TermBg), and of a bigram that is no dictionary
-// word by Weights.NonWord.
+// general text (Weights.TermBg), of a bigram that is no dictionary word
+// by Weights.NonWord, and of an English word by its rarity in spoken
+// English (Weights.EnglishBg).
 func bgFactor(t string, w *Weights) float64 {
+	r, _ := utf8.DecodeRuneInString(t)
+	if r < utf8.RuneSelf {
+		if w.EnglishBg <= 0 || !isASCIIWord(t) {
+			return 1
+		}
+		// A word general English does not know (an identifier, a name)
+		// counts as rare as its rarest word.
+		info, _ := enfreq.WordInfo(t)
+		return background(1, info, true, wordInfoRef, w.EnglishBg)
+	}
 	if w.TermBg <= 0 && w.NonWord <= 0 {
 		return 1
 	}
-	r, _ := utf8.DecodeRuneInString(t)
 	if !isHan(r) {
 		return 1
 	}

@@ -58,6 +58,12 @@ type Weights struct {
 	// the query mass, so in a mixed query they weigh as its Chinese part.
 	TermBg, WordBg, CharBg float64
 	NonWord                float64
+	// EnglishBg does for an English word (ASCII letters) what TermBg does
+	// for a Chinese one, with its self-information in spoken English
+	// (enfreq; ref 10: "the" 3.5, "happy" 8, "kite" 13). A word the
+	// table does not know, an identifier or a name, counts as rare as its
+	// rarest word. 0: off.
+	EnglishBg float64
 
 	// Feedback weighs pseudo-relevance feedback: the share of the
 	// FeedbackTerms best terms of the FeedbackDocs best first-round
@@ -152,6 +158,8 @@ var DefaultWeights = Weights{
 	WordBg:  1,
 	CharBg:  3,
 	NonWord: 0.5,
+
+	EnglishBg: 2,
 
 	Feedback:      0,
 	FeedbackDocs:  3,
