@@ -151,7 +151,7 @@ func analyzeQuery(text string, w *Weights) *analysis {
 	for _, q := range a.terms {
 		q.qw = 1 - math.Exp(-sums[q.term])
 	}
-	a.dropLoneASCII()
+	a.dropSplitChars(text)
 	for r, sum := range charSums {
 		a.chars[r] = 1 - math.Exp(-sum)
 	}
@@ -175,29 +175,39 @@ func analyzeQuery(text string, w *Weights) *analysis {
 	return a
 }
 
-// dropLoneASCII removes one-character ASCII tokens (the 'w' and '0' of
-// 'w0c90', the 'k' of 'recallTopK', a stray 'a') from the query terms
-// when other terms remain: a lone letter or digit names nothing, yet it
-// cost a probe each and its postings crowded out real candidates. The
-// whole identifier and its longer parts still match; the phrase and
-// substring features still see the query as written.
-func (a *analysis) dropLoneASCII() {
+// dropSplitChars removes the one-character ASCII parts that splitting
+// an identifier leaves (the 'w' and '0' of 'w0c90', the 'k' of
+// 'recallTopK') from the query terms: such a part names nothing, yet it
+// cost a probe and its postings crowded out real candidates. The whole
+// identifier and its longer parts still match. A character written on
+// its own ('item 3', 'plan B', 'a') is kept: there it is a word.
+func (a *analysis) dropSplitChars(text string) {
+	alone := map[string]bool{}
+	for i := 0; i < len(text); {
+		j := i
+		for j < len(text) && isASCIIAlnum(text[j]) {
+			j++
+		}
+		if j == i+1 {
+			alone[strings.ToLower(text[i:j])] = true
+		}
+		i = max(j, i+1)
+	}
+	split := func(t string) bool { return len(t) == 1 && t[0] < utf8.RuneSelf && !alone[t] }
 	kept := a.terms[:0]
 	for _, q := range a.terms {
-		if len(q.term) > 1 || q.term[0] >= utf8.RuneSelf {
-			kept = append(kept, q)
+		if split(q.term) {
+			delete(a.byTerm, q.term)
+			continue
 		}
-	}
-	if len(kept) == 0 {
-		return // all lone characters: they are the query
-	}
-	for t, q := range a.byTerm {
-		if len(q.term) == 1 && q.term[0] < utf8.RuneSelf {
-			delete(a.byTerm, t)
-		}
+		kept = append(kept, q)
 	}
 	clear(a.terms[len(kept):])
 	a.terms = kept
+}
+
+func isASCIIAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // speaker returns the speaker label of a dialogue line ("<Bart>:",

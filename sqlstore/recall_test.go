@@ -215,21 +215,21 @@ func TestRecallFetchCap(t *testing.T) {
 	}
 }
 
-// TestRecallLoneASCII: one-character ASCII tokens (parts of identifiers,
-// stray letters) are not query terms while other terms remain, and are
-// when they are the whole query.
-func TestRecallLoneASCII(t *testing.T) {
+// TestRecallSplitChars: the one-character parts of a split identifier
+// are not query terms; a character written on its own is.
+func TestRecallSplitChars(t *testing.T) {
 	f := newMemFixture(t)
 	f.add("ident", map[string]any{"content": "bump w0c90 before release"})
 	f.add("letter", map[string]any{"content": "x"})
+	item3 := f.add("item3", map[string]any{"content": "release checklist item 3: tag the build"})
+	f.add("item4", map[string]any{"content": "release checklist item 4: tag the build"})
 	tests := []struct {
 		query string
 		want  []string
 	}{
 		{"w0c90", []string{"w0c90", "90"}},
-		{"x w0c90", []string{"w0c90", "90"}},
+		{"x w0c90", []string{"x", "w0c90", "90"}},
 		{"x", []string{"x"}},
-		{"x y", []string{"x"}}, // y is in no row
 	}
 	for _, tt := range tests {
 		res := f.recall(sqlstore.RecallQuery{Text: tt.query})
@@ -239,6 +239,10 @@ func TestRecallLoneASCII(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("recall %q: terms %q, want %q", tt.query, res.Terms, tt.want)
 		}
+	}
+	res := f.recall(sqlstore.RecallQuery{Text: "checklist item 3"})
+	if got := ids(res); len(got) == 0 || got[0] != item3 || !slices.Contains(res.Terms, "3") {
+		t.Errorf("recall %q: got %v (terms %q), want %s first through the term 3", "checklist item 3", got, res.Terms, item3)
 	}
 }
 
