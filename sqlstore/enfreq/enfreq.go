@@ -1,67 +1,45 @@
 package enfreq
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	_ "embed"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
+
+	"dshmem/sqlstore/wordfreq"
 )
 
 //go:embed words.txt.gz
 var raw []byte
 
-type table struct {
-	info    map[string]float64 // word → −ln p(word)
-	unknown float64            // −ln p of a word seen once
-}
-
 var (
-	once sync.Once
-	tab  table
+	once    sync.Once
+	words   *wordfreq.Table
+	lnTotal float64 // ln Σ counts: the information of a word seen once
 )
 
-func get() *table {
+func get() *wordfreq.Table {
 	once.Do(func() {
-		counts := map[string]float64{}
-		var total float64
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		var err error
+		words, err = wordfreq.Parse(raw)
 		if err != nil {
 			panic("enfreq: embedded words.txt.gz: " + err.Error()) // a broken build, caught by the tests
 		}
-		sc := bufio.NewScanner(zr)
-		for sc.Scan() {
-			w, c, ok := strings.Cut(sc.Text(), " ")
-			n, err := strconv.ParseFloat(c, 64)
-			if !ok || err != nil || n <= 0 {
-				continue
-			}
-			counts[w] += n
-			total += n
-		}
-		tab.info = make(map[string]float64, len(counts))
-		for w, n := range counts {
-			tab.info[w] = -math.Log(n / total)
-		}
-		tab.unknown = math.Log(total)
+		lnTotal = math.Log(words.Total())
 	})
-	return &tab
+	return words
 }
 
 // Load reads the table now rather than on first use; it returns the
 // number of words.
-func Load() int { return len(get().info) }
+func Load() int { return get().Len() }
 
 // WordInfo is −ln p(w) of a lower-case English word in everyday English
 // (its self-information: a background idf). A word the table does not
 // hold gets the information of a word seen once, and false.
 func WordInfo(w string) (float64, bool) {
 	t := get()
-	if v, ok := t.info[w]; ok {
-		return v, true
+	if n, ok := t.Count([]byte(w)); ok {
+		return lnTotal - math.Log(n), true
 	}
-	return t.unknown, false
+	return lnTotal, false
 }

@@ -10,12 +10,13 @@
 // licence ISC, jieba itself MIT): every entry made of 1 to 4 Han
 // characters (U+4E00..U+9FFF) whose count is at least 5, plus every
 // single character whatever its count. 134,688 entries, gzip -9 with a
-// zero mtime, 694,803 bytes. Layout, UTF-8, one entry per line:
+// zero mtime, 694,690 bytes. Layout: the format of sqlstore/wordfreq,
 //
 //	word SP count LF
 //
-// count is jieba's corpus count (a positive integer). The table is read
-// once, on first use (about 60 ms; ~15 MB of maps), so a process that
+// sorted by the bytes of the word; count is jieba's corpus count. The
+// table is read once, on first use (about 20 ms and 2.5 MB: its text,
+// the offsets of its lines, and the character shares), so a process that
 // never sees Chinese text never pays for it.
 //
 // # Model

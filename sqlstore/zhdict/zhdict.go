@@ -1,90 +1,81 @@
 package zhdict
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	_ "embed"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
+	"unicode/utf8"
+
+	"dshmem/sqlstore/wordfreq"
 )
 
 //go:embed words.txt.gz
 var raw []byte
 
 type table struct {
-	logp   map[string]float64 // word → ln(count/total)
-	chars  map[rune]float64   // char → ln(share of character occurrences)
-	floor  float64            // ln p of an unknown single character
-	maxLen int                // in runes
-	total  float64
+	words   *wordfreq.Table
+	lnTotal float64          // ln Σ counts
+	chars   map[rune]float64 // char → ln(share of character occurrences)
+	floor   float64          // ln p of an unknown single character
+	maxLen  int              // longest word, in runes
 }
 
 var (
 	once sync.Once
-	tab  *table
+	tab  table
 )
 
 func get() *table {
 	once.Do(func() {
-		t := &table{logp: map[string]float64{}, chars: map[rune]float64{}}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		words, err := wordfreq.Parse(raw)
 		if err != nil {
-			tab = t
-			return
+			panic("zhdict: embedded words.txt.gz: " + err.Error()) // a broken build, caught by the tests
 		}
-		counts := map[string]float64{}
-		charCounts := map[rune]float64{}
+		tab.words, tab.lnTotal = words, math.Log(words.Total())
+		counts := map[rune]float64{}
 		var charTotal float64
-		sc := bufio.NewScanner(zr)
-		for sc.Scan() {
-			w, c, ok := strings.Cut(sc.Text(), " ")
-			if !ok {
-				continue
-			}
-			n, err := strconv.ParseFloat(c, 64)
-			if err != nil || n <= 0 {
-				continue
-			}
-			counts[w] += n
-			t.total += n
+		words.Each(func(w []byte, n float64) {
 			k := 0
-			for _, r := range w {
-				charCounts[r] += n
+			for _, r := range string(w) {
+				counts[r] += n
 				charTotal += n
 				k++
 			}
-			t.maxLen = max(t.maxLen, k)
+			tab.maxLen = max(tab.maxLen, k)
+		})
+		tab.chars = make(map[rune]float64, len(counts))
+		for r, n := range counts {
+			tab.chars[r] = math.Log(n / charTotal)
 		}
-		for w, n := range counts {
-			t.logp[w] = math.Log(n / t.total)
-		}
-		for r, n := range charCounts {
-			t.chars[r] = math.Log(n / charTotal)
-		}
-		t.floor = math.Log(0.5 / t.total)
-		tab = t
+		tab.floor = math.Log(0.5) - tab.lnTotal
 	})
-	return tab
+	return &tab
 }
 
-// Load reads the table now rather than on first use (about 60 ms): a
-// server calls it at start so that no recall waits for it. It returns
-// the number of dictionary words.
-func Load() int { return len(get().logp) }
+// Load reads the table now rather than on first use: a server calls it
+// at start so that no recall waits for it. It returns the number of
+// dictionary words.
+func Load() int { return get().words.Len() }
+
+// logp is ln p(w) of a dictionary word, and false for any other text.
+func (t *table) logp(w []byte) (float64, bool) {
+	n, ok := t.words.Count(w)
+	if !ok {
+		return 0, false
+	}
+	return math.Log(n) - t.lnTotal, true
+}
 
 // Known reports whether w is a dictionary word.
 func Known(w string) bool {
-	_, ok := get().logp[w]
+	_, ok := get().words.Count([]byte(w))
 	return ok
 }
 
 // WordInfo is −ln p(w) of a dictionary word (its self-information: a
 // background idf), and false when w is not in the dictionary.
 func WordInfo(w string) (float64, bool) {
-	lp, ok := get().logp[w]
+	lp, ok := get().logp([]byte(w))
 	return -lp, ok
 }
 
@@ -106,10 +97,13 @@ func Segment(run []rune) []string {
 	}
 	best := make([]float64, n+1)
 	next := make([]int, n+1)
+	var key []byte
 	for i := n - 1; i >= 0; i-- {
 		best[i] = math.Inf(-1)
+		key = key[:0]
 		for l := 1; l <= t.maxLen && i+l <= n; l++ {
-			lp, ok := t.logp[string(run[i:i+l])]
+			key = utf8.AppendRune(key, run[i+l-1])
+			lp, ok := t.logp(key)
 			if !ok {
 				if l > 1 {
 					continue
