@@ -84,6 +84,7 @@
 // `search --kind` and the server: it probes each query term's postings
 // (rarest first, capped), builds a bounded candidate set, and re-ranks it
 // in Go with the features and weights of weights.go (every weight is
-// defined and explained there). The shown table — memory/shown events
+// defined and explained there); zhdict and enfreq give the rarity of
+// Chinese and English words in general text. The shown table — memory/shown events
 // folded per (session, stream, entry) — gives the already-shown penalty.
 package sqlstore
