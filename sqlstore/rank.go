@@ -72,7 +72,6 @@ type analysis struct {
 
 	// After select:
 	want     map[string]int // the selected terms → slot (qterm.idx)
-	feedback bool           // keep every token of the documents (Weights.Feedback)
 	sel      []*qterm
 	selStem  map[string][]*qterm
 	mass     float64 // Σ qw·idf over sel
@@ -113,15 +112,8 @@ func analyzeQuery(text string, w *Weights) *analysis {
 		}
 	}
 	sums := map[string]float64{}
-	last := ""
-	if len(lines) > 0 {
-		last = speaker(lines[len(lines)-1])
-	}
 	for i, line := range lines {
 		lw := max(math.Pow(w.LineDecay, float64(len(lines)-1-i)), w.MinLineWeight)
-		if w.OtherSpeaker > 0 && last != "" && speaker(line) != last {
-			lw *= w.OtherSpeaker
-		}
 		for _, r := range line {
 			if isHan(r) {
 				charSums[r] += lw
@@ -208,29 +200,6 @@ func (a *analysis) dropSplitChars(text string) {
 
 func isASCIIAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
-
-// speaker returns the speaker label of a dialogue line ("<Bart>:",
-// "User:", "assistant>"), or "" when the line does not start with one:
-// up to 32 bytes of letters, digits, spaces, '_' or '-', optionally in
-// angle brackets, then a colon.
-func speaker(line string) string {
-	s := strings.TrimSpace(line)
-	end := strings.IndexAny(s, ":：")
-	if end <= 0 || end > 34 {
-		return ""
-	}
-	name := strings.TrimSpace(s[:end])
-	name = strings.TrimSuffix(strings.TrimPrefix(name, "<"), ">")
-	if name == "" {
-		return ""
-	}
-	for _, r := range name {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != ' ' && r != '_' && r != '-' {
-			return ""
-		}
-	}
-	return strings.ToLower(name)
 }
 
 // probeOrder returns the terms to look up in the index, at most
@@ -410,7 +379,6 @@ type doc struct {
 	seqs       [][]int32 // token sequences of the fields as analysis.seqID ids (−1: not a query token), for the phrase feature
 	title      string    // title and body, for the substring feature
 	body       string
-	all        map[string]int // every token, for pseudo-relevance feedback
 }
 
 // Fields a query token or stem was found in (doc.fields).
@@ -488,9 +456,6 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 	counts := make([]int32, a.nterms+ns)
 	flags := make([]uint8, a.nterms+ns)
 	d := &doc{tf: counts[:a.nterms:a.nterms], stemTF: counts[a.nterms:], fields: flags[:a.nterms:a.nterms], stemFields: flags[a.nterms:]}
-	if a.feedback {
-		d.all = map[string]int{}
-	}
 	field := func(s string, bit uint8) {
 		if s == "" {
 			return
@@ -523,9 +488,6 @@ func (a *analysis) newDoc(title, body, tags, terms string) *doc {
 		prev := -1
 		a.scan.Scan(s, func(tok []byte) {
 			d.dl++
-			if d.all != nil {
-				d.all[string(tok)]++
-			}
 			i, hit := a.want[string(tok)]
 			if a.seq != nil {
 				id, ok := a.seqID[string(tok)]
@@ -626,13 +588,13 @@ func (m *tokenMemo) keep(s string, toks []string) {
 
 // features are a document's lexical features, each a share of the query.
 type features struct {
-	BM25, Coverage, Title, Tags, Terms, Pairs, Phrase, Substring, Chars, Words, Feedback float64
-	matchedIDF                                                                           float64
+	BM25, Coverage, Title, Tags, Terms, Pairs, Phrase, Substring, Chars, Words float64
+	matchedIDF                                                                 float64
 }
 
 func (f *features) lexical(w *Weights) float64 {
 	return w.BM25*f.BM25 + w.Coverage*f.Coverage + w.Title*f.Title + w.Tags*f.Tags +
-		w.Terms*f.Terms + w.Pairs*f.Pairs + w.Phrase*f.Phrase + w.Substring*f.Substring + w.Chars*f.Chars + w.Words*f.Words + w.Feedback*f.Feedback
+		w.Terms*f.Terms + w.Pairs*f.Pairs + w.Phrase*f.Phrase + w.Substring*f.Substring + w.Chars*f.Chars + w.Words*f.Words
 }
 
 // score computes d's features; avgdl is the mean length of the scored
@@ -811,79 +773,6 @@ func undouble(s string) string {
 		return s[:n-1]
 	}
 	return s
-}
-
-// feedback is pseudo-relevance feedback: the tokens that the best
-// documents of a first ranking share with other candidates (weighted by
-// their share of each top document and their rarity among the
-// candidates) form a second query; fb[i] is the share of its mass doc i
-// holds. It finds memories that talk about what the best matches talk
-// about, in words the query did not use.
-func (a *analysis) feedbackScores(docs []*doc, first []float64, w *Weights) []float64 {
-	fb := make([]float64, len(docs))
-	if len(docs) < 3 || w.FeedbackDocs <= 0 {
-		return fb
-	}
-	order := make([]int, len(docs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return first[order[i]] > first[order[j]] })
-	top := order[:min(w.FeedbackDocs, len(order))]
-	if first[top[0]] <= 0 {
-		return fb
-	}
-	weight := map[string]float64{}
-	for _, i := range top {
-		d := docs[i]
-		for t, n := range d.all {
-			if _, ok := a.want[t]; !ok {
-				weight[t] += float64(n) / float64(max(d.dl, 1))
-			}
-		}
-	}
-	df := map[string]int{}
-	for _, d := range docs {
-		for t := range d.all {
-			if _, ok := weight[t]; ok {
-				df[t]++
-			}
-		}
-	}
-	type ex struct {
-		t string
-		v float64
-	}
-	var cands []ex
-	for t, v := range weight {
-		if df[t] < 2 {
-			continue // only the document itself: no help finding others
-		}
-		cands = append(cands, ex{t, v * idf(float64(df[t])*a.n/float64(len(docs)), a.n)})
-	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].v != cands[j].v {
-			return cands[i].v > cands[j].v
-		}
-		return cands[i].t < cands[j].t
-	})
-	cands = cands[:min(len(cands), w.FeedbackTerms)]
-	mass := 0.0
-	for _, c := range cands {
-		mass += c.v
-	}
-	if mass == 0 {
-		return fb
-	}
-	for i, d := range docs {
-		for _, c := range cands {
-			if d.all[c.t] > 0 {
-				fb[i] += c.v
-			}
-		}
-		fb[i] /= mass
-	}
-	return fb
 }
 
 // hanWords returns the dictionary words of two characters or more in

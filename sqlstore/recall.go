@@ -34,15 +34,16 @@ package sqlstore
 // version of this ranker (line decay 0.8) 0.598 / 0.519; line decay 0.5
 // 0.645 / 0.515; single Chinese characters as a BM25 feature 0.660 /
 // 0.515. Flat within ±0.01: k1, b, coverage, pairs, title, tags, stems,
-// term caps, recency. Pseudo-relevance feedback (Weights.Feedback) raised
-// zh R@20 to 0.79 but not R@10 and hurt en, so it is off. Background
+// term caps, recency. Pseudo-relevance feedback (the top 3 documents'
+// 20 best other terms as a second query) raised zh R@20 to 0.79 but not
+// R@10 and hurt en; it was removed. Background
 // rarity from a general word-frequency table (zhdict, from jieba's
 // dictionary), each alone (zh R@10; en unchanged): char idf × info^3
 // 0.690, term idf × info^2 0.664, non-word bigrams × 0.5 0.677, BM25 over
 // dictionary words × 2 with word idf × info 0.675; together 0.688 (R@1
 // 0.295 → 0.363, R@20 0.794). Pangu synonym expansion of query words:
 // no change (±0.002). Scaling lines of speakers other than the last
-// line's by 0.5 (OtherSpeaker): en 0.533 but zh 0.670, so it is off.
+// line's by 0.5: en 0.533 but zh 0.670; it was removed.
 // The same background rarity for English words from spoken-English
 // counts (enfreq, Weights.EnglishBg), en R@10 by exponent: 0.5 0.588,
 // 1 0.607, 2 0.651, 3 0.659, 4 0.666 (R@1 0.234 → 0.314 at 2); zh 0.691
@@ -521,7 +522,6 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 	}
 	var items []Item
 	var docs []*doc
-	a.feedback = r.w.Feedback > 0
 	const chunk = 128
 	for off := 0; off < len(pool); off += chunk {
 		if off > 0 && r.expired("reading candidates") {
@@ -562,15 +562,8 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 	avgcl := sumCL / float64(max(len(docs), 1))
 	avgwl := sumWL / float64(max(len(docs), 1))
 	fs := make([]features, len(docs))
-	first := make([]float64, len(docs))
 	for i, d := range docs {
 		fs[i] = a.score(d, avgdl, avgcl, avgwl, r.w)
-		first[i] = fs[i].lexical(r.w)
-	}
-	if a.feedback {
-		for i, fb := range a.feedbackScores(docs, first, r.w) {
-			fs[i].Feedback = fb
-		}
 	}
 	out := make([]scored, 0, len(docs))
 	for i := range docs {

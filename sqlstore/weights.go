@@ -65,13 +65,6 @@ type Weights struct {
 	// rarest word. 0: off.
 	EnglishBg float64
 
-	// Feedback weighs pseudo-relevance feedback: the share of the
-	// FeedbackTerms best terms of the FeedbackDocs best first-round
-	// documents that a document holds (0 turns it off).
-	Feedback      float64
-	FeedbackDocs  int
-	FeedbackTerms int
-
 	// StemMatch credits a document token that shares the query token's
 	// light English stem ("dancing" ~ "danced") at this fraction of an
 	// exact occurrence.
@@ -84,9 +77,6 @@ type Weights struct {
 	// ≈ 0.63, repeated ≈ 0.86, saturating.
 	LineDecay     float64
 	MinLineWeight float64
-	// OtherSpeaker scales the lines of a dialogue whose speaker label
-	// differs from the last line's (0: off).
-	OtherSpeaker float64
 
 	// MaxQueryTerms bounds the salient terms kept (by qw·idf); more terms
 	// cost probes and mostly add noise from long queries.
@@ -160,10 +150,6 @@ var DefaultWeights = Weights{
 	NonWord: 0.5,
 
 	EnglishBg: 2,
-
-	Feedback:      0,
-	FeedbackDocs:  3,
-	FeedbackTerms: 20,
 
 	StemMatch: 0.7,
 
