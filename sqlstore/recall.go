@@ -76,6 +76,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"dshmem/sqlstore/tokenize"
 )
 
 // Kinds of memory a recall or search ranks.
@@ -386,7 +388,7 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 	// document frequency.
 	postings := map[*qterm][]int64{}
 	probe := func(qt *qterm) error {
-		ids, err := r.s.probe(r.ctx, src, scoped, string(scopes), quote(qt.term), r.w.PerTermCap)
+		ids, err := r.s.probe(r.ctx, src, scoped, string(scopes), tokenize.Quote(qt.term), r.w.PerTermCap)
 		if err != nil {
 			return r.wrap("look up "+qt.term, err)
 		}
@@ -493,7 +495,7 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 			} else {
 				parts := make([]string, k)
 				for i := range k {
-					parts[i] = quote(rare[i].term)
+					parts[i] = tokenize.Quote(rare[i].term)
 				}
 				ids, err := r.s.probe(r.ctx, src, scoped, string(scopes), strings.Join(parts, " AND "), r.w.PoolCap)
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"dshmem/events"
 	"dshmem/projector"
@@ -44,17 +45,32 @@ func searchFixture(t *testing.T) *sqlstore.Store {
 	return s
 }
 
-func TestSearch(t *testing.T) {
+// TestSearchEpisodes checks the episodic search of `dshmem search`
+// (Recall over observed messages, no score floor) on the things only
+// the episodic index holds: bigrams inside a run, word parts, task-end
+// text, injected flags, streams.
+func TestSearchEpisodes(t *testing.T) {
 	s := searchFixture(t)
-	ctx := context.Background()
-	ids := func(hits []sqlstore.Hit) []string {
+	search := func(t *testing.T, q sqlstore.RecallQuery) []sqlstore.Item {
+		t.Helper()
+		q.Kind, q.Bytes, q.NoFloor, q.Timeout = sqlstore.KindEpisodic, -1, true, 10*time.Second
+		if q.Limit == 0 {
+			q.Limit = sqlstore.DefaultSearchLimit
+		}
+		res, err := s.Recall(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Items
+	}
+	ids := func(hits []sqlstore.Item) []string {
 		var out []string
 		for _, h := range hits {
 			out = append(out, h.EventID)
 		}
 		return out
 	}
-	has := func(hits []sqlstore.Hit, id string) bool {
+	has := func(hits []sqlstore.Item, id string) bool {
 		for _, h := range hits {
 			if h.EventID == id {
 				return true
@@ -64,10 +80,7 @@ func TestSearch(t *testing.T) {
 	}
 
 	t.Run("TwoCharacterChineseWordInsideARun", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: "记忆"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hits := search(t, sqlstore.RecallQuery{Text: "记忆"})
 		if !has(hits, "dsh:s1:1") || !has(hits, "dsh:s2:201") || !has(hits, "dsh:s1:4") || len(hits) != 3 {
 			t.Fatalf("got %v, want s1:1, s1:4 and s2:201", ids(hits))
 		}
@@ -82,72 +95,47 @@ func TestSearch(t *testing.T) {
 		}
 	})
 	t.Run("CamelCasePart", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: "request"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hits := search(t, sqlstore.RecallQuery{Text: "request"})
 		if len(hits) != 1 || hits[0].EventID != "dsh:s1:2" {
 			t.Errorf("got %v, want [dsh:s1:2]", ids(hits))
 		}
 	})
 	t.Run("TaskEndText", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: "日志"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hits := search(t, sqlstore.RecallQuery{Text: "日志"})
 		if len(hits) != 1 || hits[0].Text != "整理日志\n已完成" {
 			t.Errorf("got %+v", hits)
 		}
 	})
 	t.Run("StreamFilter", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: "记忆", Stream: "ws-b"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hits := search(t, sqlstore.RecallQuery{Text: "记忆", Scopes: []string{"ws-b"}})
 		if len(hits) != 1 || hits[0].EventID != "dsh:s2:201" {
 			t.Errorf("got %v, want [dsh:s2:201]", ids(hits))
 		}
 	})
-	t.Run("AllTermsAndRanking", func(t *testing.T) {
-		any, err := s.Search(ctx, sqlstore.SearchQuery{Text: "记忆 修复"})
-		if err != nil {
-			t.Fatal(err)
+	t.Run("BothTermsFirst", func(t *testing.T) {
+		hits := search(t, sqlstore.RecallQuery{Text: "记忆 修复"})
+		if len(hits) != 3 || hits[0].EventID != "dsh:s1:1" {
+			t.Errorf("got %v, want s1:1 (both terms) first of 3", ids(hits))
 		}
-		if len(any) != 3 || any[0].EventID != "dsh:s1:1" {
-			t.Errorf("any: got %v, want s1:1 (both terms) first of 3", ids(any))
-		}
-		all, err := s.Search(ctx, sqlstore.SearchQuery{Text: "记忆 修复", All: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(all) != 1 || all[0].EventID != "dsh:s1:1" {
-			t.Errorf("all: got %v, want [dsh:s1:1]", ids(all))
-		}
-		for i := 1; i < len(any); i++ {
-			if any[i].Score > any[i-1].Score {
-				t.Errorf("scores not descending: %v", any)
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score > hits[i-1].Score {
+				t.Errorf("scores not descending: %v", hits)
 			}
 		}
 	})
 	t.Run("Limit", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: "weather", Limit: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(hits) != 7 {
+		if hits := search(t, sqlstore.RecallQuery{Text: "weather", Limit: 7}); len(hits) != 7 {
 			t.Errorf("got %d hits, want 7", len(hits))
 		}
 	})
 	t.Run("NoTerms", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: " ，。!? "})
-		if err != nil || hits != nil {
-			t.Errorf("got %v, %v; want no hits and no error", hits, err)
+		if hits := search(t, sqlstore.RecallQuery{Text: " ，。!? "}); len(hits) != 0 {
+			t.Errorf("got %v; want no hits", hits)
 		}
 	})
 	t.Run("NoMatch", func(t *testing.T) {
-		hits, err := s.Search(ctx, sqlstore.SearchQuery{Text: "量子"})
-		if err != nil || len(hits) != 0 {
-			t.Errorf("got %v, %v", hits, err)
+		if hits := search(t, sqlstore.RecallQuery{Text: "量子"}); len(hits) != 0 {
+			t.Errorf("got %v", hits)
 		}
 	})
 }

@@ -79,11 +79,6 @@ var sources = map[string]*source{
 	},
 }
 
-// quote makes term an FTS5 string.
-func quote(term string) string {
-	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
-}
-
 // probe returns the newest rowids (at most limit) matching expr.
 func (s *Store) probe(ctx context.Context, src *source, scoped bool, scopes, expr string, limit int) ([]int64, error) {
 	match := fmt.Sprintf(src.column, expr)

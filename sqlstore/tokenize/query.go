@@ -44,13 +44,14 @@ func MatchQuery(s string, mode Mode) string {
 	}
 	q := make([]string, len(terms))
 	for i, term := range terms {
-		q[i] = quote(term)
+		q[i] = Quote(term)
 	}
 	return strings.Join(q, " OR ")
 }
 
-// quote makes term an FTS5 string.
-func quote(term string) string {
+// Quote makes term an FTS5 string: in double quotes, a quote inside
+// doubled. Recall probes each query token with MATCH Quote(token).
+func Quote(term string) string {
 	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
 }
 

@@ -238,20 +238,20 @@ func (t *tokenizer) emitWord(all []rune, bounds []int) {
 			parts = append(parts, t.emit(seg[p:], false))
 		}
 		if len(parts) == 0 {
-			segExprs = append(segExprs, quote(segTok))
+			segExprs = append(segExprs, Quote(segTok))
 			continue
 		}
 		for i := range parts {
-			parts[i] = quote(parts[i])
+			parts[i] = Quote(parts[i])
 		}
-		segExprs = append(segExprs, anyOf(quote(segTok), allOf(parts)))
+		segExprs = append(segExprs, anyOf(Quote(segTok), allOf(parts)))
 	}
 	if !t.wantGroups {
 		return
 	}
 	expr := allOf(segExprs)
 	if whole != "" {
-		expr = anyOf(quote(whole), expr)
+		expr = anyOf(Quote(whole), expr)
 	}
 	t.groups = append(t.groups, expr)
 }
@@ -259,7 +259,7 @@ func (t *tokenizer) emitWord(all []rune, bounds []int) {
 // group records a one-token query group.
 func (t *tokenizer) group(tok string) {
 	if t.wantGroups && tok != "" {
-		t.groups = append(t.groups, quote(tok))
+		t.groups = append(t.groups, Quote(tok))
 	}
 }
 
