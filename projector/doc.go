@@ -74,8 +74,11 @@
 //	                     event's own offset — in (event time, stream, seq) order
 //
 // When: the global layer after a fold that folded the global stream's
-// first event or a memory event of it; a workspace's files after every
-// fold of its stream; a day after a fold of one of its blocks. Summary
+// first event or a memory event of it; a workspace's files after a fold
+// that folded its stream's first event, a memory event of it or its
+// first cwd; a day after a fold of one of its blocks. These are exactly
+// the files Refresh renders from the index, so a live root and a
+// rebuild (which ends with Refresh) hold the same set of files. Summary
 // versions are rendered inside the transaction, right after their event,
 // and only for the last 10 memory events of each stream in the call, so
 // the set kept never depends on how the log was split into folds. Every

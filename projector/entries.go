@@ -93,7 +93,6 @@ func (f *fold) remember(ev *events.Envelope) error {
 		terms:       strings.TrimSpace(d.Terms),
 		content:     content,
 		tags:        cleanTags(d.Tags),
-		importance:  defaultImportance,
 		confidence:  1,
 		status:      statusActive,
 		version:     1,
@@ -104,10 +103,7 @@ func (f *fold) remember(ev *events.Envelope) error {
 	if e.title == "" {
 		e.title = titleFrom(content)
 	}
-	var imp float64
-	if json.Unmarshal(d.Importance, &imp) == nil {
-		e.importance = int(min(max(imp, 0), 3))
-	}
+	e.importance = decodeImportance(d.Importance, defaultImportance)
 	return f.addEntry(ev, &e, "add", "")
 }
 

@@ -45,9 +45,8 @@ type fileTrack struct {
 	scopes  map[string]bool
 	days    map[string]bool
 	scoped  map[string]bool       // workspace streams whose scopes row this call wrote or saw
-	keep    map[streamSeq]bool    // memory events whose summary version is rendered
+	keep    map[streamSeq]bool    // memory events whose summary version is rendered; nil without a Root
 	history map[string][]Rendered // scope → versions rendered in this call
-	render  bool                  // the projector writes files
 }
 
 type streamSeq struct {
@@ -73,9 +72,8 @@ func (p *Projector) newFileTrack(evs []events.Envelope) *fileTrack {
 		days:    map[string]bool{},
 		scoped:  map[string]bool{},
 		history: map[string][]Rendered{},
-		render:  p.Root != "",
 	}
-	if !t.render {
+	if p.Root == "" {
 		return t
 	}
 	t.keep = map[streamSeq]bool{}
@@ -99,9 +97,11 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 	ws := IsWorkspace(ev.Stream)
 	if ws {
 		// A workspace's files show its entries and its cwd: render them
-		// when an event can change entries or when the scope is new, not
-		// on every fold of its conversation.
-		if ChangesEntries(ev.Type) {
+		// when the stream begins (as Refresh, and so a rebuild, renders
+		// every stream folded at all, with or without a cwd), when an
+		// event can change entries, or when the scope is new; not on
+		// every fold of its conversation.
+		if ev.Seq == 1 || ChangesEntries(ev.Type) {
 			t.scopes[ev.Stream] = true
 		}
 		if ev.Cwd != "" && !t.scoped[ev.Stream] {
@@ -122,7 +122,7 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 	if day, _, ok := BlockOf(ev); ok {
 		t.days[day] = true
 	}
-	if t.render && ws && t.keep[streamSeq{ev.Stream, ev.Seq}] {
+	if ws && t.keep[streamSeq{ev.Stream, ev.Seq}] {
 		r, err := renderSummary(context.Background(), f.tx, ev.Stream)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 
 // writeFiles renders and writes what a committed Fold call changed.
 func (p *Projector) writeFiles(ctx context.Context, t *fileTrack) error {
-	if !t.render {
+	if p.Root == "" {
 		return nil
 	}
 	db := p.s.DB()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,7 +173,7 @@ func TestFilesHistoryChunking(t *testing.T) {
 	var evs []events.Envelope
 	evs = append(evs, withCwd(ev(filesWS, 1, events.TypeSessionStart, "s", nil), "/home/u/p"))
 	for i := uint64(2); i <= 26; i++ {
-		evs = append(evs, rememberEv(filesWS, i, "fact "+itoa(int(i)), "fact"))
+		evs = append(evs, rememberEv(filesWS, i, "fact "+strconv.Itoa(int(i)), "fact"))
 		if i%5 == 0 {
 			evs = append(evs, ev(filesWS, i+1, events.TypeUserMessage, "s", map[string]any{"text": "hi"}))
 			i++
@@ -193,9 +194,9 @@ func TestFilesHistoryChunking(t *testing.T) {
 			}
 			return nil
 		})
-		trees[itoa(split)] = tree
+		trees[strconv.Itoa(split)] = tree
 	}
-	want := trees[itoa(len(evs))]
+	want := trees[strconv.Itoa(len(evs))]
 	n := 0
 	for p := range want {
 		if strings.Contains(p, HistoryDir) {

@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -66,9 +67,7 @@ func TestFoldIdempotent(t *testing.T) {
 
 func TestFoldOrderIndependent(t *testing.T) {
 	all, by := mixed()
-	ref := openStore(t)
-	mustFold(t, New(ref), all)
-	want := dump(t, ref)
+	want := foldedDump(t, all)
 	for _, order := range [][]string{
 		{"ws-bbbb", "global", "ws-aaaa"},
 		{"ws-aaaa", "ws-bbbb", "global"},
@@ -173,9 +172,7 @@ func TestFoldContextCanceled(t *testing.T) {
 
 func TestCatchUp(t *testing.T) {
 	all, by := mixed()
-	ref := openStore(t)
-	mustFold(t, New(ref), all)
-	want := dump(t, ref)
+	want := foldedDump(t, all)
 
 	s := openStore(t)
 	p := New(s)
@@ -213,19 +210,21 @@ func TestCatchUp(t *testing.T) {
 // firstDiff shows the first differing line of two dumps.
 func firstDiff(got, want string) string {
 	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
+	for i := range max(len(g), len(w)) {
+		gl, wl := lineAt(g, i), lineAt(w, i)
 		if gl != wl {
-			return "line " + itoa(i+1) + ":\n got  " + trunc(gl) + "\n want " + trunc(wl)
+			return fmt.Sprintf("line %d:\n got  %s\n want %s", i+1, trunc(gl), trunc(wl))
 		}
 	}
 	return "(equal)"
+}
+
+// lineAt is lines[i], or "" past the end.
+func lineAt(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return ""
 }
 
 func trunc(s string) string {
@@ -233,17 +232,6 @@ func trunc(s string) string {
 		return s[:300] + "…"
 	}
 	return s
-}
-
-func itoa(i int) string {
-	var b []byte
-	for {
-		b = append([]byte{byte('0' + i%10)}, b...)
-		i /= 10
-		if i == 0 {
-			return string(b)
-		}
-	}
 }
 
 // The event log is the Source CatchUp reads in production.

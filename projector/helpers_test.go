@@ -34,6 +34,15 @@ func dump(t testing.TB, s *sqlstore.Store) string {
 	return b.String()
 }
 
+// foldedDump folds evs into a new store in one call and returns its
+// Dump: the reference the order, split and catch-up tests compare with.
+func foldedDump(t testing.TB, evs []events.Envelope) string {
+	t.Helper()
+	s := openStore(t)
+	mustFold(t, New(s), evs)
+	return dump(t, s)
+}
+
 func mustFold(t testing.TB, p *Projector, evs []events.Envelope) {
 	t.Helper()
 	if err := p.Fold(context.Background(), evs); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -307,17 +308,7 @@ func decodeConfidence(raw json.RawMessage, def float64) float64 {
 // appendNew appends the items of add that list does not hold yet.
 func appendNew(list []string, add ...string) []string {
 	for _, s := range add {
-		if s == "" {
-			continue
-		}
-		found := false
-		for _, x := range list {
-			if x == s {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if s != "" && !slices.Contains(list, s) {
 			list = append(list, s)
 		}
 	}

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -447,22 +448,7 @@ func BlockOf(ev *events.Envelope) (day string, b Block, ok bool) {
 func RenderDay(day string, blocks []Block) Rendered {
 	bs := slices.Clone(blocks)
 	slices.SortFunc(bs, func(a, b Block) int {
-		if a.At != b.At {
-			if a.At < b.At {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(a.Stream, b.Stream); c != 0 {
-			return c
-		}
-		switch {
-		case a.Seq < b.Seq:
-			return -1
-		case a.Seq > b.Seq:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.At, b.At), strings.Compare(a.Stream, b.Stream), cmp.Compare(a.Seq, b.Seq))
 	})
 	sbs := make([]markdown.SessionBlock, len(bs))
 	meta := FileMeta{Positions: map[string]uint64{}}

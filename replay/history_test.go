@@ -138,18 +138,26 @@ func liveRoot(t *testing.T, root string, evs []events.Envelope) (*events.Log, *s
 	t.Cleanup(func() { st.Close() })
 	p := projector.New(st)
 	p.Root = root
-	ctx := context.Background()
 	for _, e := range evs {
-		e.Seq = 0
-		stamped, err := lg.Append(ctx, e.Stream, []events.Envelope{e})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Fold(ctx, stamped); err != nil {
-			t.Fatal(err)
-		}
+		appendAndFold(t, lg, p, e)
 	}
 	return lg, st
+}
+
+// appendAndFold appends e to its stream of lg (which assigns its seq) and
+// folds it alone, as the engine does on ingest; it returns e as logged.
+func appendAndFold(t *testing.T, lg *events.Log, p *projector.Projector, e events.Envelope) events.Envelope {
+	t.Helper()
+	ctx := context.Background()
+	e.Seq = 0
+	stamped, err := lg.Append(ctx, e.Stream, []events.Envelope{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Fold(ctx, stamped); err != nil {
+		t.Fatal(err)
+	}
+	return stamped[0]
 }
 
 func dumpOf(t *testing.T, s *sqlstore.Store) string {
@@ -159,6 +167,17 @@ func dumpOf(t *testing.T, s *sqlstore.Store) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// dumpDifference names the first row where the dumps of two indexes
+// differ, through Verify's own comparison.
+func dumpDifference(t *testing.T, dump dumpFunc, live, rebuilt *sqlstore.Store) string {
+	t.Helper()
+	problem, err := compareDumps(context.Background(), dump, live, rebuilt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problem
 }
 
 func filesDumpOf(t *testing.T, s *sqlstore.Store) string {

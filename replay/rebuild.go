@@ -93,12 +93,10 @@ func Rebuild(ctx context.Context, log Log, dir string, opts Options) (Stats, err
 	if chunk <= 0 {
 		chunk = projector.DefaultChunkSize
 	}
-	// A rebuild inserts every row once, so FTS5's incremental merging —
-	// right for a live index that is queried between folds — only
-	// rewrites segments that grow again a moment later. It is turned off
-	// for the bulk load and the segments are merged once at the end; the
-	// live setting is then put back.
-	if err := ftsBulk(ctx, st, true); err != nil {
+	// The new index is thrown away if the rebuild fails, so it is loaded
+	// without a rollback journal on disk or syncs (bulkLoad), and put
+	// back in the live index's WAL mode at the end.
+	if err := bulkLoad(ctx, st, true); err != nil {
 		return stats, err
 	}
 	for _, stream := range streams {
@@ -106,7 +104,7 @@ func Rebuild(ctx context.Context, log Log, dir string, opts Options) (Stats, err
 			return stats, fmt.Errorf("rebuild from log: %w", err)
 		}
 	}
-	if err := ftsBulk(ctx, st, false); err != nil {
+	if err := bulkLoad(ctx, st, false); err != nil {
 		return stats, err
 	}
 	if err := p.Refresh(ctx); err != nil {
@@ -251,10 +249,12 @@ func ProjectionFiles(root string) ([]string, error) {
 // compile-time check that the log satisfies Log.
 var _ Log = (*events.Log)(nil)
 
-// ftsBulk switches the episodic FTS index between bulk loading (no
-// automatic merges) and its live setting (automerge 8, as migration
-// 00001 sets it), merging all segments when leaving bulk mode.
-func ftsBulk(ctx context.Context, st *sqlstore.Store, on bool) error {
+// bulkLoad switches a rebuild's new index between bulk loading (an
+// in-memory journal, no syncs: a crash loses only a directory the
+// rebuild would discard anyway) and the live settings sqlstore.Open
+// uses (WAL, synchronous NORMAL). WAL mode is recorded in the database
+// file, so it must be put back before the index is handed over.
+func bulkLoad(ctx context.Context, st *sqlstore.Store, on bool) error {
 	stmts := []string{
 		`PRAGMA journal_mode = MEMORY`,
 		`PRAGMA synchronous = OFF`,
@@ -267,7 +267,7 @@ func ftsBulk(ctx context.Context, st *sqlstore.Store, on bool) error {
 	}
 	for _, q := range stmts {
 		if _, err := st.DB().ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("rebuild: configure the FTS index (%s): %w", q, err)
+			return fmt.Errorf("rebuild: set up the new index (%s): %w", q, err)
 		}
 	}
 	return nil

@@ -30,10 +30,21 @@ func messages() []step {
 	return s
 }
 
+// withoutCwd is steps with no cwd on any event: a workspace stream that
+// never names its directory still gets its scope files, live as in replay.
+func withoutCwd(steps []step) []step {
+	out := slices.Clone(steps)
+	for i := range out {
+		out[i].cwd = ""
+	}
+	return out
+}
+
 func TestRebuildEqualsLive(t *testing.T) {
 	ctx := context.Background()
-	histories := map[string][]step{"scripted": scripted(), "messages": messages(), "both": append(messages(), scripted()...)}
-	for _, name := range []string{"scripted", "messages", "both"} {
+	histories := map[string][]step{"scripted": scripted(), "messages": messages(), "both": append(messages(), scripted()...),
+		"nocwd": withoutCwd(messages())}
+	for _, name := range []string{"scripted", "messages", "both", "nocwd"} {
 		evs := envelopes(histories[name])
 		// Live folds one event at a time in script order; a second live
 		// root folds the streams one after another in reverse name order.
@@ -74,14 +85,14 @@ func TestRebuildEqualsLive(t *testing.T) {
 				}
 				defer rs.Close()
 				if got, want := filesDumpOf(t, st), filesDumpOf(t, rs); got != want {
-					t.Errorf("live files table differs from replay: %s", firstDumpDifference([]byte(got), []byte(want)))
+					t.Errorf("live files table differs from replay: %s", dumpDifference(t, projector.DumpFiles, st, rs))
 				}
 				want := dumpOf(t, rs)
 				if got := dumpOf(t, st); got != want {
-					t.Errorf("live index dump differs from replay: %s", firstDumpDifference([]byte(got), []byte(want)))
+					t.Errorf("live index dump differs from replay: %s", dumpDifference(t, projector.Dump, st, rs))
 				}
 				if got := dumpOf(t, st2); got != want {
-					t.Errorf("reordered live index dump differs from replay: %s", firstDumpDifference([]byte(got), []byte(want)))
+					t.Errorf("reordered live index dump differs from replay: %s", dumpDifference(t, projector.Dump, st2, rs))
 				}
 			})
 		}
@@ -250,17 +261,10 @@ func TestRestore(t *testing.T) {
 	}
 	snap := map[key]string{} // stream file as of (its stream's) seq
 	for _, e := range evs {
-		e.Seq = 0
-		stamped, err := lg.Append(ctx, e.Stream, []events.Envelope{e})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Fold(ctx, stamped); err != nil {
-			t.Fatal(err)
-		}
+		logged := appendAndFold(t, lg, p, e)
 		for path, b := range readTree(t, root) {
 			if info, _ := projector.ParsePath(path); info.Scope == e.Stream {
-				snap[key{path, stamped[0].Seq}] = b
+				snap[key{path, logged.Seq}] = b
 			}
 		}
 	}
@@ -379,6 +383,24 @@ func TestValidatePath(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A rebuild loads its index without a journal on disk, then hands it
+// over in WAL mode, as the live index is: the file header says so
+// (bytes 18 and 19, the write and read versions, are 2 in WAL mode).
+func TestRebuildLeavesWAL(t *testing.T) {
+	lg, _ := liveRoot(t, t.TempDir(), envelopes(messages()))
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Rebuild(context.Background(), lg, out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 20 || b[18] != 2 || b[19] != 2 {
+		t.Errorf("got header bytes 18-19 %v, want [2 2] (WAL)", b[18:min(len(b), 20)])
+	}
 }
 
 func TestRebuildErrNotEmpty(t *testing.T) {

@@ -47,14 +47,18 @@ func Restore(ctx context.Context, log Log, rel string, at Point, opts RestoreOpt
 	return restoreStream(ctx, log, rel, info, at)
 }
 
-// restoreStream folds the one stream a file depends on, up to the seq
-// asked, into a temporary index and renders the file from it.
 // filteredScanner is a Log that can decode only the lines a reader
 // wants (*events.Log).
 type filteredScanner interface {
 	ScanFiltered(stream string, fromSeq uint64, keep func(line []byte) bool, fn func(events.Envelope) error) error
 }
 
+// The log takes the filtered path; a change there must not silently
+// fall back to decoding every line.
+var _ filteredScanner = (*events.Log)(nil)
+
+// restoreStream folds the one stream a file depends on, up to the seq
+// asked, into a temporary index and renders the file from it.
 func restoreStream(ctx context.Context, log Log, rel string, info projector.PathInfo, at Point) ([]byte, error) {
 	if !at.Time.IsZero() {
 		return nil, fmt.Errorf("%w: %s is fed by the stream %s alone; give --at a seq of that stream, not a time", ErrBadPoint, rel, info.Scope)

@@ -121,30 +121,17 @@ func CompareFiles(live, replayed string) ([]Difference, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	inLive := map[string]bool{}
-	for _, p := range lf {
-		inLive[p] = true
-	}
-	inReplay := map[string]bool{}
-	for _, p := range rf {
-		inReplay[p] = true
-	}
-	var diffs []Difference
-	all := append(append([]string{}, lf...), rf...)
-	seen := map[string]bool{}
-	var paths []string
-	for _, p := range all {
-		if !seen[p] {
-			seen[p] = true
-			paths = append(paths, p)
-		}
-	}
+	paths := slices.Concat(lf, rf)
 	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	var diffs []Difference
 	for _, p := range paths {
+		_, inLive := slices.BinarySearch(lf, p) // ProjectionFiles sorts
+		_, inReplay := slices.BinarySearch(rf, p)
 		switch {
-		case !inLive[p]:
+		case !inLive:
 			diffs = append(diffs, Difference{Path: p, Problem: "missing from the live root (the log makes it)"})
-		case !inReplay[p]:
+		case !inReplay:
 			diffs = append(diffs, Difference{Path: p, Problem: "in the live root, but the log does not make it"})
 		default:
 			a, err := os.ReadFile(filepath.Join(live, filepath.FromSlash(p)))
@@ -175,24 +162,6 @@ func describeFileDiff(live, replayed []byte) string {
 	}
 	return fmt.Sprintf("differs from the log's version from line %d (live: %d bytes, %d lines; log: %d bytes, %d lines)",
 		line, len(live), ll, len(replayed), rl)
-}
-
-// firstDumpDifference names the first row where two dumps differ.
-func firstDumpDifference(a, b []byte) string {
-	la, lb := strings.SplitAfter(string(a), "\n"), strings.SplitAfter(string(b), "\n")
-	for i := 0; i < max(len(la), len(lb)); i++ {
-		var x, y string
-		if i < len(la) {
-			x = la[i]
-		}
-		if i < len(lb) {
-			y = lb[i]
-		}
-		if x != y {
-			return describeDumpLine(strings.TrimSuffix(x, "\n"), strings.TrimSuffix(y, "\n"))
-		}
-	}
-	return ""
 }
 
 // describeDumpLine says how the live dump's line differs from the
