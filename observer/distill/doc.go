@@ -43,8 +43,9 @@
 // of 1 s, 2 s, 4 s … capped at 30 s; a Retry-After is honoured within the
 // same bounds. There is no jitter: one process talks to the endpoint. A
 // 4xx other than 408/429 (a bad key) fails at once with an *APIError; an
-// answer that is not JSON in the ops schema fails with ErrMalformedAnswer
-// and is not retried (the checkpoint is retried later).
+// answer that is not JSON in the ops schema, or a body over 8 MiB, fails
+// with ErrMalformedAnswer and is not retried (the checkpoint is retried
+// later).
 //
 // # Answer format
 //
@@ -68,12 +69,14 @@
 // before a space (not at ';', '—' or '，'). Questions (ending in ?, ？ or
 // 吗) are dropped and leading fillers ("OK,", "also", "好的，", "另外")
 // removed. Each statement is matched against the patterns below, first
-// match wins; English patterns ignore case. The op's content is the
-// statement, verbatim; its evidence is the message's event id; its title
-// is derived deterministically: the text after the trigger (with a prefix
-// where shown) or the whole statement, white space collapsed, closing
-// punctuation dropped, first letter upper-cased for English, cut at 80
-// runes (at a word when possible) with "…". Importance is 2, preferences 1.
+// match wins; English patterns ignore case; what follows the trigger must
+// hold a letter or a digit ("remember that ;;" gives nothing). The op's
+// content is the statement, verbatim; its evidence is the message's event
+// id; its title is derived deterministically: the text after the trigger
+// (with a prefix where shown) or the whole statement, white space
+// collapsed, closing punctuation dropped, first letter upper-cased for
+// English, cut at 80 runes (at a word when possible) with "…". Importance
+// is 2, preferences 1.
 //
 //	pattern              lang  op       trigger (at the start unless noted)                                  example → title
 //	en-remember          en    add fact remember that / remember: / keep in mind that                       "remember that the staging DB is on port 5433" → "The staging DB is on port 5433"
@@ -157,7 +160,8 @@
 //     the claimed range, and oldQuote a substring of the target's own
 //     title, description or content (not of another member of its group);
 //     both byte for byte. Otherwise it becomes a conflict aimed at the same
-//     target, holding the new content, with the failed check in Reason.
+//     target, holding the new content, with the failed check in Reason;
+//     a supersede without newQuote, title or content is rejected.
 //     conflict: needs the new title or content.
 //  7. An op without a title gets the first line of its content.
 package distill

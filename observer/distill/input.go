@@ -52,7 +52,7 @@ func CapInput(msgs []Message, maxChars int) []Message {
 	}
 	if start == len(msgs) && len(msgs) > 0 {
 		last := msgs[len(msgs)-1]
-		last.Text = truncateRunes(last.Text, maxChars)
+		last.Text = TruncateRunes(last.Text, maxChars)
 		return []Message{last}
 	}
 	out := make([]Message, len(msgs)-start)
@@ -66,8 +66,8 @@ func CapInput(msgs []Message, maxChars int) []Message {
 // injected memory would only pull itself back in), ranked by the number of
 // shared terms, then importance, then their order in candidates. It keeps
 // at most MaxRelated entries and MaxRelatedBytes of them as rendered for
-// the model (renderEntry); an entry that does not fit in the bytes left is
-// skipped and smaller ones after it may still be taken.
+// the model; an entry that does not fit in the bytes left is skipped and
+// smaller ones after it may still be taken (capRelated).
 func SelectRelated(msgs []Message, candidates []Entry) []Entry {
 	query := make(map[string]struct{})
 	for _, m := range msgs {
@@ -108,20 +108,32 @@ func SelectRelated(msgs []Message, candidates []Entry) []Entry {
 		}
 		return a.idx < b.idx
 	})
-	var out []Entry
+	entries := make([]Entry, len(ranked))
+	for i, r := range ranked {
+		entries[i] = r.e
+	}
+	kept, _ := capRelated(entries)
+	return kept
+}
+
+// capRelated keeps, in order, at most MaxRelated of entries and at most
+// MaxRelatedBytes of them as rendered for the model; an entry that does not
+// fit in the bytes left is skipped and smaller ones after it may still be
+// taken. It returns the entries kept and their rendered lines.
+func capRelated(entries []Entry) (kept []Entry, lines [][]byte) {
 	used := 0
-	for _, r := range ranked {
-		if len(out) == MaxRelated {
+	for _, e := range entries {
+		if len(kept) == MaxRelated {
 			break
 		}
-		n := len(renderEntry(r.e))
-		if used+n > MaxRelatedBytes {
+		line := renderEntry(e)
+		if used+len(line) > MaxRelatedBytes {
 			continue
 		}
-		used += n
-		out = append(out, r.e)
+		used += len(line)
+		kept, lines = append(kept, e), append(lines, line)
 	}
-	return out
+	return kept, lines
 }
 
 // entryText is the searchable text of an entry: what term overlap and
@@ -207,8 +219,11 @@ func jsonLine(v any) []byte {
 	return b.Bytes()
 }
 
-// truncateRunes cuts s to at most n runes, at a rune boundary.
-func truncateRunes(s string, n int) string {
+// TruncateRunes cuts s to at most n runes, at a rune boundary, so the
+// result is a prefix of s (valid UTF-8 when s is); n <= 0 gives "". Every
+// cap of this package cuts with it, and so may a caller that caps the
+// messages it puts in a Request.
+func TruncateRunes(s string, n int) string {
 	if n <= 0 {
 		return ""
 	}

@@ -27,6 +27,27 @@ func TestDice(t *testing.T) {
 	}
 }
 
+func TestTruncateRunes(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 2, "ab"},
+		{"abc", 3, "abc"},
+		{"abc", 9, "abc"},
+		{"记忆注入", 2, "记忆"}, // runes, not bytes
+		{"a记", 1, "a"},
+		{"abc", 0, ""},
+		{"abc", -1, ""},
+		{"", 5, ""},
+	} {
+		if got := TruncateRunes(c.s, c.n); got != c.want {
+			t.Errorf("TruncateRunes(%q, %d): got %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
 func TestCapInput(t *testing.T) {
 	msgs := []Message{user(1, "aaaa"), user(2, "记忆记忆"), user(3, "cc"), user(4, "dddd")}
 	seqs := func(ms []Message) string {

@@ -138,11 +138,14 @@ func (d *openAIDistiller) Distill(ctx context.Context, req Request) (Result, err
 	for attempt := 1; attempt <= d.cfg.MaxAttempts; attempt++ {
 		content, err := d.attempt(ctx, body)
 		if err == nil {
-			res, perr := ParseResult([]byte(content))
-			if perr != nil {
-				return Result{}, fmt.Errorf("distill with %s: %w", d.cfg.Model, perr)
+			var res Result
+			if res, err = ParseResult([]byte(content)); err == nil {
+				return res, nil
 			}
-			return res, nil
+		}
+		if errors.Is(err, ErrMalformedAnswer) {
+			// Asked again, the model would answer alike: not retried.
+			return Result{}, fmt.Errorf("distill with %s: %w", d.cfg.Model, err)
 		}
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("distill with %s: %w", d.cfg.Model, ctx.Err())
@@ -229,23 +232,17 @@ func (d *openAIDistiller) requestBody(req Request) ([]byte, error) {
 
 // renderInput is the user turn of the chat: the claimed range and the
 // related entries, one JSON object per line. It applies the input caps
-// itself (CapInput, and MaxRelated / MaxRelatedBytes on req.Related in
-// the order given), whatever the caller passed.
+// itself (CapInput, and capRelated on req.Related in the order given),
+// whatever the caller passed.
 func renderInput(req Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Stream: %s\nSession: %s\nClaimed seq range: %d–%d\n\n", req.Stream, req.Session, req.From, req.To)
 	b.WriteString("# Existing entries\n")
-	used, n := 0, 0
-	for _, e := range req.Related {
-		line := renderEntry(e)
-		if n == MaxRelated || used+len(line) > MaxRelatedBytes {
-			continue
-		}
-		used += len(line)
-		n++
+	_, lines := capRelated(req.Related)
+	for _, line := range lines {
 		b.Write(line)
 	}
-	if n == 0 {
+	if len(lines) == 0 {
 		b.WriteString("(none)\n")
 	}
 	b.WriteString("\n# Conversation (oldest first)\n")
@@ -309,7 +306,7 @@ func errorMessage(raw []byte) string {
 		return e.Error.Message
 	}
 	s := strings.TrimSpace(string(raw))
-	return truncateRunes(s, 200)
+	return TruncateRunes(s, 200)
 }
 
 // retryAfter reads a Retry-After header: seconds, or an HTTP date

@@ -161,6 +161,19 @@ func TestOpenAIMalformedAnswer(t *testing.T) {
 	}
 }
 
+// TestOpenAIOversizedAnswer: a 2xx body over maxResponseBytes is a
+// malformed answer, and like any malformed answer it is not retried.
+func TestOpenAIOversizedAnswer(t *testing.T) {
+	f, d, waits := newFake(t, reply{raw: `{"choices":[{"message":{"content":"` + strings.Repeat("x", maxResponseBytes) + `"}}]}`})
+	_, err := d.Distill(context.Background(), openAIRequest())
+	if !errors.Is(err, ErrMalformedAnswer) {
+		t.Fatalf("got %v, want ErrMalformedAnswer", err)
+	}
+	if f.requests() != 1 || len(*waits) != 0 {
+		t.Errorf("got %d requests and %d waits, want 1 and 0: a malformed answer is not retried", f.requests(), len(*waits))
+	}
+}
+
 func TestOpenAILegacyShapes(t *testing.T) {
 	for name, content := range map[string]string{
 		"Memories":   `{"memories":[{"title":"Never commit secrets","content":"never commit secrets","type":"rule"}]}`,

@@ -158,6 +158,16 @@ func parseItem(raw json.RawMessage) (Op, error) {
 	}, nil
 }
 
+// unquote returns the string b holds when b is a JSON string; for null and
+// any other value ok is false and the caller reads b its own way. (The
+// decoder has checked b before an UnmarshalJSON sees it.)
+func unquote(b []byte) (s string, ok bool) {
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
 // flexString is a string, or a number written for an id.
 type flexString string
 
@@ -165,11 +175,7 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
+	if s, ok := unquote(b); ok {
 		*f = flexString(s)
 		return nil
 	}
@@ -189,11 +195,7 @@ func (f *flexStrings) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
+	if s, ok := unquote(b); ok {
 		var out []string
 		for _, p := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '，' || r == '、' }) {
 			if p = strings.TrimSpace(p); p != "" {
@@ -223,11 +225,8 @@ func (f *flexNumber) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	s := string(b)
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		s = strings.TrimSpace(s)
+	if q, ok := unquote(b); ok {
+		s = strings.TrimSpace(q)
 		if s == "" {
 			return nil
 		}

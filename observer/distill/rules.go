@@ -3,6 +3,7 @@ package distill
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -121,6 +122,12 @@ func notNamedThing(x string) bool {
 	return len(alternativesOf(tokenize.Terms(x))) == 0
 }
 
+// hasWord reports whether s holds a letter or a digit (any script): a
+// payload of punctuation alone ("remember that ;;") says nothing.
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+}
+
 // rejectWords vetoes a payload that starts with one of the words.
 func rejectWords(words ...string) func(string) bool {
 	return func(p string) bool {
@@ -192,7 +199,7 @@ func distillStatement(req Request, m Message, s string) (Op, bool) {
 			// title is the whole statement.
 			payload = strings.TrimSpace(sub[1])
 		}
-		if utf8.RuneCountInString(payload) < 2 || (p.reject != nil && p.reject(payload)) {
+		if utf8.RuneCountInString(payload) < 2 || !hasWord(payload) || (p.reject != nil && p.reject(payload)) {
 			continue
 		}
 		op := Op{
@@ -342,7 +349,7 @@ func findFold(hay, needle string) string {
 func overlap(a, b []string) int {
 	n := 0
 	for _, x := range a {
-		if contains(b, x) {
+		if slices.Contains(b, x) {
 			n++
 		}
 	}
@@ -385,7 +392,7 @@ func alternativesOf(terms []string) []string {
 		for i, member := range group {
 			if i != own {
 				for _, a := range member {
-					if !contains(out, a) {
+					if !slices.Contains(out, a) {
 						out = append(out, a)
 					}
 				}
@@ -429,7 +436,7 @@ var (
 // step to take) rather than a fact.
 func procedural(s string) bool { return procedureEN.MatchString(s) || procedureZH.MatchString(s) }
 
-// maxTitleRunes is where the rules distiller cuts a title; Validate's cap
+// maxRulesTitleRunes is where the rules distiller cuts a title; Validate's cap
 // (160) is the hard limit.
 const maxRulesTitleRunes = 80
 
@@ -440,7 +447,7 @@ const maxRulesTitleRunes = 80
 func makeTitle(prefix, text, lang string) string {
 	t := strings.Join(strings.Fields(text), " ")
 	t = strings.TrimRight(t, " .。!！;；,，")
-	if prefix == "" && lang == "en" {
+	if prefix == "" && lang == "en" && t != "" {
 		r, n := utf8.DecodeRuneInString(t)
 		t = string(unicode.ToUpper(r)) + t[n:]
 	}
@@ -448,7 +455,7 @@ func makeTitle(prefix, text, lang string) string {
 	if utf8.RuneCountInString(t) <= maxRulesTitleRunes {
 		return t
 	}
-	cut := truncateRunes(t, maxRulesTitleRunes-1)
+	cut := TruncateRunes(t, maxRulesTitleRunes-1)
 	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
 		cut = cut[:i]
 	}

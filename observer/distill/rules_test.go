@@ -118,6 +118,9 @@ func TestRulesIgnores(t *testing.T) {
 		"必须今天修好",
 		"之后用 bun 试试",
 		"帮我看看这个报错",
+		"remember that ;;", // nothing after the trigger but punctuation
+		"记住：，，",
+		"always --",
 		"",
 	} {
 		t.Run(text, func(t *testing.T) {
@@ -195,6 +198,16 @@ func TestRulesTitleCut(t *testing.T) {
 	title := ops[0].Title
 	if n := len([]rune(title)); n > maxRulesTitleRunes || !strings.HasSuffix(title, "…") {
 		t.Errorf("got title %q (%d runes), want ≤ %d ending in …", title, n, maxRulesTitleRunes)
+	}
+}
+
+// TestMakeTitleEmpty: a title of nothing stays empty (Validate then takes
+// the content's first line) instead of becoming a replacement character.
+func TestMakeTitleEmpty(t *testing.T) {
+	for _, text := range []string{"", ";;", " ，。 "} {
+		if got := makeTitle("", text, "en"); got != "" {
+			t.Errorf("makeTitle(%q): got %q, want \"\"", text, got)
+		}
 	}
 }
 

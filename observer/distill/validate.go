@@ -3,6 +3,7 @@ package distill
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"dshmem/sqlstore/tokenize"
@@ -78,7 +79,7 @@ func (v *validator) check(o Op) (Op, string) {
 	userEvidence := false
 	for _, id := range o.EvidenceEventIDs {
 		m, ok := v.events[id]
-		if !ok || contains(ev, id) {
+		if !ok || slices.Contains(ev, id) {
 			continue
 		}
 		ev = append(ev, id)
@@ -144,6 +145,10 @@ func (v *validator) check(o Op) (Op, string) {
 		if o.Title == "" && o.Content == "" {
 			o.Content = o.NewQuote
 		}
+		if o.Title == "" && o.Content == "" {
+			// Not even as a conflict: there is nothing new to hold.
+			return o, "supersede without newQuote, title or content"
+		}
 		if o.Type == "" {
 			o.Type = target.Type
 		}
@@ -156,7 +161,7 @@ func (v *validator) check(o Op) (Op, string) {
 		}
 	}
 	if o.Op != OpForget && o.Title == "" {
-		o.Title = truncateRunes(firstLine(o.Content), MaxTitleRunes)
+		o.Title = TruncateRunes(firstLine(o.Content), MaxTitleRunes)
 	}
 	return o, ""
 }
@@ -241,9 +246,9 @@ func (v *validator) quotesHold(o Op, target Entry) string {
 // importance is clamped to 0–3 and confidence to 0–1, a type is lower
 // case and a plural is made singular; an unknown type becomes "fact".
 func normalizeFields(o *Op) {
-	o.Title = truncateRunes(strings.Join(strings.Fields(o.Title), " "), MaxTitleRunes)
-	o.Description = truncateRunes(strings.TrimSpace(o.Description), MaxDescRunes)
-	o.Content = truncateRunes(strings.TrimSpace(o.Content), MaxContentRunes)
+	o.Title = TruncateRunes(strings.Join(strings.Fields(o.Title), " "), MaxTitleRunes)
+	o.Description = TruncateRunes(strings.TrimSpace(o.Description), MaxDescRunes)
+	o.Content = TruncateRunes(strings.TrimSpace(o.Content), MaxContentRunes)
 	o.Tags = capList(o.Tags, MaxTags)
 	o.Terms = capList(o.Terms, MaxTerms)
 	o.Importance = max(0, min(3, o.Importance))
@@ -264,8 +269,8 @@ func normalizeFields(o *Op) {
 func capList(in []string, n int) []string {
 	var out []string
 	for _, s := range in {
-		s = truncateRunes(strings.TrimSpace(s), 64)
-		if s == "" || contains(out, s) {
+		s = TruncateRunes(strings.TrimSpace(s), 64)
+		if s == "" || slices.Contains(out, s) {
 			continue
 		}
 		out = append(out, s)
@@ -344,13 +349,4 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

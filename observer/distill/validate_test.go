@@ -49,6 +49,7 @@ func TestValidateSupersede(t *testing.T) {
 		{"ConflictOldQuoteCase", supersede("we moved to PostgreSQL", "mysql"), OpConflict, "oldQuote", ""},
 		{"ConflictOldQuoteOfAnotherEntry", supersede("we moved to PostgreSQL", "npm ci"), OpConflict, "oldQuote", ""},
 		{"ConflictNoOldQuote", supersede("we moved to PostgreSQL", ""), OpConflict, "no oldQuote", ""},
+		{"RejectedNothingNew", Op{Op: OpSupersede, TargetID: "m-db", OldQuote: "MySQL", EvidenceEventIDs: []string{"e02"}}, "", "", "supersede without newQuote, title or content"},
 		{"RejectedNoTarget", func() Op { o := supersede("x", "y"); o.TargetID = ""; return o }(), "", "", "without targetId"},
 		{"RejectedUnknownTarget", func() Op { o := supersede("x", "y"); o.TargetID = "m-nope"; return o }(), "", "", "not one of the related entries"},
 	} {

@@ -49,11 +49,11 @@ func (f *Follower) Header() *Header {
 // Stats counts what this Follower has produced since it was created (the
 // replay up to a resume offset is not counted).
 func (f *Follower) Stats() Stats {
-	if f.m == nil {
-		return newStats()
+	s := newStats()
+	if f.m != nil {
+		s = f.m.stats
 	}
-	s := f.m.stats
-	s.TornBytes = f.pending
+	s.TornBytes = f.pending // also while not even the header is whole
 	return s
 }
 
@@ -114,26 +114,25 @@ func (f *Follower) start(fh *os.File) ([]events.Envelope, error) {
 	m.discarded = false
 	m.stats = newStats()
 	f.m = m
-
-	var out []events.Envelope
-	for ; i < len(chunks); i++ {
-		evs, err := m.feed(f.path, chunks[i], f.zstd)
-		out = append(out, evs...)
-		if err != nil {
-			return out, err
-		}
-		f.off = chunks[i].End
-	}
-	f.pending = t.Bytes
+	out, err := f.emit(chunks[i:], t, splitErr)
 	if m.header == nil {
 		// Not even the header is whole: start again next time.
 		f.m, f.off = nil, 0
 	}
-	return out, splitErr
+	return out, err
 }
 
+// consume maps what was appended after the offset: b starts at base.
 func (f *Follower) consume(b []byte, base int64) ([]events.Envelope, error) {
 	chunks, t, splitErr := split(f.path, b, base)
+	return f.emit(chunks, t, splitErr)
+}
+
+// emit maps chunks in order, moving the offset past each one mapped, and
+// records the tail as pending. splitErr, the damage split found after the
+// chunks, is returned once they are all mapped (split leaves the tail
+// empty then).
+func (f *Follower) emit(chunks []chunk, t tail, splitErr error) ([]events.Envelope, error) {
 	var out []events.Envelope
 	for _, c := range chunks {
 		evs, err := f.m.feed(f.path, c, f.zstd)
@@ -144,8 +143,5 @@ func (f *Follower) consume(b []byte, base int64) ([]events.Envelope, error) {
 		f.off = c.End
 	}
 	f.pending = t.Bytes
-	if splitErr != nil {
-		f.pending = 0
-	}
 	return out, splitErr
 }

@@ -165,3 +165,40 @@ func TestFollowResumeEveryBoundary(t *testing.T) {
 		}
 	})
 }
+
+// TestFollowerStatsAndHeader: before the header is whole a Follower has no
+// header and counts nothing; resumed at a saved offset it knows the header
+// and counts only what it produced after the offset.
+func TestFollowerStatsAndHeader(t *testing.T) {
+	b, err := os.ReadFile(livePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := decodeSession("x.jsonl.zstd", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	starts := frameStarts(t, b)
+	path := writeRaw(t, dir, "l--session.jsonl.zstd", b[:starts[1]-1]) // the header frame, torn
+
+	f := NewFollower(path, 0)
+	if evs := poll(t, f); len(evs) != 0 || f.Header() != nil || f.Stats().Events != 0 || f.Stats().TornBytes != starts[1]-1 {
+		t.Fatalf("torn header: got %d events, header %v, stats %v", len(evs), f.Header(), f.Stats())
+	}
+	writeRaw(t, dir, filepath.Base(path), b)
+	evs := poll(t, f)
+	if h := f.Header(); h == nil || h.ID != full.ID || f.Stats().Events != len(evs) || len(evs) != len(full.Events) {
+		t.Fatalf("whole log: got header %v, stats %v, %d events; want %s and %d", h, f.Stats(), len(evs), full.ID, len(full.Events))
+	}
+
+	r := NewFollower(path, starts[3])
+	rest := poll(t, r)
+	st := r.Stats()
+	if h := r.Header(); h == nil || h.ID != full.ID {
+		t.Fatalf("resumed: got header %v, want %s", h, full.ID)
+	}
+	if st.Events != len(rest) || st.Frames != len(starts)-1-3 || st.TornBytes != 0 {
+		t.Errorf("resumed at frame 3: got %v, want %d events and %d frames", st, len(rest), len(starts)-1-3)
+	}
+}

@@ -3,6 +3,7 @@ package dsh
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -289,5 +290,5 @@ func wholeLineAfter(b []byte, from int) bool {
 
 func isObject(line []byte) bool {
 	t := bytes.TrimSpace(line)
-	return len(t) > 0 && t[0] == '{' && jsonValid(t)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }

@@ -12,8 +12,6 @@ import (
 	"dshmem/events"
 )
 
-func jsonValid(b []byte) bool { return json.Valid(b) }
-
 // Header is the first line of a host session log.
 type Header struct {
 	Type            string `json:"type"` // always "session"

@@ -49,7 +49,7 @@ func (m *mapper) feed(path string, c chunk, zstd bool) ([]events.Envelope, error
 	for i, line := range c.Lines {
 		evs, err := m.line(line)
 		if err != nil {
-			if err == ErrNotSession || m.header == nil {
+			if m.header == nil { // the header line itself: not a session log
 				return out, fmt.Errorf("read session log %s: %w", path, err)
 			}
 			return out, &CorruptError{Path: path, Offset: c.Off, Err: fmt.Errorf("line %d of chunk: %w", i+1, err)}

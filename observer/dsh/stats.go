@@ -27,27 +27,25 @@ func newStats() Stats {
 
 // Add adds o's counts to s.
 func (s *Stats) Add(o Stats) {
-	if s.Skipped == nil || s.Unknown == nil || s.Malformed == nil {
-		n := newStats()
-		addMap(n.Skipped, s.Skipped)
-		addMap(n.Unknown, s.Unknown)
-		addMap(n.Malformed, s.Malformed)
-		s.Skipped, s.Unknown, s.Malformed = n.Skipped, n.Unknown, n.Malformed
-	}
 	s.Files += o.Files
 	s.Sessions += o.Sessions
 	s.Events += o.Events
 	s.Lines += o.Lines
 	s.Frames += o.Frames
 	s.TornBytes += o.TornBytes
-	addMap(s.Skipped, o.Skipped)
-	addMap(s.Unknown, o.Unknown)
-	addMap(s.Malformed, o.Malformed)
+	addMap(&s.Skipped, o.Skipped)
+	addMap(&s.Unknown, o.Unknown)
+	addMap(&s.Malformed, o.Malformed)
 }
 
-func addMap(dst, src map[string]int) {
+// addMap adds src's counts to *dst, making *dst when it is nil (a zero
+// Stats can be added to).
+func addMap(dst *map[string]int, src map[string]int) {
+	if *dst == nil {
+		*dst = make(map[string]int, len(src))
+	}
 	for k, v := range src {
-		dst[k] += v
+		(*dst)[k] += v
 	}
 }
 
