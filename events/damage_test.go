@@ -352,3 +352,49 @@ func TestVerifyEnvelopes(t *testing.T) {
 		})
 	}
 }
+
+// Bytes after a seal cannot come from a crash (the seal is written with
+// the last batch and the segment is never opened again): they are
+// corruption, not a torn tail. Cutting them off as a torn tail left the
+// segment unsealed in memory, so the next batch was appended after the
+// seal and cut off as a torn tail at the open after that, although it
+// had been acknowledged.
+func TestDataAfterSeal(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		junk []byte
+	}{
+		{"ShorterThanARecord", []byte("junkjunk")},
+		{"LongerThanARecord", bytes.Repeat([]byte{0x5a}, 2*recordFrameSize)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := writeBatches(t, Options{SegmentSize: 1}, 2, 2)
+			segs := segmentPaths(t, dir, "global")
+			seg := segs[len(segs)-1]
+			orig, _ := os.ReadFile(seg)
+			damaged := append(bytes.Clone(orig), c.junk...)
+			os.WriteFile(seg, damaged, 0o644)
+			off := int64(len(orig))
+
+			problems, err := Verify(dir)
+			if err != nil || len(problems) != 1 || problems[0].Segment != seg || problems[0].Offset != off ||
+				problems[0].Repairable || !strings.Contains(problems[0].Msg, "after the seal") {
+				t.Fatalf("Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
+			}
+			_, err = OpenLog(dir, Options{})
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off || !strings.Contains(err.Error(), "dshmem verify") {
+				t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
+			}
+			if _, err := Repair(dir); !errors.As(err, &ce) {
+				t.Fatalf("Repair: got %v, want a *CorruptError", err)
+			}
+			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
+				t.Fatal("the damaged segment was changed")
+			}
+			if b := brokenFiles(t, dir); len(b) != 0 {
+				t.Fatalf("got .broken files %v for corruption", b)
+			}
+		})
+	}
+}

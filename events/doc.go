@@ -56,7 +56,7 @@
 //   - Nothing is acknowledged before its bytes are fsynced (and, for a new
 //     segment or stream, its directory). A batch header and its frame are
 //     written in one write; a group of concurrent Appends is one write and
-//     one fsync (two when a segment is sealed on the way).
+//     one fsync (one more of each for every segment sealed on the way).
 //   - Seqs of a stream are contiguous and the events of one Append call are
 //     contiguous and in order. Each frame holds at most Options.MaxBatch
 //     events and about 8 MiB of JSON.

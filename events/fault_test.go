@@ -2,8 +2,10 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -94,4 +96,52 @@ func stamp(evs []Envelope, stream string) []Envelope {
 		evs[i].V, evs[i].Stream, evs[i].Seq = 1, stream, uint64(i+1)
 	}
 	return evs
+}
+
+// TestGroupCommitIO backs the package doc's promises: a batch header and
+// its frame go out in one write, one Append is one write and one fsync
+// (plus the directory syncs of a new stream and segment), and a frame
+// holds at most MaxBatch events and about 8 MiB of JSON.
+func TestGroupCommitIO(t *testing.T) {
+	t.Run("OneWriteOneSync", func(t *testing.T) {
+		counter := &FaultFS{}
+		dir := t.TempDir()
+		l := openLog(t, dir, Options{MaxBatch: 3, FS: counter})
+		mustAppend(t, l, "global", testEvents(0, 10))
+		// New stream: sync of the log directory, the segment, the stream directory.
+		if w, s := counter.Counts(); w != 1 || s != 3 {
+			t.Fatalf("first Append: got %d writes and %d syncs, want 1 and 3", w, s)
+		}
+		mustAppend(t, l, "global", testEvents(10, 10))
+		if w, s := counter.Counts(); w != 2 || s != 4 {
+			t.Fatalf("second Append: got %d writes and %d syncs in all, want 2 and 4", w, s)
+		}
+		l.Close()
+		var counts []uint32
+		for _, b := range readBatches(t, segmentPaths(t, dir, "global")[0]) {
+			counts = append(counts, b.Header.Count)
+		}
+		if got, want := fmt.Sprint(counts), "[3 3 3 1 3 3 3 1]"; got != want {
+			t.Fatalf("events per frame: got %s, want %s (MaxBatch 3)", got, want)
+		}
+	})
+
+	t.Run("FrameBytes", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openLog(t, dir, Options{})
+		evs := testEvents(0, 3)
+		big := strings.Repeat("x", 3<<20)
+		for i := range evs {
+			evs[i].Data = json.RawMessage(`{"text":"` + big + `"}`)
+		}
+		mustAppend(t, l, "global", evs)
+		l.Close()
+		var counts []uint32
+		for _, b := range readBatches(t, segmentPaths(t, dir, "global")[0]) {
+			counts = append(counts, b.Header.Count)
+		}
+		if got, want := fmt.Sprint(counts), "[2 1]"; got != want {
+			t.Fatalf("events per frame of three 3 MiB events: got %s, want %s (8 MiB per frame)", got, want)
+		}
+	})
 }

@@ -126,16 +126,19 @@ type faultFile struct {
 	fs *FaultFS
 }
 
+// tick counts one write or sync in *count and reports whether it must
+// fail: it is the failAt-th one, or a fault was injected before.
+func (f *FaultFS) tick(count *int, failAt int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	*count++
+	f.failed = f.failed || *count == failAt
+	return f.failed
+}
+
 func (ff *faultFile) Write(p []byte) (int, error) {
 	f := ff.fs
-	f.mu.Lock()
-	f.writes++
-	fail := f.failed || f.writes == f.FailWrite
-	if fail {
-		f.failed = true
-	}
-	f.mu.Unlock()
-	if !fail {
+	if !f.tick(&f.writes, f.FailWrite) {
 		return ff.File.Write(p)
 	}
 	n := 0
@@ -147,14 +150,7 @@ func (ff *faultFile) Write(p []byte) (int, error) {
 
 func (ff *faultFile) Sync() error {
 	f := ff.fs
-	f.mu.Lock()
-	f.syncs++
-	fail := f.failed || f.syncs == f.FailSync
-	if fail {
-		f.failed = true
-	}
-	f.mu.Unlock()
-	if fail {
+	if f.tick(&f.syncs, f.FailSync) {
 		return f.err()
 	}
 	return ff.File.Sync()

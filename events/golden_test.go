@@ -195,3 +195,50 @@ func TestReaderFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestReaderHeader checks that Header gives the same answer on every
+// call and that a damaged header does not hide the batches after it.
+func TestReaderHeader(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join(goldenDir, "three-batches.jsonl.zst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(good)
+	flipped[0] ^= 0x01
+	for _, c := range []struct {
+		name        string
+		data        []byte
+		wantErr     func(error) bool
+		wantBatches int
+	}{
+		{"OK", good, func(err error) bool { return err == nil }, 3},
+		{"ErrTornTail", good[:10], func(err error) bool { return errors.Is(err, ErrTornTail) }, 0},
+		{"CorruptError", flipped, func(err error) bool { var ce *CorruptError; return errors.As(err, &ce) && ce.Offset == 0 }, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewReader(bytes.NewReader(c.data))
+			h1, err1 := r.Header()
+			h2, err2 := r.Header()
+			if !c.wantErr(err1) || h1 != h2 || err1 != err2 {
+				t.Fatalf("Header twice: got (%+v, %v) then (%+v, %v)", h1, err1, h2, err2)
+			}
+			if err1 == nil && (h1.Stream != "global" || h1.FirstSeq != 1) {
+				t.Fatalf("Header: got %+v, want stream global from seq 1", h1)
+			}
+			batches := 0
+			for {
+				_, err := r.Next()
+				if err == io.EOF || errors.Is(err, ErrTornTail) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				batches++
+			}
+			if batches != c.wantBatches {
+				t.Fatalf("got %d batches, want %d", batches, c.wantBatches)
+			}
+		})
+	}
+}

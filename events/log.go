@@ -59,9 +59,10 @@ type Log struct {
 	repairs []Repaired
 }
 
-// OpenLog opens (creating if needed) the log in dir. It checks the last
-// segment of every stream, cuts off torn tails (keeping a .broken copy)
-// and refuses to open a log with corruption.
+// OpenLog opens (creating if needed) the log in dir. It walks every
+// segment of every stream, checking each frame's checksum, the seqs and
+// the hash chain (JSON is not decoded), cuts off torn tails (keeping a
+// .broken copy) and refuses to open a log with corruption.
 func OpenLog(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, streams: map[string]*stream{}}
@@ -85,7 +86,6 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		s := l.newStream(name)
 		s.segs = rec.segs
 		s.lastSeq = rec.next - 1
-		s.lastHash = rec.last
 		s.initWriter(rec)
 		l.streams[name] = s
 	}
@@ -139,13 +139,12 @@ func recoverStream(fsys FS, dir, name string) (recovered, error) {
 		if err != nil {
 			return rec, err
 		}
-		last := i == len(segs)-1
-		switch {
-		case st.torn >= 0 && !last:
-			return rec, &CorruptError{Segment: seg.path, Offset: st.torn, Err: errors.New("incomplete or damaged batch at the end of a segment that is not the last one")}
-		case !st.sealed && !last:
-			return rec, &CorruptError{Segment: seg.path, Offset: st.end, Err: errors.New("segment is not sealed but is not the last one")}
-		case st.torn >= 0:
+		if i < len(segs)-1 {
+			if ce := notLastProblem(seg, st); ce != nil {
+				return rec, ce
+			}
+		}
+		if st.torn >= 0 {
 			r, err := cutTornTail(fsys, seg, st.torn)
 			if err != nil {
 				return rec, err
@@ -227,7 +226,7 @@ func saveBroken(fsys FS, path string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("copy torn segment %s: %w", path, err)
 		}
-		_, err = copyFile(out, src)
+		_, err = io.Copy(out, src)
 		if err == nil {
 			err = out.Sync()
 		}
@@ -238,26 +237,6 @@ func saveBroken(fsys FS, path string) (string, error) {
 			return "", fmt.Errorf("copy torn segment %s to %s: %w", path, dst, err)
 		}
 		return dst, nil
-	}
-}
-
-func copyFile(dst File, src File) (int64, error) {
-	buf := make([]byte, 1<<20)
-	var n int64
-	for {
-		k, err := src.ReadAt(buf, n)
-		if k > 0 {
-			if _, werr := dst.Write(buf[:k]); werr != nil {
-				return n, werr
-			}
-			n += int64(k)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
-			return n, err
-		}
 	}
 }
 
@@ -401,8 +380,10 @@ func (l *Log) scan(stream string, fromSeq uint64, keep func([]byte) bool, fn fun
 		if st.torn >= 0 {
 			return fmt.Errorf("scan stream %s: %w", stream, &CorruptError{Segment: seg.path, Offset: st.torn, Err: ErrTornTail})
 		}
-		if i < len(segs)-1 && !st.sealed {
-			return fmt.Errorf("scan stream %s: %w", stream, &CorruptError{Segment: seg.path, Offset: st.end, Err: errors.New("segment is not sealed but is not the last one")})
+		if i < len(segs)-1 {
+			if ce := notLastProblem(seg, st); ce != nil {
+				return fmt.Errorf("scan stream %s: %w", stream, ce)
+			}
 		}
 		if st.next > lastSeq {
 			return nil

@@ -80,8 +80,9 @@ func TestLineMatchesMarshal(t *testing.T) {
 		{ID: "<&>\u2028", Type: "user/message", Time: "t", Data: json.RawMessage(`{ "a" : [1, 2] }`)},
 	}
 	for i, e := range cases {
-		e.V, e.Stream, e.Seq = 1, "ws-abc", uint64(i+1)
-		tail, err := marshalTail(&e)
+		e.V, e.Stream, e.Seq = 1, "ws-abc", 0
+		tail, err := marshalTail(&e, s.head)
+		e.Seq = uint64(i+1) * 1000003
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,8 +34,9 @@ type Batch struct {
 //
 // Next returns io.EOF at a clean end, ErrTornTail when the input ends in
 // an incomplete or damaged batch with nothing valid after it, and a
-// *CorruptError for a damaged frame followed by valid data. After a
-// *CorruptError, Next resumes at the next valid frame, so a verifier can
+// *CorruptError for a damaged frame followed by valid data or for any
+// byte after a seal. After a *CorruptError, Next resumes at the next
+// valid frame (or returns io.EOF if there is none), so a verifier can
 // list every problem; io.EOF and ErrTornTail are final.
 type Reader struct {
 	src *bufio.Reader
@@ -102,11 +103,11 @@ func sharedDecoder() *zstd.Decoder {
 func (r *Reader) Offset() int64 { return r.off }
 
 // Header returns the segment's stream header, reading it if needed.
+// Every call returns the same result.
 func (r *Reader) Header() (StreamHeader, error) {
 	if !r.headerDone {
-		if err := r.readHeader(); err != nil {
-			return StreamHeader{}, err
-		}
+		r.headerDone = true
+		r.headerErr = r.readHeader()
 	}
 	return r.header, r.headerErr
 }
@@ -123,7 +124,6 @@ func (r *Reader) Next() (Batch, error) { return r.next(true) }
 func (r *Reader) NextRaw() (Batch, error) { return r.next(false) }
 
 func (r *Reader) readHeader() error {
-	r.headerDone = true
 	peek, perr := r.src.Peek(maxHeaderFrame)
 	n, err := zstdFrameEnd(peek)
 	if errors.Is(err, errShort) {
@@ -150,8 +150,7 @@ func (r *Reader) readHeader() error {
 		// The frame is intact, so the position is trustworthy: report and go on.
 		_, _ = r.src.Discard(n)
 		r.off = int64(n)
-		r.headerErr = &CorruptError{Offset: 0, Err: herr}
-		return r.headerErr
+		return &CorruptError{Offset: 0, Err: herr}
 	}
 	_, _ = r.src.Discard(n)
 	r.off = int64(n)
@@ -161,12 +160,7 @@ func (r *Reader) readHeader() error {
 
 func (r *Reader) badHeader(cause error) error {
 	first, _ := r.src.ReadByte()
-	err := r.bad(0, []byte{first}, cause)
-	var ce *CorruptError
-	if errors.As(err, &ce) {
-		r.headerErr = ce
-	}
-	return err
+	return r.bad(0, []byte{first}, cause)
 }
 
 func (r *Reader) next(decode bool) (Batch, error) {
@@ -174,7 +168,9 @@ func (r *Reader) next(decode bool) (Batch, error) {
 		return Batch{}, r.err
 	}
 	if !r.headerDone {
-		if err := r.readHeader(); err != nil {
+		// A damaged header is reported once; the batches after it are
+		// still read (r.err stops reading when nothing follows).
+		if _, err := r.Header(); err != nil {
 			return Batch{}, err
 		}
 	}
@@ -185,6 +181,8 @@ func (r *Reader) next(decode bool) (Batch, error) {
 		case n == 0 && err == io.EOF:
 			r.err = io.EOF
 			return Batch{}, io.EOF
+		case err == io.ErrUnexpectedEOF && r.sealed:
+			return Batch{}, r.bad(off, bytes.Clone(r.rec[:n]), errAfterSeal)
 		case err == io.ErrUnexpectedEOF:
 			return Batch{}, r.torn(off)
 		case err != nil:
@@ -192,7 +190,7 @@ func (r *Reader) next(decode bool) (Batch, error) {
 			return Batch{}, r.err
 		}
 		if r.sealed {
-			return Batch{}, r.bad(off, bytes.Clone(r.rec[:]), errors.New("data after the seal"))
+			return Batch{}, r.bad(off, bytes.Clone(r.rec[:]), errAfterSeal)
 		}
 		h, kind, perr := parseRecord(r.rec[:])
 		if perr != nil {
@@ -288,10 +286,18 @@ func (r *Reader) torn(off int64) error {
 	return ErrTornTail
 }
 
+// errAfterSeal reports bytes after a seal record. The writer writes a
+// segment's seal in the same write as its last batch and never opens the
+// segment again, so no crash can leave bytes there: they are corruption,
+// never a torn tail to cut off.
+var errAfterSeal = errors.New("data after the seal (a sealed segment is never written again)")
+
 // bad handles a damaged frame starting at off, whose bytes read so far
 // are consumed. It reads the rest of the input and looks for a valid
 // frame after off: if there is one the damage is corruption and reading
-// resumes there; if not, the damage is a torn tail.
+// resumes there; if not, the damage is a torn tail — unless a seal was
+// read, after which nothing may follow: then it is corruption and
+// reading ends.
 func (r *Reader) bad(off int64, consumed []byte, cause error) error {
 	rest, err := io.ReadAll(r.src)
 	if err != nil {
@@ -300,6 +306,10 @@ func (r *Reader) bad(off int64, consumed []byte, cause error) error {
 	}
 	tail := append(consumed[1:len(consumed):len(consumed)], rest...)
 	i := findValid(tail)
+	if i < 0 && r.sealed {
+		r.off, r.err = off, io.EOF
+		return &CorruptError{Offset: off, Err: cause}
+	}
 	if i < 0 {
 		return r.torn(off)
 	}

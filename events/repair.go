@@ -47,29 +47,29 @@ func verify(fsys FS, dir string) ([]Problem, error) {
 			st, err := walkSegment(fsys, seg, walkOpts{
 				stream: name, decode: true, expNext: expNext, expPrev: expPrev,
 				report: func(ce *CorruptError) error {
-					problems = append(problems, Problem{Segment: ce.Segment, Offset: ce.Offset, Msg: ce.Err.Error()})
+					problems = append(problems, corruptProblem(ce))
 					return nil
 				},
 			})
 			if err != nil {
 				return problems, fmt.Errorf("verify log %s: %w", dir, err)
 			}
-			last := i == len(segs)-1
-			switch {
-			case st.torn >= 0 && last:
+			if i < len(segs)-1 {
+				if ce := notLastProblem(seg, st); ce != nil {
+					problems = append(problems, corruptProblem(ce))
+				}
+			} else if st.torn >= 0 {
 				problems = append(problems, Problem{Segment: seg.path, Offset: st.torn, Repairable: true,
 					Msg: fmt.Sprintf("torn tail: the last %d bytes are an incomplete batch (a crash during a write); `dshmem repair` cuts them off and keeps a .broken copy", seg.size-st.torn)})
-			case st.torn >= 0:
-				problems = append(problems, Problem{Segment: seg.path, Offset: st.torn,
-					Msg: "incomplete or damaged batch at the end of a segment that is not the last one"})
-			case !last && !st.sealed:
-				problems = append(problems, Problem{Segment: seg.path, Offset: st.end,
-					Msg: "segment is not sealed but is not the last one"})
 			}
 			expNext, expPrev = st.next, &st.last
 		}
 	}
 	return problems, nil
+}
+
+func corruptProblem(ce *CorruptError) Problem {
+	return Problem{Segment: ce.Segment, Offset: ce.Offset, Msg: ce.Err.Error()}
 }
 
 // Repair cuts off the torn tail of the last segment of each stream in

@@ -185,31 +185,24 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 	return st, nil
 }
 
+// notLastProblem checks the end of a segment that is not the last of its
+// stream: only the last one may be unsealed or end in a torn tail (a
+// crash can interrupt only the last write). It returns nil if the
+// segment ends well.
+func notLastProblem(seg segRef, st segState) *CorruptError {
+	switch {
+	case st.torn >= 0:
+		return &CorruptError{Segment: seg.path, Offset: st.torn, Err: errors.New("incomplete or damaged batch at the end of a segment that is not the last one")}
+	case !st.sealed:
+		return &CorruptError{Segment: seg.path, Offset: st.end, Err: errors.New("segment is not sealed but is not the last one")}
+	}
+	return nil
+}
+
 // chainError explains a batch or segment starting at got when want was expected.
 func chainError(got, want uint64) error {
 	if got < want {
 		return fmt.Errorf("%w: duplicated or reordered batch: starts at seq %d, but seqs up to %d were already read", ErrChain, got, want-1)
 	}
 	return fmt.Errorf("%w: missing events: seqs %d..%d are absent", ErrChain, want, got-1)
-}
-
-// readSeal reads the seal record at the end of a segment, if any.
-func readSeal(fsys FS, seg segRef) (Seal, bool, error) {
-	if seg.size < recordFrameSize {
-		return Seal{}, false, nil
-	}
-	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
-	if err != nil {
-		return Seal{}, false, fmt.Errorf("open segment %s: %w", seg.path, err)
-	}
-	defer f.Close()
-	var b [recordFrameSize]byte
-	if _, err := f.ReadAt(b[:], seg.size-recordFrameSize); err != nil {
-		return Seal{}, false, fmt.Errorf("read seal of %s: %w", seg.path, err)
-	}
-	h, kind, err := parseRecord(b[:])
-	if err != nil || kind != kindSeal {
-		return Seal{}, false, nil
-	}
-	return Seal{FirstSeq: h.FirstSeq, Count: h.Count, Last: h.Prev}, true, nil
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -41,17 +42,17 @@ func sharedEncoder() *zstd.Encoder {
 
 // appendReq is one Append call waiting in a stream's queue.
 type appendReq struct {
-	tails [][]byte // each event marshalled without v, stream and seq: `{"id":…}`
+	tails [][]byte // each event's line after its seq: `,"id":…}`
 	first uint64   // seq of the first event, set by the writer
 	done  chan error
 }
 
 // stream is one stream of a Log with its writer goroutine.
 type stream struct {
-	log    *Log
-	name   string
-	dir    string
-	quoted []byte // the name as a JSON string
+	log  *Log
+	name string
+	dir  string
+	head []byte // start of every line up to the seq: `{"v":1,"stream":"name","seq":`
 
 	sendMu  sync.RWMutex // held for reading while sending on reqs
 	closed  bool
@@ -59,11 +60,10 @@ type stream struct {
 	reqs    chan *appendReq
 	done    chan struct{}
 
-	mu       sync.Mutex // guards the committed state below
-	segs     []segRef   // the last one's size is its committed size
-	lastSeq  uint64
-	lastHash [32]byte
-	failed   error
+	mu      sync.Mutex // guards the committed state below
+	segs    []segRef   // the last one's size is its committed size
+	lastSeq uint64
+	failed  error
 
 	// Owned by the writer goroutine.
 	wFile    File   // open active segment, nil if not open yet
@@ -81,8 +81,7 @@ type stream struct {
 }
 
 func (l *Log) newStream(name string) *stream {
-	q, _ := json.Marshal(name)
-	return &stream{log: l, name: name, dir: filepath.Join(l.dir, name), quoted: q, wNeedNew: true, wNext: 1}
+	return &stream{log: l, name: name, dir: filepath.Join(l.dir, name), head: lineHead(name), wNeedNew: true, wNext: 1}
 }
 
 func (s *stream) initWriter(rec recovered) {
@@ -148,12 +147,13 @@ func (l *Log) Append(ctx context.Context, stream string, evs []Envelope) ([]Enve
 	}
 	out := make([]Envelope, len(evs))
 	req := &appendReq{tails: make([][]byte, len(evs)), done: make(chan error, 1)}
+	head := lineHead(stream)
 	for i, e := range evs {
 		if e.V != 0 && e.V != CurrentVersion {
 			return nil, fmt.Errorf("append to stream %s: event %d has version %d; this build writes version %d", stream, i, e.V, CurrentVersion)
 		}
 		e.V, e.Stream, e.Seq = CurrentVersion, stream, 0
-		tail, err := marshalTail(&e)
+		tail, err := marshalTail(&e, head)
 		if err != nil {
 			return nil, fmt.Errorf("append to stream %s: event %d (%s): %w", stream, i, e.ID, err)
 		}
@@ -198,33 +198,40 @@ func (l *Log) Append(ctx context.Context, stream string, evs []Envelope) ([]Enve
 	return out, nil
 }
 
-// envelopeTail mirrors Envelope after its seq field, so that the costly
-// part of marshalling runs in the appending goroutine and the writer only
-// splices in the seq. The field order and tags must match Envelope's:
-// a line must equal Marshal's output byte for byte.
-type envelopeTail struct {
-	ID      string          `json:"id"`
-	Type    string          `json:"type"`
-	Time    string          `json:"time"`
-	Session string          `json:"session,omitempty"`
-	Cwd     string          `json:"cwd,omitempty"`
-	Data    json.RawMessage `json:"data,omitempty"`
+// The costly part of marshalling runs in the appending goroutine; the
+// writer, which assigns seqs, only splices the seq into the line. The
+// line is Marshal's own output, so it stays equal to Marshal byte for
+// byte whatever fields Envelope gains after Seq.
+
+// lineHead is the start of every line of stream up to its seq.
+func lineHead(stream string) []byte {
+	h := []byte(`{"v":`)
+	h = strconv.AppendInt(h, CurrentVersion, 10)
+	h = append(h, `,"stream":`...)
+	q, _ := json.Marshal(stream) // a string always marshals
+	h = append(h, q...)
+	return append(h, `,"seq":`...)
 }
 
-func marshalTail(e *Envelope) ([]byte, error) {
-	return marshalJSON(envelopeTail{e.ID, e.Type, e.Time, e.Session, e.Cwd, e.Data})
+// marshalTail marshals e, whose Seq is 0, and returns its line after the
+// seq. head is lineHead(e.Stream).
+func marshalTail(e *Envelope, head []byte) ([]byte, error) {
+	line, err := marshalJSON(e)
+	if err != nil {
+		return nil, err
+	}
+	if len(line) <= len(head) || !bytes.Equal(line[:len(head)], head) || line[len(head)] != '0' {
+		// Only a change of Envelope's leading fields can get here.
+		return nil, fmt.Errorf("envelope line %.60q does not start with %s0", line, head)
+	}
+	return line[len(head)+1:], nil
 }
 
-// appendLine appends `{"v":1,"stream":…,"seq":N,` + tail[1:] + "\n".
+// appendLine appends head + seq + tail + "\n".
 func (s *stream) appendLine(dst []byte, seq uint64, tail []byte) []byte {
-	dst = append(dst, `{"v":`...)
-	dst = strconv.AppendInt(dst, CurrentVersion, 10)
-	dst = append(dst, `,"stream":`...)
-	dst = append(dst, s.quoted...)
-	dst = append(dst, `,"seq":`...)
+	dst = append(dst, s.head...)
 	dst = strconv.AppendUint(dst, seq, 10)
-	dst = append(dst, ',')
-	dst = append(dst, tail[1:]...)
+	dst = append(dst, tail...)
 	return append(dst, '\n')
 }
 
@@ -373,7 +380,7 @@ func (s *stream) flush(seal bool) error {
 	}
 	last := &s.segs[len(s.segs)-1]
 	last.size, last.sealed = s.wSize, seal
-	s.lastSeq, s.lastHash = s.wNext-1, s.wHash
+	s.lastSeq = s.wNext - 1
 	s.mu.Unlock()
 	s.wCreate = false
 
