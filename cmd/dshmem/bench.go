@@ -68,12 +68,8 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 	n := fs.Int("events", 100_000, "events to write")
 	size := fs.Int("size", 300, "bytes per event line")
 	asJSON := fs.Bool("json", false, "print results as JSON")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"bench ingest takes no arguments"}
 	}
 	if *n < 1 || *n > 100_000_000 {
 		return usageError{fmt.Sprintf("--events %d is out of range (1..100000000)", *n)}
@@ -125,12 +121,8 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	n := fs.Int("records", 100_000, "episodic records in the synthetic root")
 	nq := fs.Int("queries", 1000, "queries timed per mode")
 	asJSON := fs.Bool("json", false, "print results as JSON")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"bench recall takes no arguments"}
 	}
 	if *n < 1 || *n > 100_000_000 {
 		return usageError{fmt.Sprintf("--records %d is out of range (1..100000000)", *n)}

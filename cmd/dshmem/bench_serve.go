@@ -33,12 +33,8 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	sessions := fs.Int("sessions", 16, "concurrent sessions")
 	seconds := fs.Int("seconds", 60, "how long to drive them")
 	asJSON := fs.Bool("json", false, "print results as JSON")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"bench serve takes no arguments"}
 	}
 	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 {
 		return usageError{"--sessions must be 1..1024 and --seconds 1..3600"}
@@ -225,8 +221,12 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		for _, r := range res.Routes {
 			fmt.Fprintf(env.stdout, "  %-7s %7d requests  p50 %7.2f ms  p99 %7.2f ms  %d errors\n", r.Route, r.Requests, r.P50ms, r.P99ms, r.Errors)
 		}
-		fmt.Fprintf(env.stdout, "  packets: %d computed (%d discarded as stale), %d served, not served: %v; %d intake calls\n",
-			packets.Computed, packets.Discarded, packets.Served, packets.Suppressed, intakeCalls)
+		notServed := "none"
+		if len(packets.Suppressed) > 0 {
+			notServed = countsText(packets.Suppressed)
+		}
+		fmt.Fprintf(env.stdout, "  packets: %d computed (%d discarded as stale), %d served, not served: %s; %d intake calls\n",
+			packets.Computed, packets.Discarded, packets.Served, notServed, intakeCalls)
 	}
 	errCount := 0
 	for _, r := range res.Routes {

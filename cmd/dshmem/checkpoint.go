@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"dshmem/observer"
@@ -63,12 +62,8 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) error {
 	baseURL := fs.String("base-url", os.Getenv(envLLMBaseURL), "openai: endpoint base URL (default "+distill.DefaultBaseURL+")")
 	model := fs.String("model", os.Getenv(envLLMModel), "openai: model (default "+distill.DefaultModel+")")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Sprintf("takes no arguments, got %q", strings.Join(pos, " "))}
 	}
 	d, err := newDistiller(*name, *baseURL, *model)
 	if err != nil {

@@ -53,12 +53,8 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["demo"]
 	fs := newFlags(c)
 	keep := fs.Bool("keep", false, "keep the temporary root afterwards")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"takes no arguments"}
 	}
 	root, err := os.MkdirTemp("", "dshmem-demo-")
 	if err != nil {

@@ -38,12 +38,8 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 	stream := fs.String("stream", "", `only this stream ("global" or "ws-<id>")`)
 	status := fs.String("status", "", "only entries of this status: "+strings.Join(memoryStatuses, ", "))
 	asJSON := fs.Bool("json", false, "print the entries as a JSON array")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Sprintf("takes no arguments, got %q", strings.Join(pos, " "))}
 	}
 	if *cwd != "" && *stream != "" {
 		return usageError{"--cwd and --stream both choose the stream; give one"}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"dshmem/observer"
 )
@@ -29,14 +28,10 @@ func runForget(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["forget"]
 	fs := newFlags(c)
 	reason := fs.String("reason", "", "why the entry is forgotten (kept in its history)")
-	pos, err := env.parseFlags(c, fs, args)
+	id, err := env.parseEntryID(c, fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
-		return usageError{"needs exactly one entry ID"}
-	}
-	id := strings.TrimSpace(pos[0])
 	eng, err := openExisting(ctx, env)
 	if err != nil {
 		return forwardForget(ctx, env, err, id, *reason) // a server holds the root (forward.go)
@@ -45,9 +40,9 @@ func runForget(ctx context.Context, env *cliEnv, args []string) error {
 	en, err := eng.Forget(ctx, id, *reason)
 	switch {
 	case errors.Is(err, observer.ErrUnknownEntry):
-		return fmt.Errorf("no entry %s in %s: list the ids with 'dshmem entries'", id, env.root)
+		return errNoEntry(env, id)
 	case errors.Is(err, observer.ErrEntryForgotten):
-		return fmt.Errorf("entry %s is already forgotten (see 'dshmem history %s')", id, id)
+		return errEntryForgotten(id)
 	case err != nil:
 		return err
 	}
@@ -56,4 +51,14 @@ func runForget(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "%s\nforgot %q (%s)\n", en.ID, en.Title, en.Scope)
 	return nil
+}
+
+// errNoEntry and errEntryForgotten are what forget and history say,
+// run here or by a server.
+func errNoEntry(env *cliEnv, id string) error {
+	return fmt.Errorf("no entry %s in %s: list the ids with 'dshmem entries'", id, env.root)
+}
+
+func errEntryForgotten(id string) error {
+	return fmt.Errorf("entry %s is already forgotten (see 'dshmem history %s')", id, id)
 }

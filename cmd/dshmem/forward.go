@@ -136,6 +136,7 @@ func forwardRemember(ctx context.Context, env *cliEnv, openErr error, req observ
 	if err := forward(ctx, info, "/v1/remember", body, &en); err != nil {
 		return err
 	}
+	fmt.Fprintf(env.stderr, "dshmem: sent to the server holding the root (pid %d, %s)\n", info.PID, info.Addr)
 	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -155,11 +156,17 @@ func forwardForget(ctx context.Context, env *cliEnv, openErr error, id, reason s
 	var en observer.Entry
 	if err := forward(ctx, info, "/v1/forget", body, &en); err != nil {
 		var fe *forwardError
-		if errors.As(err, &fe) && fe.status == http.StatusNotFound {
-			return fmt.Errorf("no entry %s in %s: list the ids with 'dshmem entries'", id, env.root)
+		if errors.As(err, &fe) {
+			switch fe.status {
+			case http.StatusNotFound:
+				return errNoEntry(env, id)
+			case http.StatusConflict:
+				return errEntryForgotten(id)
+			}
 		}
 		return err
 	}
+	fmt.Fprintf(env.stderr, "dshmem: sent to the server holding the root (pid %d, %s)\n", info.PID, info.Addr)
 	fmt.Fprintf(env.stdout, "%s\nforgot %q (%s)\n", en.ID, en.Title, en.Scope)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"dshmem/observer"
 )
@@ -34,14 +33,10 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["history"]
 	fs := newFlags(c)
 	asJSON := fs.Bool("json", false, "print the versions as a JSON array")
-	pos, err := env.parseFlags(c, fs, args)
+	id, err := env.parseEntryID(c, fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
-		return usageError{"needs exactly one entry ID"}
-	}
-	id := strings.TrimSpace(pos[0])
 	eng, err := openReader(ctx, env)
 	if err != nil {
 		return err
@@ -49,7 +44,7 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	defer eng.Close()
 	vs, err := eng.History(ctx, id)
 	if errors.Is(err, observer.ErrUnknownEntry) {
-		return fmt.Errorf("no entry %s in %s: list the ids with 'dshmem entries'", id, env.root)
+		return errNoEntry(env, id)
 	}
 	if err != nil {
 		return err

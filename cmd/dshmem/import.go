@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"dshmem/observer"
@@ -191,16 +192,16 @@ func writeCounts(b *strings.Builder, name string, m map[string]int) {
 	if len(m) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	fmt.Fprintf(b, "; %s %d (%s)", name, sumCounts(m), countsText(m))
+}
+
+// countsText prints counts by name as "k=v k=v", keys sorted.
+func countsText[V int | uint64](m map[string]V) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	fmt.Fprintf(b, "; %s %d (%s)", name, sumCounts(m), strings.Join(parts, " "))
+	return strings.Join(parts, " ")
 }
 
 func sumCounts(m map[string]int) int {

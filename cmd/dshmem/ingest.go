@@ -48,7 +48,7 @@ func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 	if len(pos) == 1 && pos[0] != "-" {
 		f, err := os.Open(pos[0])
 		if err != nil {
-			return fmt.Errorf("open input: %w", err)
+			return fmt.Errorf("%w: pass a JSONL file, or - (or nothing) for standard input", err)
 		}
 		defer f.Close()
 		in, name = f, pos[0]

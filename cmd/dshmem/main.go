@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -68,8 +69,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			printTopUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "dshmem: %v\n\n", err)
-		printTopUsage(stderr)
+		// The only option before COMMAND is --root; a command's own
+		// options (--json, --limit, …) go after it.
+		fmt.Fprintf(stderr, "dshmem: %v\n", err)
+		fmt.Fprintf(stderr, "usage: dshmem [--root DIR] COMMAND [ARGS]: only --root goes before COMMAND, the command's options after it.\n")
+		fmt.Fprintf(stderr, "Run 'dshmem --help' for the list of commands.\n")
 		return 2
 	}
 	rest := fs.Args()
@@ -79,11 +83,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	name := rest[0]
 	if name == "help" {
-		if len(rest) > 1 {
-			if c, ok := commands[rest[1]]; ok {
-				printCommandUsage(stdout, c)
-				return 0
-			}
+		if len(rest) > 1 && commands[rest[1]] != nil {
+			// "help CMD" prints exactly what "CMD --help" prints.
+			return run(ctx, slices.Concat(args[:len(args)-len(rest)], []string{rest[1], "--help"}), stdin, stdout, stderr)
 		}
 		printTopUsage(stdout)
 		return 0
@@ -171,6 +173,48 @@ func (env *cliEnv) parseFlags(c *command, fs *flag.FlagSet, args []string) ([]st
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// parseNoArgs is parseFlags for a command that takes options only.
+func (env *cliEnv) parseNoArgs(c *command, fs *flag.FlagSet, args []string) error {
+	pos, err := env.parseFlags(c, fs, args)
+	if err == nil && len(pos) > 0 {
+		err = usageError{fmt.Sprintf("takes no arguments, got %q", strings.Join(pos, " "))}
+	}
+	return err
+}
+
+// parseText is parseFlags for a command whose arguments are one text (a
+// QUERY, a TEXT): they are joined with spaces and must not be blank.
+func (env *cliEnv) parseText(c *command, fs *flag.FlagSet, args []string, what string) (string, error) {
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return "", err
+	}
+	text := strings.TrimSpace(strings.Join(pos, " "))
+	if text == "" {
+		return "", usageError{"needs " + what}
+	}
+	return text, nil
+}
+
+// parseEntryID is parseFlags for a command about one memory entry.
+func (env *cliEnv) parseEntryID(c *command, fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := env.parseFlags(c, fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		return "", usageError{"needs exactly one entry ID (m-…, as 'dshmem entries' lists them)"}
+	}
+	return strings.TrimSpace(pos[0]), nil
+}
+
+// flagSet reports whether the command line gave flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // printOptions lists a command's flags with their defaults.

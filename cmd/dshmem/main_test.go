@@ -235,6 +235,8 @@ func TestMissingRootIsNotCreated(t *testing.T) {
 		{"sync"}, {"forget", "m-0000000000000000"}, {"checkpoint", "--force"},
 		{"replay", "--verify"}, {"restore", "global.md"}, {"search", "x"}, {"recall", "x"},
 		{"entries"}, {"history", "m-0000000000000000"}, {"stats"}, {"sql", "SELECT 1"},
+		{"recall", "--session", "s1", "x"}, {"verify"}, {"repair"},
+		{"migrate", "status"}, {"migrate", "down-to", "0"},
 	} {
 		code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
 		if code != 1 || !strings.Contains(errs, "no memory root") {
@@ -243,5 +245,68 @@ func TestMissingRootIsNotCreated(t *testing.T) {
 		if _, err := os.Stat(root); err == nil {
 			t.Fatalf("%v created the root %s", args, root)
 		}
+	}
+}
+
+// TestUsageMistakes: each mistake on the command line names what is
+// wrong and what to do, with exit 2.
+func TestUsageMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"CommandFlagBeforeCommand", []string{"--json", "stats"}, []string{"-json", "only --root goes before COMMAND", "dshmem --help"}},
+		{"ArgumentToNoArgCommand", []string{"stats", "extra"}, []string{"dshmem stats: takes no arguments, got \"extra\"", "dshmem stats --help"}},
+		{"NoQuery", []string{"search", "--limit", "3"}, []string{"dshmem search: needs a QUERY"}},
+		{"NoEntryID", []string{"history"}, []string{"needs exactly one entry ID", "dshmem entries"}},
+		{"TwoEntryIDs", []string{"forget", "m-1", "m-2"}, []string{"needs exactly one entry ID"}},
+		{"NoText", []string{"remember", "--global"}, []string{"needs the TEXT to remember"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := cli(t, "", append([]string{"--root", t.TempDir()}, tc.args...)...)
+			if code != 2 || out != "" {
+				t.Fatalf("exit %d, stdout %q; want exit 2 and nothing on stdout", code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+		})
+	}
+}
+
+// TestHelpCommandEqualsFlag: "dshmem help CMD" prints what "CMD --help"
+// prints, options included.
+func TestHelpCommandEqualsFlag(t *testing.T) {
+	for _, name := range []string{"recall", "remember", "verify", "bench"} {
+		_, viaFlag, _ := cli(t, "", name, "--help")
+		code, viaHelp, _ := cli(t, "", "help", name)
+		if code != 0 || viaHelp != viaFlag {
+			t.Errorf("help %s: exit %d, got\n%s\nwant\n%s", name, code, viaHelp, viaFlag)
+		}
+	}
+	_, out, _ := cli(t, "", "remember", "--help")
+	if !strings.Contains(out, "importance 0–3 (default 1)") || strings.Contains(out, "default -1") {
+		t.Errorf("remember --help: --importance default not shown as 1:\n%s", out)
+	}
+}
+
+func TestMigrateStatus(t *testing.T) {
+	root := t.TempDir()
+	if code, _, errs := cli(t, goodLines, "--root", root, "ingest"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := cli(t, "", "--root", root, "migrate", "status")
+	if code != 0 || !strings.Contains(out, "applied  00001_events.sql") || strings.Contains(out, "{") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want one line per migration, e.g. \"1  applied  00001_events.sql\"", code, out, errs)
+	}
+}
+
+func TestIngestMissingFileSaysWhatToPass(t *testing.T) {
+	code, _, errs := cli(t, "", "--root", t.TempDir(), "ingest", "/nonexistent/x.jsonl")
+	if code != 1 || !strings.Contains(errs, "no such file") || !strings.Contains(errs, "standard input") || strings.Contains(errs, "open input") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

@@ -43,17 +43,13 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 		if len(pos) != 1 {
 			return usageError{"status takes no arguments"}
 		}
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("no index at %s: pass --root DIR, or run 'dshmem migrate up' to create it", path)
-		}
-		states, err := sqlstore.MigrationStatus(path)
-		if err != nil {
+		if err := requireRoot(env); err != nil {
 			return err
 		}
-		for _, s := range states {
-			fmt.Fprintln(env.stdout, s)
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no index at %s: run 'dshmem migrate up' to create it (or any command that opens the root)", path)
 		}
-		return nil
+		return printMigrations(env, path)
 	case "up", "down-to":
 		var target int64
 		if pos[0] == "down-to" {
@@ -65,6 +61,11 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 				return usageError{fmt.Sprintf("version %q is not a whole number ≥ 0", pos[1])}
 			}
 			target = n
+			// Rolling back a root that is not there is a mistyped root,
+			// not a request to make one.
+			if err := requireRoot(env); err != nil {
+				return err
+			}
 		} else if len(pos) != 1 {
 			return usageError{"up takes no arguments"}
 		}
@@ -84,15 +85,25 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		states, err := sqlstore.MigrationStatus(path)
-		if err != nil {
-			return err
-		}
-		for _, s := range states {
-			fmt.Fprintln(env.stdout, s)
-		}
-		return nil
+		return printMigrations(env, path)
 	default:
 		return usageError{fmt.Sprintf("unknown migrate action %q: use status, up or down-to N", pos[0])}
 	}
+}
+
+// printMigrations lists each migration of the index at path and whether
+// it is applied.
+func printMigrations(env *cliEnv, path string) error {
+	states, err := sqlstore.MigrationStatus(path)
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		state := "pending"
+		if s.Applied {
+			state = "applied"
+		}
+		fmt.Fprintf(env.stdout, "%5d  %-8s %s\n", s.Version, state, s.Name)
+	}
+	return nil
 }

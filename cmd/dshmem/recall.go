@@ -51,13 +51,9 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	session := fs.String("session", "", "session id: rank down what it was already shown, and record what is shown now")
 	timeout := fs.Duration("timeout", sqlstore.DefaultRecallTimeout, "deadline of the recall")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := env.parseFlags(c, fs, args)
+	query, err := env.parseText(c, fs, args, "a QUERY")
 	if err != nil {
 		return err
-	}
-	query := strings.TrimSpace(strings.Join(pos, " "))
-	if query == "" {
-		return usageError{"needs a QUERY"}
 	}
 	if *limit < 1 || *limit > 100 {
 		return usageError{fmt.Sprintf("--limit %d is out of range (1..100)", *limit)}
@@ -73,7 +69,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	record := *session != "" && observer.HolderPID(env.root) == 0
 	var eng *observer.Engine
 	if record {
-		eng, err = openEngine(ctx, env)
+		eng, err = openExisting(ctx, env)
 	} else {
 		eng, err = openReader(ctx, env)
 	}

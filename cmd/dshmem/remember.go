@@ -43,16 +43,12 @@ func runRemember(ctx context.Context, env *cliEnv, args []string) error {
 	global := fs.Bool("global", false, "remember in the global scope, for every workspace")
 	typ := fs.String("type", "", "entry type: "+strings.Join(memoryTypes, ", "))
 	tags := fs.String("tags", "", "comma-separated tags")
-	importance := fs.Int("importance", -1, "importance 0–3 (default 1)")
+	importance := fs.Int("importance", 1, "importance 0–3")
 	title := fs.String("title", "", "title (default: the first line of TEXT)")
 	asJSON := fs.Bool("json", false, "print the entry as JSON")
-	pos, err := env.parseFlags(c, fs, args)
+	text, err := env.parseText(c, fs, args, "the TEXT to remember")
 	if err != nil {
 		return err
-	}
-	text := strings.TrimSpace(strings.Join(pos, " "))
-	if text == "" {
-		return usageError{"needs the TEXT to remember"}
 	}
 	if *global && *cwd != "" {
 		return usageError{"--cwd and --global both choose the scope; give one"}
@@ -61,10 +57,10 @@ func runRemember(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{fmt.Sprintf("--type %q is not an entry type: use one of %s", *typ, strings.Join(memoryTypes, ", "))}
 	}
 	req := observer.RememberRequest{Content: text, Title: *title, Type: *typ, Tags: splitCommaList(*tags)}
-	if *importance != -1 {
-		if *importance < 0 || *importance > 3 {
-			return usageError{fmt.Sprintf("--importance %d is out of range (0..3)", *importance)}
-		}
+	if *importance < 0 || *importance > 3 {
+		return usageError{fmt.Sprintf("--importance %d is out of range (0..3)", *importance)}
+	}
+	if flagSet(fs, "importance") {
 		req.Importance = importance
 	}
 	switch {

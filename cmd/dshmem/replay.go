@@ -36,12 +36,8 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "directory to rebuild into (new or empty; default: a new temporary directory)")
 	verify := fs.Bool("verify", false, "rebuild aside and compare with the live root; exit 1 on any difference")
 	keep := fs.Bool("keep", false, "with --verify: keep the rebuilt root and print where it is")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"takes no arguments"}
 	}
 	if *verify && *out != "" {
 		return usageError{"--out and --verify do not go together: --verify rebuilds into a temporary directory (add --keep to keep it)"}

@@ -44,13 +44,9 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	limit := fs.Int("limit", 10, "at most this many results")
 	kind := fs.String("kind", sqlstore.KindEpisodic, "what to search: episodic, semantic or all")
 	asJSON := fs.Bool("json", false, "print results as a JSON array")
-	pos, err := env.parseFlags(c, fs, args)
+	query, err := env.parseText(c, fs, args, "a QUERY")
 	if err != nil {
 		return err
-	}
-	query := strings.TrimSpace(strings.Join(pos, " "))
-	if query == "" {
-		return usageError{"needs a QUERY"}
 	}
 	if *cwd != "" && *stream != "" {
 		return usageError{"--cwd and --stream both choose the stream; give one"}

@@ -65,12 +65,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	sessions := fs.String("dsh-sessions", defaultDSHSessions(), "the DSH host's sessions root to follow")
 	noWatch := fs.Bool("no-watch", false, "do not follow DSH session logs")
 	name := fs.String("distiller", envOr(envDistiller, "rules"), "distiller of checkpoints: rules or openai")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Sprintf("takes no arguments, got %q", pos)}
 	}
 	if err := observer.CheckLoopback(*addr, *allowRemote); err != nil {
 		return usageError{err.Error()}

@@ -63,11 +63,18 @@ func TestWritesForwardedToServer(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(id, "m-") {
 			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
 		}
+		if !strings.Contains(errs, "sent to the server holding the root") {
+			t.Errorf("stderr %q: want a note that the server made the change", errs)
+		}
 	})
 	t.Run("Forget", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "forget", id)
 		if code != 0 || !strings.Contains(out, "forgot") {
 			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+		}
+		code, _, errs = cli(t, "", "--root", root, "forget", id)
+		if code != 1 || !strings.Contains(errs, "entry "+id+" is already forgotten (see 'dshmem history") {
+			t.Fatalf("forget twice: exit %d, stderr %s; want the same message as without a server", code, errs)
 		}
 		code, _, errs = cli(t, "", "--root", root, "forget", "m-0000000000000000")
 		if code != 1 || !strings.Contains(errs, "no entry") {

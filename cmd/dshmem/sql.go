@@ -31,13 +31,9 @@ func runSQL(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["sql"]
 	fs := newFlags(c)
 	asJSON := fs.Bool("json", false, "print rows as a JSON array of objects")
-	pos, err := env.parseFlags(c, fs, args)
+	q, err := env.parseText(c, fs, args, "a QUERY")
 	if err != nil {
 		return err
-	}
-	q := strings.TrimSpace(strings.Join(pos, " "))
-	if q == "" {
-		return usageError{"needs a QUERY"}
 	}
 	eng, err := openReader(ctx, env)
 	if err != nil {

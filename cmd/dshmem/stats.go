@@ -48,12 +48,8 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["stats"]
 	fs := newFlags(c)
 	asJSON := fs.Bool("json", false, "print as JSON")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"takes no arguments"}
 	}
 	eng, err := openReader(ctx, env)
 	if err != nil {

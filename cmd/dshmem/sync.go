@@ -33,12 +33,8 @@ func runSync(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["sync"]
 	fs := newFlags(c)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := env.parseFlags(c, fs, args)
-	if err != nil {
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"takes no arguments"}
 	}
 	eng, err := openExisting(ctx, env)
 	if err != nil {

@@ -40,22 +40,22 @@ repair on its own.
 	})
 }
 
+// logDir is the root's log directory, which must exist.
 func logDir(env *cliEnv) (string, error) {
+	if err := requireRoot(env); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(env.root, observer.LogDir)
 	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("no log at %s: pass --root DIR or set DSH_MEMORY_ROOT", dir)
+		return "", fmt.Errorf("no log at %s: %s holds no events yet (is --root the right directory?)", dir, env.root)
 	}
 	return dir, nil
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["verify"]
-	pos, err := env.parseFlags(c, newFlags(c), args)
-	if err != nil {
+	if err := env.parseNoArgs(c, newFlags(c), args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"takes no arguments"}
 	}
 	dir, err := logDir(env)
 	if err != nil {
@@ -79,12 +79,8 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 
 func runRepair(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["repair"]
-	pos, err := env.parseFlags(c, newFlags(c), args)
-	if err != nil {
+	if err := env.parseNoArgs(c, newFlags(c), args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{"takes no arguments"}
 	}
 	dir, err := logDir(env)
 	if err != nil {
