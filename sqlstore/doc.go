@@ -53,12 +53,12 @@
 // copies every message twice. Here:
 //
 //   - the text lives only in events.data (the redacted JSON as logged);
-//     the episode_texts view and Search extract it with ->>;
+//     the episode_texts view and recall's fetch extract it with ->>;
 //   - episodes_fts is contentless (content is the empty string): it keeps the inverted
 //     index and nothing else;
 //   - with detail=none the index records only which rows hold a term.
-//     Queries are ORs/ANDs of single-token phrases (tokenize.MatchQuery),
-//     which need no positions. Measured with the BenchmarkFold corpus of
+//     Recall's probes are single-token phrases (tokenize.Quote), which
+//     need no positions. Measured with the BenchmarkFold corpus of
 //     small vocabulary: 55 bytes per event, against 162 with detail=column
 //     and 177 with detail=full; with the Zipf vocabulary: 152;
 //   - the column is fed distinct terms (tokenize.Terms), already folded,
@@ -70,21 +70,14 @@
 // 12 (docsize), episodes ≈ 9: about 800 bytes per event all in, about
 // 700 with a small vocabulary.
 //
-// # Search
-//
-// Search turns the query into terms with tokenize.MatchQuery, takes the
-// best rowids by bm25 inside the FTS table (a subquery with LIMIT: far
-// cheaper than sorting joined rows, and bm25() is cheaper than ORDER BY
-// rank), then joins events for the text. Scores are -bm25 (higher is
-// better); ties break on (stream, seq).
-//
 // # Recall
 //
 // Recall (recall.go, rank.go, sources.go) serves `dshmem recall`,
-// `search --kind` and the server: it probes each query term's postings
-// (rarest first, capped), builds a bounded candidate set, and re-ranks it
-// in Go with the features and weights of weights.go (every weight is
-// defined and explained there); zhdict and enfreq give the rarity of
-// Chinese and English words in general text. The shown table — memory/shown events
-// folded per (session, stream, entry) — gives the already-shown penalty.
+// `dshmem search` (episodes, no score floor) and the server: it probes
+// each query term's postings (rarest first, capped), builds a bounded
+// candidate set, and re-ranks it in Go with the features and weights of
+// weights.go (every weight is defined and explained there); zhdict and
+// enfreq give the rarity of Chinese and English words in general text.
+// The shown table — memory/shown events folded per (session, stream,
+// entry) — gives the already-shown penalty.
 package sqlstore

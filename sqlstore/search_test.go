@@ -55,7 +55,7 @@ func TestSearchEpisodes(t *testing.T) {
 		t.Helper()
 		q.Kind, q.Bytes, q.NoFloor, q.Timeout = sqlstore.KindEpisodic, -1, true, 10*time.Second
 		if q.Limit == 0 {
-			q.Limit = sqlstore.DefaultSearchLimit
+			q.Limit = 20
 		}
 		res, err := s.Recall(context.Background(), q)
 		if err != nil {

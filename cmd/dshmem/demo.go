@@ -125,7 +125,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	// 4. Search.
 	say("Search the episodic record. Chinese is indexed as bigrams, code identifiers by their parts.")
 	for _, q := range []string{"记忆", "parseConfig", "pnpm"} {
-		hits, err := eng.Store().Search(ctx, sqlstore.SearchQuery{Text: q, Limit: 3})
+		hits, err := demoSearch(ctx, eng, q)
 		if err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	hits, err := eng.Store().Search(ctx, sqlstore.SearchQuery{Text: "记忆", Limit: 3})
+	hits, err := demoSearch(ctx, eng, "记忆")
 	if err != nil {
 		return err
 	}
@@ -455,4 +455,14 @@ func demoCheckpoint(w io.Writer, results []observer.CheckpointResult) {
 		}
 		fmt.Fprintln(w, strings.Join(parts, "; "))
 	}
+}
+
+// demoSearch is 'dshmem search --limit 3 QUERY': observed messages of
+// every stream, ranked by recall with no score floor.
+func demoSearch(ctx context.Context, eng *observer.Engine, q string) ([]sqlstore.Item, error) {
+	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindEpisodic, Limit: 3, Bytes: -1, NoFloor: true})
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, nil
 }
