@@ -2,11 +2,9 @@ package observer
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -97,7 +95,7 @@ const maxChunksPerSession = 64
 // ended; the results so far are returned with it.
 func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) ([]CheckpointResult, error) {
 	if e.log == nil {
-		return nil, errors.New("observer: engine is read-only")
+		return nil, ErrReadOnly
 	}
 	d := req.Distiller
 	if d == nil {
@@ -325,9 +323,6 @@ type opsData struct {
 // line. Ops that would push the event past MaxEventBytes are moved, from
 // the last, to rejected.
 func opsEventLine(req distill.Request, ck string, d distill.Distiller, ops []distill.Op, rejected []distill.Rejected, now time.Time) ([]byte, []distill.Op, []distill.Rejected, error) {
-	if now.IsZero() {
-		now = time.Now()
-	}
 	for {
 		data := opsData{Checkpoint: ck, Session: req.Session, From: req.From, To: req.To,
 			Distiller: d.Name(), Model: d.Model(), Ops: ops}
@@ -340,7 +335,7 @@ func opsEventLine(req distill.Request, ck string, d distill.Distiller, ops []dis
 		}
 		env := events.Envelope{
 			V: events.CurrentVersion, Stream: req.Stream, ID: checkpointEventID(req.Session, req.From),
-			Type: events.TypeMemoryOps, Time: now.UTC().Format(time.RFC3339Nano), Data: raw,
+			Type: events.TypeMemoryOps, Time: eventTime(now), Data: raw,
 		}
 		line, err := events.Marshal(&env)
 		if err != nil {
@@ -370,9 +365,9 @@ func checkpointEventID(session string, from uint64) string {
 // newCheckpointID returns "ck-" and 16 random hex digits: chosen by the
 // writer and stored in the event, never recomputed by a fold.
 func newCheckpointID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	h, err := randomHex()
+	if err != nil {
 		return "", fmt.Errorf("checkpoint id: %w", err)
 	}
-	return "ck-" + hex.EncodeToString(b[:]), nil
+	return "ck-" + h, nil
 }

@@ -1,7 +1,6 @@
 package observer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,8 +16,6 @@ import (
 	"dshmem/events"
 	"dshmem/observer/distill"
 	"dshmem/observer/dsh"
-	"dshmem/projector"
-	"dshmem/sqlstore"
 )
 
 var ckT0 = time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
@@ -122,36 +119,23 @@ func ckEntries(t *testing.T, eng *Engine, status string) []Entry {
 
 // ckReplayDump folds the engine's log into a fresh index, without any
 // distiller, and returns the dump lines of the live and the fresh index
-// whose table is one of tables (all tables when none is given). The
-// files tables record what a Markdown writer put on disk, which a bare
-// projector does not write: they are always left out.
+// whose table is one of tables (all tables when none is given).
 func ckReplayDump(t *testing.T, eng *Engine, tables ...string) (live, fresh string) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(filepath.Join(t.TempDir(), "fresh.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := projector.New(st).CatchUp(ctx, eng.Log(), nil); err != nil {
-		t.Fatal(err)
-	}
-	dump := func(s *sqlstore.Store) string {
-		var b bytes.Buffer
-		if err := projector.Dump(ctx, s, &b); err != nil {
-			t.Fatal(err)
+	keep := func(dump []byte) string {
+		if len(tables) == 0 {
+			return string(dump)
 		}
-		var keep []string
-		for _, l := range strings.SplitAfter(b.String(), "\n") {
-			table, _, _ := strings.Cut(l, "\t")
-			if table == "files" || table == "file_texts" || (len(tables) > 0 && !slices.Contains(tables, table)) {
-				continue
+		var b strings.Builder
+		for _, l := range strings.SplitAfter(string(dump), "\n") {
+			if table, _, _ := strings.Cut(l, "\t"); slices.Contains(tables, table) {
+				b.WriteString(l)
 			}
-			keep = append(keep, l)
 		}
-		return strings.Join(keep, "")
+		return b.String()
 	}
-	return dump(eng.Store()), dump(st)
+	l, f := indexDumps(t, eng)
+	return keep(l), keep(f)
 }
 
 // ckCheckReplay checks that replaying the log without a distiller gives

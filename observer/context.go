@@ -276,15 +276,13 @@ func (e *Engine) Maintenance(ctx context.Context, scope string, now time.Time) (
 	if old > 0 {
 		out = append(out, fmt.Sprintf("%d session files under %s/ are older than %d days: rotate them into %s/archive/", old, projector.SessionsDir, int(SessionRotateAfter.Hours()/24), projector.SessionsDir))
 	}
-	limits := []struct {
+	type softLimit struct {
 		rel   string
 		limit int64
-	}{{projector.GlobalFile, GlobalSoftLimit}, {projector.IndexFile, IndexSoftLimit}}
+	}
+	limits := []softLimit{{projector.GlobalFile, GlobalSoftLimit}, {projector.IndexFile, IndexSoftLimit}}
 	if IsWorkspaceStream(scope) {
-		limits = append(limits, struct {
-			rel   string
-			limit int64
-		}{projector.SummaryPath(scope), SummarySoftLimit})
+		limits = append(limits, softLimit{projector.SummaryPath(scope), SummarySoftLimit})
 	}
 	for _, l := range limits {
 		if fi, err := os.Stat(filepath.Join(e.root, filepath.FromSlash(l.rel))); err == nil && fi.Size() > l.limit {

@@ -89,10 +89,12 @@
 // password policy" or "secret sauce" has no key=value shape, and values
 // that are common words ("password: required"), empty markers (null,
 // ***), or references ($API_KEY, ${{ secrets.X }}, os.getenv(…)) are
-// left. On the MADial-Bench dialogue and memory texts (5,048 strings,
-// English and Chinese) and on the strings of the DSH session fixtures
-// (10,603) the redactor changes nothing; testdata/secrets/ordinary.txt
-// and near-misses.txt keep it that way.
+// left. On the strings of the DSH session fixtures (11,806, keys
+// included: TestRedactDSHFixtures), on testdata/secrets/ordinary.txt,
+// near-misses.txt and the MADial-Bench subset in testdata/madial the
+// redactor changes nothing; on the full MADial-Bench dialogue and memory
+// texts (5,048 strings, English and Chinese) it changed nothing when last
+// run (TestRedactOrdinaryText with DSHMEM_MADIAL_DIR set).
 //
 // Redaction is idempotent: text inside a placeholder is opaque to every
 // rule, and String repeats its rules until a pass changes nothing. A value

@@ -60,6 +60,10 @@ type Engine struct {
 	mu sync.Mutex
 }
 
+// ErrReadOnly is returned by every write (intake, checkpoint, sync,
+// remember, forget) of an engine opened with Options.ReadOnly.
+var ErrReadOnly = errors.New("observer: engine is read-only")
+
 // Paths inside a root. Part of the on-disk layout (ARCHITECTURE §2).
 const (
 	LogDir    = "log"
@@ -74,7 +78,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	if opts.ReadOnly {
 		st, err := sqlstore.OpenReadOnly(filepath.Join(root, IndexFile))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("open index read-only: %w", err)
 		}
 		return &Engine{root: root, store: st}, nil
 	}
@@ -231,9 +235,9 @@ func (e *Engine) IngestReader(ctx context.Context, r io.Reader) (IngestResult, [
 	return e.ingestLines(ctx, lines, nums)
 }
 
-// Ingest takes already-decoded envelopes, as the HTTP API does. Each
-// is validated exactly like a line of `dshmem ingest`; Line in the
-// outcomes is the 1-based position in evs.
+// Ingest takes lines already split, one envelope each, as the HTTP API
+// and the importers send them. Each is validated exactly like a line of
+// `dshmem ingest`; Line in the outcomes is the 1-based position in lines.
 func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Outcome, error) {
 	return e.ingestLines(ctx, lines, nil)
 }
@@ -243,7 +247,7 @@ func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Ou
 // nums are the input line numbers; nil means 1, 2, 3, ….
 func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (IngestResult, []Outcome, error) {
 	if e.log == nil {
-		return IngestResult{}, nil, errors.New("observer: engine is read-only")
+		return IngestResult{}, nil, ErrReadOnly
 	}
 	lineNo := func(i int) int {
 		if nums != nil {
@@ -366,14 +370,12 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 			}
 		}
 		stream, lerr := ResolveStream(env, sc, items[i].line)
-		if lerr == nil {
-			env.Stream = stream
-		}
 		if lerr != nil {
-			out[n].Status = StatusRejected
-			out[n].Error = lerr
+			out[n].Status, out[n].Error = StatusRejected, lerr
 			items[i].outcome = -1
+			continue
 		}
+		env.Stream = stream
 	}
 
 	// Dedupe by id within each stream: against the index, and within
@@ -479,8 +481,9 @@ func (e *Engine) pendingSessionCwd(session string) (string, bool) {
 }
 
 // foldInTurn waits for the folds of earlier tickets, folds evs, takes
-// them out of the pending sets and passes the turn on. The events are durable before this runs: an index failure here is
-// repaired by the catch-up on the next open.
+// them out of the pending sets and passes the turn on. The events are
+// durable before this runs: an index failure here is repaired by the
+// catch-up on the next open.
 func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
 	e.foldMu.Lock()
 	for e.foldTurn != ticket {

@@ -233,12 +233,23 @@ func (e *Engine) importSession(ctx context.Context, path string, seen map[string
 			}
 		}
 	}
-	lines := make([][]byte, 0, len(s.Events))
+	lines, err := marshalFile(s.Events, &f)
+	if err != nil {
+		return f, err
+	}
+	_, err = e.ingestBatches(ctx, lines, &f, opts)
+	return f, err
+}
+
+// marshalFile marshals the envelopes made from one source file as intake
+// lines (marshalFit), sets f.Events and notes how many had their text cut.
+func marshalFile(evs []events.Envelope, f *FileImport) ([][]byte, error) {
+	lines := make([][]byte, 0, len(evs))
 	cut := 0
-	for i := range s.Events {
-		line, shrunk, err := marshalFit(&s.Events[i])
+	for i := range evs {
+		line, shrunk, err := marshalFit(&evs[i])
 		if err != nil {
-			return f, fmt.Errorf("import %s: %w", path, err)
+			return nil, fmt.Errorf("import %s: %w", f.Path, err)
 		}
 		if shrunk {
 			cut++
@@ -249,8 +260,7 @@ func (e *Engine) importSession(ctx context.Context, path string, seen map[string
 		f.Notes = append(f.Notes, fmt.Sprintf("%d events had their text cut to fit the %d KiB event limit", cut, MaxEventBytes>>10))
 	}
 	f.Events = len(lines)
-	_, err = e.ingestBatches(ctx, lines, &f, opts)
-	return f, err
+	return lines, nil
 }
 
 // ingestBatches sends lines through intake opts.batch() at a time and

@@ -102,9 +102,10 @@ const (
 	LegacyWorkspaceMemory = "dsh-workspace-memory"
 )
 
-// legacyEpoch is the time of a legacy fact whose file names no date: a
-// fixed time, never the clock, so that a re-import makes identical events.
-const legacyEpoch = "1970-01-01T00:00:00Z"
+// legacyEpoch is the time of a legacy fact whose file names no date, in
+// the envelopeTime form: a fixed time, never the clock, so that a
+// re-import makes identical events.
+const legacyEpoch = "1970-01-01T00:00:00.000Z"
 
 // envelopeTime is the form of the times an import writes (the same as
 // observer/dsh writes). Part of the event content; do not change, or a
@@ -299,17 +300,20 @@ type legacyMeta struct {
 	UpdatedAt       string          `json:"updatedAt,omitempty"`
 }
 
-func legacyEnvelope(id, typ, stream, t string, data any) (events.Envelope, error) {
+// legacyEnvelope makes the envelope of an imported event. data holds only
+// strings, string slices, finite numbers and JSON already compacted
+// (rawOrNil), so encoding it cannot fail; a failure is a bug here.
+func legacyEnvelope(id, typ, stream, t string, data any) events.Envelope {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(data); err != nil {
-		return events.Envelope{}, fmt.Errorf("encode %s data: %w", typ, err)
+		panic(fmt.Sprintf("observer: encode %s data of %s: %v", typ, id, err))
 	}
 	return events.Envelope{
 		V: events.CurrentVersion, Stream: stream, ID: id, Type: typ, Time: t,
 		Data: bytes.TrimRight(buf.Bytes(), "\n"),
-	}, nil
+	}
 }
 
 // ImportLegacy imports a legacy tree (ReadLegacy): every fact and entry
@@ -358,15 +362,10 @@ func (e *Engine) importLegacyFile(ctx context.Context, lf *LegacyFile, opts Impo
 		f.Error = lf.Err.Error()
 		return f, nil
 	}
-	lines := make([][]byte, 0, len(lf.Events))
-	for i := range lf.Events {
-		line, _, err := marshalFit(&lf.Events[i])
-		if err != nil {
-			return f, fmt.Errorf("import %s: %w", lf.Path, err)
-		}
-		lines = append(lines, line)
+	lines, err := marshalFile(lf.Events, &f)
+	if err != nil {
+		return f, err
 	}
-	f.Events = len(lines)
 	outs, err := e.ingestBatches(ctx, lines, &f, opts)
 	if err != nil || len(lf.Forgets) == 0 {
 		return f, err
@@ -390,13 +389,10 @@ func (e *Engine) importLegacyFile(ctx context.Context, lf *LegacyFile, opts Impo
 		if !ok {
 			continue // the remember was rejected; there is nothing to forget
 		}
-		ev, err := legacyEnvelope(fg.ID, events.TypeMemoryForget, fg.Stream, fg.Time, struct {
+		ev := legacyEnvelope(fg.ID, events.TypeMemoryForget, fg.Stream, fg.Time, struct {
 			EntryID string `json:"entryId"`
 			Reason  string `json:"reason,omitempty"`
 		}{projector.EntryID(fg.Stream, seq, 0), fg.Reason})
-		if err != nil {
-			return f, fmt.Errorf("import %s: %w", lf.Path, err)
-		}
 		line, err := events.Marshal(&ev)
 		if err != nil {
 			return f, fmt.Errorf("import %s: marshal event %s: %w", lf.Path, ev.ID, err)

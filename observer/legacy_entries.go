@@ -152,7 +152,7 @@ func mapEntry(rel, stream string, e *legacyEntry) (ev events.Envelope, forget *L
 			Source: rel, ID: id, Status: e.Status, ConflictGroupID: group,
 			Supersedes: flexStrings(e.Supersedes, ","), SupersededBy: flexStrings(e.SupersededBy, ","),
 			Provenance: rawOrNil(e.Provenance), Revisions: rawOrNil(e.Revisions),
-			CreatedAt: rawText(e.CreatedAt), UpdatedAt: rawText(e.UpdatedAt),
+			CreatedAt: flexString(e.CreatedAt), UpdatedAt: flexString(e.UpdatedAt),
 		},
 	}
 	typ := strings.ToLower(strings.TrimSpace(e.Type))
@@ -173,13 +173,10 @@ func mapEntry(rel, stream string, e *legacyEntry) (ev events.Envelope, forget *L
 		t, tok = entryTime(e.CreatedAt)
 	}
 	if !tok {
-		t, badTime = legacyEpochTime(), true
+		t, badTime = legacyEpoch, true
 	}
 	rid := legacyID(rel, key)
-	ev, err := legacyEnvelope(rid, events.TypeMemoryRemember, stream, t, d)
-	if err != nil {
-		return ev, nil, false, false, false // cannot happen: the data is plain strings and numbers
-	}
+	ev = legacyEnvelope(rid, events.TypeMemoryRemember, stream, t, d)
 	if inactiveStatuses[status] {
 		reason := "legacy status " + status
 		if by := d.Legacy.SupersededBy; len(by) > 0 {
@@ -234,8 +231,6 @@ func rawOrNil(raw json.RawMessage) json.RawMessage {
 	}
 	return buf.Bytes()
 }
-
-func rawText(raw json.RawMessage) string { return flexString(raw) }
 
 func legacyImportance(raw json.RawMessage) (float64, bool) {
 	if len(raw) == 0 || string(raw) == "null" {

@@ -208,12 +208,7 @@ func fileDate(rel string, b []byte) string {
 	if t, ok := firstISODate(string(b)); ok {
 		return t.UTC().Format(envelopeTime)
 	}
-	return legacyEpochTime()
-}
-
-func legacyEpochTime() string {
-	t, _ := time.Parse(time.RFC3339, legacyEpoch)
-	return t.UTC().Format(envelopeTime)
+	return legacyEpoch
 }
 
 // topicTag names the file a fact came from: "postgres" for
@@ -286,13 +281,7 @@ func markdownFacts(rel string, b []byte) LegacyFile {
 		if day, ok := firstISODate(blk.text); ok {
 			t = day.UTC().Format(envelopeTime)
 		}
-		ev, err := legacyEnvelope(legacyID(rel, blk.text), events.TypeMemoryRemember, GlobalStream, t, d)
-		if err != nil {
-			f.Err = fmt.Errorf("map %s: %w", rel, err)
-			f.Events = nil
-			return f
-		}
-		f.Events = append(f.Events, ev)
+		f.Events = append(f.Events, legacyEnvelope(legacyID(rel, blk.text), events.TypeMemoryRemember, GlobalStream, t, d))
 	}
 	return f
 }
@@ -307,12 +296,12 @@ func presentStrings(xs ...string) []string {
 	return out
 }
 
+// clipTag cuts a heading used as a tag to n runes.
 func clipTag(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	if c := cutRunes(s, n); c != s {
+		return strings.TrimSpace(c)
 	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n]))
+	return s
 }
 
 // ---- dsh-memory: session days ----
@@ -335,18 +324,12 @@ func sessionDay(rel string, b []byte) LegacyFile {
 	for n, sec := range sessionSections(b) {
 		cid := "legacy:" + rel + ":" + strconv.Itoa(n)
 		t := day.Add(time.Duration(n) * time.Second).UTC().Format(envelopeTime)
-		ev, err := legacyEnvelope(legacyID(rel, cid+"\n"+sec), events.TypeCompactionSummary, GlobalStream, t,
+		f.Events = append(f.Events, legacyEnvelope(legacyID(rel, cid+"\n"+sec), events.TypeCompactionSummary, GlobalStream, t,
 			struct {
 				CompactionID string `json:"compactionId"`
 				Text         string `json:"text"`
 				Source       string `json:"legacySource"`
-			}{cid, sec, rel})
-		if err != nil {
-			f.Err = fmt.Errorf("map %s: %w", rel, err)
-			f.Events = nil
-			return f
-		}
-		f.Events = append(f.Events, ev)
+			}{cid, sec, rel}))
 	}
 	return f
 }

@@ -392,6 +392,23 @@ func TestImportLegacyErrors(t *testing.T) {
 			}
 		}
 	})
+	t.Run("OversizedFactCutAndNoted", func(t *testing.T) {
+		dir := t.TempDir()
+		big := "- The build log: " + strings.Repeat("x", MaxEventBytes) + "\n"
+		if err := os.WriteFile(filepath.Join(dir, "global.md"), []byte(big), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.ImportLegacy(ctx, dir, ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Total.Appended != 1 || rep.Total.Rejected != 0 {
+			t.Fatalf("got %+v, want the fact appended, cut to fit", rep.Total)
+		}
+		if notes := strings.Join(rep.Files[0].Notes, "\n"); !strings.Contains(notes, "1 events had their text cut") {
+			t.Errorf("got notes %q, want the cut noted", notes)
+		}
+	})
 	t.Run("ErrNothingRead", func(t *testing.T) {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, "global"), 0o700)

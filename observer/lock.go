@@ -44,11 +44,9 @@ func lockRoot(root string) (*rootLock, error) {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			return nil, &LockedError{Root: root, PID: pid}
+			return nil, &LockedError{Root: root, PID: recordedPID(path)}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -71,6 +69,12 @@ func HolderPID(root string) int {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		return 0
 	}
+	return recordedPID(path)
+}
+
+// recordedPID is the pid the holder wrote into the lock file at path, or
+// 0 when there is none.
+func recordedPID(path string) int {
 	b, _ := os.ReadFile(path)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid

@@ -2,7 +2,9 @@ package observer
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -283,9 +285,6 @@ func (e *Engine) Forget(ctx context.Context, id, reason string) (Entry, error) {
 // appendOwn sends one event of the engine's own through intake and returns
 // its outcome; a refused event is a *RefusedError.
 func (e *Engine) appendOwn(ctx context.Context, env events.Envelope) (Outcome, error) {
-	if e.log == nil {
-		return Outcome{}, errors.New("observer: engine is read-only")
-	}
 	line, err := events.Marshal(&env)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode %s: %w", env.Type, err)
@@ -308,6 +307,8 @@ func (e *Engine) appendOwn(ctx context.Context, env events.Envelope) (Outcome, e
 	return o, nil
 }
 
+// eventTime formats t as the time of an event the engine writes itself;
+// a zero t means now.
 func eventTime(t time.Time) string {
 	if t.IsZero() {
 		t = time.Now()
@@ -315,10 +316,12 @@ func eventTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+// randomHex returns 16 random hex digits, for the ids of events the
+// engine writes itself.
 func randomHex() (string, error) {
-	ck, err := newCheckpointID()
-	if err != nil {
-		return "", err
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("random id: %w", err)
 	}
-	return strings.TrimPrefix(ck, "ck-"), nil
+	return hex.EncodeToString(b[:]), nil
 }

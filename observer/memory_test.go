@@ -88,3 +88,45 @@ func TestRememberAndForget(t *testing.T) {
 		}
 	})
 }
+
+// TestReadOnlyRefusesWrites: every write of an engine opened read-only
+// fails with ErrReadOnly and leaves the log as it was.
+func TestReadOnlyRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	w := ckOpen(t, root)
+	if _, err := w.Remember(ctx, RememberRequest{Content: "Use pnpm", Time: ckT0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(ctx, root, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	line := []byte(`{"id":"x","type":"user/message","time":"2026-08-18T10:00:00Z","data":{"text":"hi"}}`)
+	writes := map[string]func() error{
+		"Ingest": func() error { _, _, err := ro.Ingest(ctx, [][]byte{line}); return err },
+		"IngestReader": func() error {
+			_, _, err := ro.IngestReader(ctx, strings.NewReader(string(line)))
+			return err
+		},
+		"Remember":   func() error { _, err := ro.Remember(ctx, RememberRequest{Content: "x"}); return err },
+		"Forget":     func() error { _, err := ro.Forget(ctx, projector.EntryID(GlobalStream, 1, 0), ""); return err },
+		"Checkpoint": func() error { _, err := ro.Checkpoint(ctx, CheckpointRequest{Force: true}); return err },
+		"Sync":       func() error { _, err := ro.Sync(ctx); return err },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			if err := write(); !errors.Is(err, ErrReadOnly) {
+				t.Fatalf("got %v, want ErrReadOnly", err)
+			}
+		})
+	}
+	es, err := ro.Entries(ctx, EntryFilter{})
+	if err != nil || len(es) != 1 || es[0].Status != distill.StatusActive {
+		t.Fatalf("entries after refused writes: got %+v, %v; want the one active entry", es, err)
+	}
+}

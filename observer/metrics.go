@@ -1,9 +1,12 @@
 package observer
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,7 +53,6 @@ type Metrics struct {
 	DistillerFailure atomic.Uint64
 	ShownErrors      atomic.Uint64
 	IntakeCalls      atomic.Uint64 // Engine.Ingest calls (joined requests count once)
-	PacketsReused    atomic.Uint64 // packets re-stamped without a recall: nothing they rest on changed
 	PacketsDiscarded atomic.Uint64 // packets computed for a version that moved on meanwhile
 
 	ingest *histogram
@@ -59,12 +61,18 @@ type Metrics struct {
 
 	mu         sync.Mutex
 	suppressed map[string]uint64 // packets not served, by reason
-	requests   map[[2]string]uint64
+	requests   map[requestKey]uint64
+}
+
+// requestKey counts HTTP requests by route and status code.
+type requestKey struct {
+	route string
+	code  int
 }
 
 func newMetrics() *Metrics {
 	return &Metrics{ingest: newHistogram(), recall: newHistogram(), packet: newHistogram(),
-		suppressed: map[string]uint64{}, requests: map[[2]string]uint64{}}
+		suppressed: map[string]uint64{}, requests: map[requestKey]uint64{}}
 }
 
 func (m *Metrics) suppress(reason string) {
@@ -75,7 +83,7 @@ func (m *Metrics) suppress(reason string) {
 
 func (m *Metrics) request(route string, code int) {
 	m.mu.Lock()
-	m.requests[[2]string{route, fmt.Sprint(code)}]++
+	m.requests[requestKey{route, code}]++
 	m.mu.Unlock()
 }
 
@@ -84,51 +92,43 @@ func (m *Metrics) request(route string, code int) {
 func (m *Metrics) Suppressed() map[string]uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]uint64, len(m.suppressed))
-	for k, v := range m.suppressed {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m.suppressed)
 }
 
 // WriteTo writes every metric in the Prometheus text format.
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	var b strings.Builder
-	counter := func(name, help string, v uint64) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	for _, c := range []struct {
+		name, help string
+		v          *atomic.Uint64
+	}{
+		{"dshmem_events_appended_total", "Events appended to the log by this server.", &m.EventsAppended},
+		{"dshmem_events_duplicate_total", "Events dropped because their id was already in the stream.", &m.EventsDuplicate},
+		{"dshmem_events_rejected_total", "Events refused by intake validation.", &m.EventsRejected},
+		{"dshmem_watch_events_total", "Envelopes the DSH watcher mapped from host logs and sent to intake.", &m.WatchEvents},
+		{"dshmem_watch_errors_total", "Errors while following host session logs.", &m.WatchErrors},
+		{"dshmem_packets_computed_total", "Active packets computed by the broker.", &m.PacketsComputed},
+		{"dshmem_packets_served_total", "Active packets served to a session.", &m.PacketsServed},
+		{"dshmem_distiller_calls_total", "Distiller calls (one per claimed range).", &m.DistillerCalls},
+		{"dshmem_distiller_failures_total", "Distiller calls that failed.", &m.DistillerFailure},
+		{"dshmem_shown_errors_total", "memory/shown events that could not be written.", &m.ShownErrors},
+		{"dshmem_intake_calls_total", "Intake calls; concurrent event posts and memory/shown writes share one.", &m.IntakeCalls},
+		{"dshmem_packets_discarded_total", "Packets dropped because their session moved on while they were computed.", &m.PacketsDiscarded},
+	} {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v.Load())
 	}
-	counter("dshmem_events_appended_total", "Events appended to the log by this server.", m.EventsAppended.Load())
-	counter("dshmem_events_duplicate_total", "Events dropped because their id was already in the stream.", m.EventsDuplicate.Load())
-	counter("dshmem_events_rejected_total", "Events refused by intake validation.", m.EventsRejected.Load())
-	counter("dshmem_watch_events_total", "Envelopes the DSH watcher mapped from host logs and sent to intake.", m.WatchEvents.Load())
-	counter("dshmem_watch_errors_total", "Errors while following host session logs.", m.WatchErrors.Load())
-	counter("dshmem_packets_computed_total", "Active packets computed by the broker.", m.PacketsComputed.Load())
-	counter("dshmem_packets_served_total", "Active packets served to a session.", m.PacketsServed.Load())
-	counter("dshmem_distiller_calls_total", "Distiller calls (one per claimed range).", m.DistillerCalls.Load())
-	counter("dshmem_distiller_failures_total", "Distiller calls that failed.", m.DistillerFailure.Load())
-	counter("dshmem_shown_errors_total", "memory/shown events that could not be written.", m.ShownErrors.Load())
-	counter("dshmem_intake_calls_total", "Intake calls; concurrent event posts and memory/shown writes share one.", m.IntakeCalls.Load())
-	counter("dshmem_packets_reused_total", "Packets carried to a new contextVersion without a recall (same query, no memory change).", m.PacketsReused.Load())
-	counter("dshmem_packets_discarded_total", "Packets dropped because their session moved on while they were computed.", m.PacketsDiscarded.Load())
 
 	m.mu.Lock()
 	b.WriteString("# HELP dshmem_packets_suppressed_total Packet fetches answered with nothing, by reason.\n# TYPE dshmem_packets_suppressed_total counter\n")
-	for _, k := range sortedKeysOf(m.suppressed) {
+	for _, k := range slices.Sorted(maps.Keys(m.suppressed)) {
 		fmt.Fprintf(&b, "dshmem_packets_suppressed_total{reason=%q} %d\n", k, m.suppressed[k])
 	}
 	b.WriteString("# HELP dshmem_http_requests_total HTTP requests by route and status code.\n# TYPE dshmem_http_requests_total counter\n")
-	keys := make([][2]string, 0, len(m.requests))
-	for k := range m.requests {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
+	keys := slices.SortedFunc(maps.Keys(m.requests), func(a, b requestKey) int {
+		return cmp.Or(strings.Compare(a.route, b.route), cmp.Compare(a.code, b.code))
 	})
 	for _, k := range keys {
-		fmt.Fprintf(&b, "dshmem_http_requests_total{route=%q,code=%q} %d\n", k[0], k[1], m.requests[k])
+		fmt.Fprintf(&b, "dshmem_http_requests_total{route=%q,code=\"%d\"} %d\n", k.route, k.code, m.requests[k])
 	}
 	m.mu.Unlock()
 
@@ -157,13 +157,4 @@ func formatFloat(f float64) string {
 		return fmt.Sprintf("%.0f", f)
 	}
 	return fmt.Sprintf("%g", f)
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

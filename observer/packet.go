@@ -3,7 +3,6 @@ package observer
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +34,10 @@ type PacketOptions struct {
 	// Trouble is how many signals of trouble in the recent segments turn
 	// a packet into a checklist (0: 2).
 	Trouble int
+	// RecallTimeout is the deadline of a packet's recall (0: 100ms). A
+	// recall cut short by it yields what it found by then, which may be
+	// nothing: that version of the session then gets no packet.
+	RecallTimeout time.Duration
 }
 
 func (o PacketOptions) withDefaults() PacketOptions {
@@ -58,6 +61,9 @@ func (o PacketOptions) withDefaults() PacketOptions {
 	}
 	if o.Trouble <= 0 {
 		o.Trouble = 2
+	}
+	if o.RecallTimeout <= 0 {
+		o.RecallTimeout = 100 * time.Millisecond
 	}
 	return o
 }
@@ -433,7 +439,7 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 		scopes = append(scopes, GlobalStream)
 	}
 	res, err := b.rec.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindSemantic, Scopes: scopes,
-		Session: sid, Limit: 8, Bytes: -1, Now: b.now(), Timeout: 100 * time.Millisecond})
+		Session: sid, Limit: 8, Bytes: -1, Now: b.now(), Timeout: b.opts.RecallTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -545,7 +551,6 @@ type fetchResult struct {
 	packet *Packet
 	reason string // why nothing is served: unknown-session, none, stale, expired, served
 	cwd    string
-	stream string
 }
 
 // Fetch returns the packet of session if it is fresh: computed for the
@@ -588,14 +593,12 @@ func (b *Broker) Fetch(session string, ver uint64, hasVer bool, step int, hasSte
 	}
 	cp := *p
 	cp.Entries = append([]PacketEntry(nil), p.Entries...)
-	return fetchResult{packet: &cp, cwd: rt.cwd, stream: rt.stream}
+	return fetchResult{packet: &cp, cwd: rt.cwd}
 }
 
 // sessionInfo is what the context route needs of a runtime.
 type sessionInfo struct {
-	known     bool
 	origin    string
-	stream    string
 	compacted bool
 }
 
@@ -609,7 +612,7 @@ func (b *Broker) takeContext(session string) sessionInfo {
 	if rt == nil {
 		return sessionInfo{}
 	}
-	si := sessionInfo{known: true, origin: rt.origin, stream: rt.stream, compacted: rt.compacted}
+	si := sessionInfo{origin: rt.origin, compacted: rt.compacted}
 	rt.compacted = false
 	return si
 }
@@ -635,8 +638,6 @@ func (b *Broker) Sessions() int {
 	defer b.mu.Unlock()
 	return len(b.sessions)
 }
-
-func (b *Broker) String() string { return fmt.Sprintf("broker(%d sessions)", b.Sessions()) }
 
 // Versions returns the current contextVersion of each session of evs.
 func (b *Broker) Versions(evs []events.Envelope) map[string]uint64 {

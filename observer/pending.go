@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -104,7 +103,7 @@ func (e *Engine) Pending(ctx context.Context) ([]Pending, error) {
 // pending lists the pending work of the sessions of stream and session
 // ("" for any).
 func (e *Engine) pending(ctx context.Context, stream, session string) ([]Pending, error) {
-	claims, err := e.claims(ctx, stream)
+	claims, err := e.claims(ctx, stream, session)
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +149,13 @@ type claimKey struct{ stream, session string }
 
 // claims returns, per session and stream, the end of the last range a
 // checkpoint claimed: the largest data.to of its memory/ops events
-// (found through the partial index events_memory_ops).
-func (e *Engine) claims(ctx context.Context, stream string) (map[claimKey]uint64, error) {
+// (found through the partial index events_memory_ops), for the sessions
+// of stream and session ("" for any).
+func (e *Engine) claims(ctx context.Context, stream, session string) (map[claimKey]uint64, error) {
 	rows, err := e.store.DB().QueryContext(ctx, `SELECT stream, data ->> 'session', max(data ->> 'to')
 		FROM events WHERE type = 'memory/ops' AND (?1 = '' OR stream = ?1) AND json_valid(data)
-		  AND data ->> 'session' IS NOT NULL AND data ->> 'session' <> ''
-		GROUP BY 1, 2`, stream)
+		  AND data ->> 'session' IS NOT NULL AND data ->> 'session' <> '' AND (?2 = '' OR data ->> 'session' = ?2)
+		GROUP BY 1, 2`, stream, session)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint claims: %w", err)
 	}
@@ -179,21 +179,19 @@ func (e *Engine) claims(ctx context.Context, stream string) (map[claimKey]uint64
 
 // claimedTo returns the end of the last claimed range of one session.
 func (e *Engine) claimedTo(ctx context.Context, stream, session string) (uint64, error) {
-	var to sql.NullInt64
-	err := e.store.DB().QueryRowContext(ctx, `SELECT max(data ->> 'to') FROM events
-		WHERE type = 'memory/ops' AND stream = ? AND json_valid(data) AND data ->> 'session' = ?`, stream, session).Scan(&to)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("read checkpoint claims of session %s: %w", session, err)
+	if session == "" {
+		return 0, nil // as in pending: a claim names its session
 	}
-	if !to.Valid || to.Int64 < 0 {
-		return 0, nil
+	c, err := e.claims(ctx, stream, session)
+	if err != nil {
+		return 0, err
 	}
-	return uint64(to.Int64), nil
+	return c[claimKey{stream, session}], nil
 }
 
 // scanPending reads the session's events p.From..p.To, fills in the
-// counts of p and moves p.From to the first of them. With msgs non-nil it also collects the messages a
-// distiller reads: user and assistant messages and tool results, each
+// counts of p and moves p.From to the first of them. With msgs non-nil
+// it also collects the messages a distiller reads: user and assistant messages and tool results, each
 // with its event id; assistant and tool text cut to maxContextRunes.
 func (e *Engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Message) error {
 	rows, err := e.store.DB().QueryContext(ctx, `SELECT seq, id, type, time, data FROM events

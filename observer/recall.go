@@ -36,18 +36,11 @@ func (e *Engine) RecordShown(ctx context.Context, session, cwd, mode string, ids
 		return nil
 	}
 	if e.log == nil {
-		return fmt.Errorf("record entries shown to %s: the root is open read-only", session)
+		return fmt.Errorf("record entries shown to %s: %w", session, ErrReadOnly)
 	}
-	line, err := json.Marshal(map[string]any{
-		// The writer picks the id (ARCHITECTURE §4): the session and the
-		// query time make it unique per recall.
-		"id":      "shown:" + session + ":" + strconv.FormatInt(at.UnixNano(), 10),
-		"type":    events.TypeMemoryShown,
-		"time":    at.UTC().Format(time.RFC3339Nano),
-		"session": session,
-		"cwd":     cwd,
-		"data":    map[string]any{"entries": ids, "session": session, "mode": mode},
-	})
+	// The writer picks the id (ARCHITECTURE §4): the session and the
+	// query time make it unique per recall.
+	line, err := shownLine(session, cwd, mode, ids, at, at.UnixNano())
 	if err != nil {
 		return fmt.Errorf("record entries shown to %s: %w", session, err)
 	}
@@ -59,6 +52,21 @@ func (e *Engine) RecordShown(ctx context.Context, session, cwd, mode string, ids
 		return fmt.Errorf("record entries shown to %s: %v", session, out[0].Error)
 	}
 	return nil
+}
+
+// shownLine is the memory/shown envelope saying that the entries ids
+// were shown to session at at, with the id "shown:<session>:<ns>" (ns
+// chosen by the writer, ARCHITECTURE §4). Engine.RecordShown and the
+// server's recordShown both write it.
+func shownLine(session, cwd, mode string, ids []string, at time.Time, ns int64) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"id":      "shown:" + session + ":" + strconv.FormatInt(ns, 10),
+		"type":    events.TypeMemoryShown,
+		"time":    at.UTC().Format(time.RFC3339Nano),
+		"session": session,
+		"cwd":     cwd,
+		"data":    map[string]any{"entries": ids, "session": session, "mode": mode},
+	})
 }
 
 // RecallBenchOptions configure BenchRecall. The zero value works.

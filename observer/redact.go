@@ -136,14 +136,12 @@ var rules = []rule{
 const maxPasses = 16
 
 // Redactor replaces credential-shaped text with "[REDACTED:<kind>]"
-// (ARCHITECTURE §8). It is safe for concurrent use; its zero value is
-// ready to use and equal to NewRedactor().
-type Redactor struct {
-	rules []rule
-}
+// (ARCHITECTURE §8) by the built-in rules. It holds no state: it is safe
+// for concurrent use and its zero value is ready to use.
+type Redactor struct{}
 
-// NewRedactor returns a Redactor with the built-in rules.
-func NewRedactor() *Redactor { return &Redactor{rules: rules} }
+// NewRedactor returns a Redactor.
+func NewRedactor() *Redactor { return &Redactor{} }
 
 // String redacts s and returns the kinds it found, sorted, or nil.
 // Redacting the output again changes nothing.
@@ -154,16 +152,12 @@ func (r *Redactor) String(s string) (string, []string) {
 }
 
 func (r *Redactor) redact(s string, found map[string]bool) string {
-	rs := r.rules
-	if rs == nil {
-		rs = rules
-	}
 	for range maxPasses {
 		changed := false
 		low := lowerASCII(s) // once per pass, not once per rule
-		for i := range rs {
+		for i := range rules {
 			var did bool
-			s, did = rs[i].apply(s, low, found)
+			s, did = rules[i].apply(s, low, found)
 			if did {
 				low = lowerASCII(s)
 			}

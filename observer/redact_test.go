@@ -11,7 +11,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/klauspost/compress/zstd"
+
 	"dshmem/events"
+	"dshmem/observer/dsh"
 )
 
 const secretsDir = "../testdata/secrets"
@@ -142,14 +145,16 @@ func TestRedactNearMisses(t *testing.T) {
 }
 
 // TestRedactOrdinaryText measures false positives on ordinary dialogue:
-// testdata/secrets/ordinary.txt, a sample of MADial-Bench, always; and
-// every dialogue and memory string of the full MADial-Bench when
-// DSHMEM_MADIAL_DIR names a folder with its *.json files.
+// testdata/secrets/ordinary.txt and the MADial-Bench subset in
+// testdata/madial, always; and every dialogue and memory string of the
+// full MADial-Bench when DSHMEM_MADIAL_DIR names a folder with its *.json
+// files.
 func TestRedactOrdinaryText(t *testing.T) {
 	texts := readTexts(t, "ordinary.txt")
 	if len(texts) < 500 {
 		t.Fatalf("ordinary.txt has %d texts, want at least 500", len(texts))
 	}
+	texts = append(texts, madialTexts(t, "../testdata/madial")...)
 	if dir := os.Getenv("DSHMEM_MADIAL_DIR"); dir != "" {
 		full := madialTexts(t, dir)
 		t.Logf("DSHMEM_MADIAL_DIR=%s: %d texts", dir, len(full))
@@ -310,4 +315,72 @@ func BenchmarkRedactString(b *testing.B) {
 	for b.Loop() {
 		r.String(text)
 	}
+}
+
+// TestRedactDSHFixtures checks the claim of the package doc: on every
+// string of the DSH session fixtures (every line of the host's logs,
+// keys included) the redactor finds nothing.
+func TestRedactDSHFixtures(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(dshFixtures, "*--session*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := dsh.FindSessions(filepath.Join(dshFixtures, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, live...)
+	if len(paths) != 6 {
+		t.Fatalf("got %d fixture files, want 6 (5 snapshots + live)", len(paths))
+	}
+	r := NewRedactor()
+	strs := 0
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(p, ".zstd") {
+			dec, err := zstd.NewReader(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err = dec.DecodeAll(raw, nil)
+			dec.Close()
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+		}
+		for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+			strs += countStrings(t, line)
+			ev := events.Envelope{Data: line}
+			if kinds, err := r.Envelope(&ev); err != nil || kinds != nil {
+				t.Errorf("%s line %d: got kinds %v, %v; want nothing redacted in %s", p, i+1, kinds, err, line)
+			}
+		}
+	}
+	if strs < 10000 {
+		t.Fatalf("got %d strings from %d files, want at least 10,000: the fixtures changed", strs, len(paths))
+	}
+	t.Logf("%d strings of %d files, none redacted", strs, len(paths))
+}
+
+// countStrings counts the strings of a JSON value, object keys included.
+func countStrings(t *testing.T, data []byte) int {
+	t.Helper()
+	if len(data) == 0 {
+		return 0
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	n := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if _, ok := tok.(string); ok {
+			n++
+		}
+	}
+	return n
 }

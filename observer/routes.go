@@ -30,6 +30,7 @@ const (
 	CodeUnavailable  = "unavailable"
 	CodeDistiller    = "distiller_failed"
 	CodeIndex        = "index_unavailable"
+	CodeInternal     = "internal"
 )
 
 // APIError is the body of every error answer.
@@ -107,7 +108,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) (int, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // memory text is shown to models as is
 	if err := enc.Encode(v); err != nil {
-		return writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return writeError(w, http.StatusInternalServerError, CodeInternal, "encode the answer: "+err.Error())
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

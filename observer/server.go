@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -112,8 +111,11 @@ type Server struct {
 
 // NewServer prepares a server over e.
 func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
-	if e == nil || e.log == nil {
-		return nil, errors.New("observer: the server needs an engine open for writing")
+	if e == nil {
+		return nil, errors.New("observer: NewServer needs an open engine")
+	}
+	if e.log == nil {
+		return nil, fmt.Errorf("start server: %w: the server writes, open the root without ReadOnly", ErrReadOnly)
 	}
 	if opts.Token == "" {
 		t, err := NewToken()
@@ -163,7 +165,6 @@ func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
 		ReadTimeout:       orDefault(opts.ReadTimeout, 30*time.Second),
 		WriteTimeout:      orDefault(opts.WriteTimeout, 2*time.Minute),
 		IdleTimeout:       orDefault(opts.IdleTimeout, 2*time.Minute),
-		ErrorLog:          nil,
 	}
 	return s, nil
 }
@@ -198,21 +199,9 @@ func (s *Server) Start() {
 		if s.watcher != nil {
 			s.goBackground(s.watcher.Run)
 		}
-		s.goBackground(func(ctx context.Context) {
-			every := min(s.broker.opts.Idle/4, time.Minute)
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					s.broker.Sweep()
-				}
-			}
-		})
+		s.goEvery(min(s.broker.opts.Idle/4, time.Minute), func(context.Context) { s.broker.Sweep() })
 		if s.opts.AutoCheckpoint > 0 {
-			s.goBackground(s.autoCheckpoint)
+			s.goEvery(s.opts.AutoCheckpoint, s.autoCheckpoint)
 		}
 	})
 }
@@ -225,22 +214,29 @@ func (s *Server) goBackground(fn func(context.Context)) {
 	}()
 }
 
+// goEvery runs fn in the background every d until Shutdown.
+func (s *Server) goEvery(d time.Duration, fn func(context.Context)) {
+	s.goBackground(func(ctx context.Context) {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn(ctx)
+			}
+		}
+	})
+}
+
 // autoCheckpoint runs the checkpoints whose triggers fired, measured in
 // the log's own clock (CheckpointRequest's zero value).
 func (s *Server) autoCheckpoint(ctx context.Context) {
-	t := time.NewTicker(s.opts.AutoCheckpoint)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		res, err := s.eng.Checkpoint(ctx, CheckpointRequest{Distiller: s.opts.Distiller})
-		s.countCheckpoint(res)
-		if err != nil && ctx.Err() == nil {
-			s.opts.Logf("automatic checkpoint: %v", err)
-		}
+	res, err := s.eng.Checkpoint(ctx, CheckpointRequest{Distiller: s.opts.Distiller})
+	s.countCheckpoint(res)
+	if err != nil && ctx.Err() == nil {
+		s.opts.Logf("automatic checkpoint: %v", err)
 	}
 }
 
@@ -436,11 +432,7 @@ func (s *Server) recordShown(session, cwd, mode string, ids []string) {
 	}
 	s.lastShown = ns
 	s.intakeMu.Unlock()
-	line, err := json.Marshal(map[string]any{
-		"id": "shown:" + session + ":" + strconv.FormatInt(ns, 10), "type": events.TypeMemoryShown,
-		"time": at.UTC().Format(time.RFC3339Nano), "session": session, "cwd": cwd,
-		"data": map[string]any{"entries": ids, "session": session, "mode": mode},
-	})
+	line, err := shownLine(session, cwd, mode, ids, at, ns)
 	if err != nil {
 		s.metrics.ShownErrors.Add(1)
 		s.opts.Logf("record memory shown: %v", err)

@@ -44,6 +44,13 @@ func startServer(t *testing.T, root string, opts ServerOptions) *testServer {
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
+	if opts.Packets.RecallTimeout == 0 {
+		// The packet tests assert what a packet holds, not how fast it is
+		// found: under -race on a loaded machine the first recall of a
+		// process (word tables, cold statements) takes well over the
+		// 100ms default, and its packet would be empty.
+		opts.Packets.RecallTimeout = time.Minute
+	}
 	srv, err := NewServer(eng, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -635,6 +642,15 @@ func TestServerIndexFailure(t *testing.T) {
 	})
 }
 
+func TestServerTimeoutDefaults(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	h := ts.srv.http
+	if h.ReadTimeout != 30*time.Second || h.WriteTimeout != 2*time.Minute || h.IdleTimeout != 2*time.Minute || h.ReadHeaderTimeout != 10*time.Second {
+		t.Fatalf("got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says",
+			h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
+	}
+}
+
 // TestServerReadTimeout: a client that sends its headers and part of a
 // body, then stalls, is cut off at the read timeout instead of holding a
 // connection and a request slot for ever; nothing of its body is taken.
@@ -667,4 +683,51 @@ func TestServerReadTimeout(t *testing.T) {
 	if r.Appended != 1 {
 		t.Fatalf("got %+v: the stalled body must not have been ingested", r)
 	}
+}
+
+// stallIndex is an index whose recall takes stall and then finds
+// nothing; its other reads find nothing at once.
+type stallIndex struct{ stall time.Duration }
+
+func (s stallIndex) Recall(context.Context, sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+	time.Sleep(s.stall)
+	return &sqlstore.RecallResult{Items: []sqlstore.Item{}, Terms: []string{}}, nil
+}
+func (stallIndex) SessionCwd(context.Context, string) (string, bool, error) { return "", false, nil }
+func (stallIndex) Cursors() (map[string]uint64, error)                      { return map[string]uint64{}, nil }
+func (stallIndex) Maintenance(context.Context, string, time.Time) ([]string, error) {
+	return nil, nil
+}
+
+// TestServerWriteTimeout: a request whose answer is not written within
+// the write timeout gets no answer and its connection is closed, instead
+// of holding it for ever. The write deadline is set once the request is
+// read, before the handler runs; the handler outlasts it by far, so the
+// outcome does not depend on the machine's speed.
+func TestServerWriteTimeout(t *testing.T) {
+	const wt = 20 * time.Millisecond
+	ts := startServer(t, t.TempDir(), ServerOptions{WriteTimeout: wt, index: stallIndex{stall: 10 * wt}})
+	if ts.srv.http.WriteTimeout != wt {
+		t.Fatalf("write timeout not taken from the options: got %v, want %v", ts.srv.http.WriteTimeout, wt)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"query":"deploy"}`
+	fmt.Fprintf(conn, "POST /v1/search HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", ts.token, len(body), body)
+	// The deadline here only keeps a broken server from hanging the test.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the server kept the connection open past its write timeout (read so far: %q)", got)
+	}
+	if len(got) > 0 {
+		t.Fatalf("got %q, want no answer: it was due after the write timeout", got)
+	}
+	// The server goes on answering.
+	var h Health
+	ts.must(200, "GET", "/v1/healthz", nil, &h)
 }

@@ -89,7 +89,7 @@ const handEditType = "rule"
 // ones read: an edit made during the sync is kept for the next one.
 func (e *Engine) Sync(ctx context.Context) (SyncReport, error) {
 	if e.log == nil {
-		return SyncReport{}, errors.New("observer: engine is read-only")
+		return SyncReport{}, ErrReadOnly
 	}
 	var rep SyncReport
 	rows, err := projector.Files(ctx, e.store.DB())
@@ -141,14 +141,11 @@ func (e *Engine) Sync(ctx context.Context) (SyncReport, error) {
 		f := SyncFile{Path: row.Path}
 		switch info.Kind {
 		case projector.KindGlobal, projector.KindKnowledge:
-			d, err := markdown.Compare([]byte(row.Text), disk)
+			d, damaged, err := e.compareWritten(&f, abs, []byte(row.Text), disk)
 			if err != nil {
-				return rep, fmt.Errorf("sync %s: %w", row.Path, err)
+				return rep, err
 			}
-			if d.Damaged {
-				if err := e.keepDamaged(&f, abs, disk, d.Reason); err != nil {
-					return rep, err
-				}
+			if damaged {
 				rewrite[row.Path] = sum
 				break
 			}
@@ -172,14 +169,11 @@ func (e *Engine) Sync(ctx context.Context) (SyncReport, error) {
 				return rep, err
 			}
 			if ok {
-				d, err := markdown.Compare(r.Data, disk)
+				_, damaged, err := e.compareWritten(&f, abs, r.Data, disk)
 				if err != nil {
-					return rep, fmt.Errorf("sync %s: %w", row.Path, err)
+					return rep, err
 				}
-				if d.Damaged {
-					if err := e.keepDamaged(&f, abs, disk, d.Reason); err != nil {
-						return rep, err
-					}
+				if damaged {
 					rewrite[row.Path] = sum
 					break
 				}
@@ -261,14 +255,23 @@ func (e *Engine) Sync(ctx context.Context) (SyncReport, error) {
 	return rep, nil
 }
 
-// keepDamaged saves damaged bytes next to the file as <name>.damaged.
-func (e *Engine) keepDamaged(f *SyncFile, abs string, disk []byte, reason string) error {
+// compareWritten compares the bytes on disk with the bytes dshmem wrote
+// (markdown.Compare). A damaged file's bytes are saved next to it as
+// <name>.damaged and f says so; the caller then has it rendered again.
+func (e *Engine) compareWritten(f *SyncFile, abs string, written, disk []byte) (d markdown.Diff, damaged bool, err error) {
+	d, err = markdown.Compare(written, disk)
+	if err != nil {
+		return d, false, fmt.Errorf("sync %s: %w", f.Path, err)
+	}
+	if !d.Damaged {
+		return d, false, nil
+	}
 	if err := markdown.WriteFileAtomic(abs+DamagedSuffix, disk, projector.FileMode); err != nil {
-		return fmt.Errorf("sync: keep damaged %s: %w", f.Path, err)
+		return d, false, fmt.Errorf("sync: keep damaged %s: %w", f.Path, err)
 	}
 	f.Action, f.Saved = SyncDamaged, f.Path+DamagedSuffix
-	f.Detail = reason + "; the damaged bytes are kept as " + f.Saved + " and the file is rendered again from the log"
-	return nil
+	f.Detail = d.Reason + "; the damaged bytes are kept as " + f.Saved + " and the file is rendered again from the log"
+	return d, true, nil
 }
 
 // scopeEntryIDs lists the ids of the entries of a stream that ops can

@@ -124,6 +124,41 @@ func TestSync(t *testing.T) {
 		}
 	})
 
+	t.Run("InterruptedThenRunAgain", func(t *testing.T) {
+		// A sync that logged the edit and stopped before it rendered the
+		// file again: the edited bytes are still on disk and the files
+		// row still names what dshmem wrote before.
+		eng, root := syncRoot(t)
+		base := readFile(t, root, "global.md")
+		edited := strings.Replace(base, "Always run gofmt.", "Always run gofmt and go vet.", 1)
+		writeFile(t, root, "global.md", edited)
+		if _, err := eng.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, root, "global.md", edited)
+		db := eng.Store().DB()
+		if _, err := db.Exec(`UPDATE files SET sha256 = ? WHERE path = 'global.md'`, projector.SHA256([]byte(base))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE file_texts SET content = ? WHERE path = 'global.md'`, base); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := eng.Sync(ctx)
+		if err != nil || len(rep.Files) != 1 || rep.Files[0].Action != SyncCaptured {
+			t.Fatalf("got %+v, %v; want global.md captured again", rep.Files, err)
+		}
+		var n int
+		if err := db.Get(&n, `SELECT count(*) FROM events WHERE type IN ('file/edit', 'memory/ops')`); err != nil || n != 2 {
+			t.Errorf("got %d file/edit and memory/ops events (%v), want 2: the second sync logged again", n, err)
+		}
+		if got := readFile(t, root, "global.md"); !strings.Contains(got, "gofmt and go vet") {
+			t.Errorf("global.md lost the edit:\n%s", got)
+		}
+		if rep, err := eng.Sync(ctx); err != nil || len(rep.Files) != 0 {
+			t.Errorf("third sync: got %+v, %v; want nothing to do (the file rendered again and recorded)", rep, err)
+		}
+	})
+
 	t.Run("HeldUntilCaptured", func(t *testing.T) {
 		eng, root := syncRoot(t)
 		edited := strings.Replace(readFile(t, root, "knowledge/database.md"), "port 5433", "port 5434", 1)
@@ -169,6 +204,27 @@ func TestSync(t *testing.T) {
 		}
 		if got := statusOf(t, eng, "status <> 'active'"); len(got) != 0 {
 			t.Errorf("damage changed entries: %v", got)
+		}
+	})
+
+	t.Run("DamagedRecord", func(t *testing.T) {
+		eng, root := syncRoot(t)
+		const day = "sessions/2026-08-18.md"
+		orig := readFile(t, root, day)
+		cut := orig[:strings.Index(orig, "<!-- compaction:c2 -->")]
+		writeFile(t, root, day, cut)
+		rep, err := eng.Sync(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Files) != 1 || rep.Files[0].Action != SyncDamaged || rep.Files[0].Saved != day+DamagedSuffix {
+			t.Fatalf("got %+v, want %s damaged and saved", rep.Files, day)
+		}
+		if got := readFile(t, root, day); got != orig {
+			t.Errorf("not rendered again:\n%s", got)
+		}
+		if got := readFile(t, root, day+DamagedSuffix); got != cut {
+			t.Errorf("damaged bytes not kept: %q", got)
 		}
 	})
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -97,8 +97,9 @@ func NewWatcher(e *Engine, dir string, opts WatchOptions) (*Watcher, error) {
 	return w, nil
 }
 
-// Run scans every Interval until ctx ends, then scans once more so that
-// what the host wrote before the stop is not left behind.
+// Run scans at once and then every Interval until ctx ends. It does not
+// scan after ctx ends: Server.Shutdown scans once more after Run returns,
+// so that what the host wrote before the stop is not left behind.
 func (w *Watcher) Run(ctx context.Context) {
 	t := time.NewTicker(w.opts.Interval)
 	defer t.Stop()
@@ -283,19 +284,10 @@ func (w *Watcher) saveCursor() error {
 	return nil
 }
 
-// Offsets returns a copy of the saved offsets, by path, sorted keys
-// first (for tests and status).
+// Offsets returns a copy of the saved offsets, by path (for tests and
+// status).
 func (w *Watcher) Offsets() map[string]int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make(map[string]int64, len(w.cursor.Files))
-	keys := make([]string, 0, len(w.cursor.Files))
-	for k := range w.cursor.Files {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out[k] = w.cursor.Files[k]
-	}
-	return out
+	return maps.Clone(w.cursor.Files)
 }

@@ -116,6 +116,23 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 	t.Run("RestartResumes", func(t *testing.T) {
 		appendFile(t, path, next(2))
 		ts.stop() // the final scan of Shutdown takes these two
+		// The ticker is an hour: only Shutdown's scan can have moved the
+		// cursor to the end of the file.
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(root, WatchCursorFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cur watchCursor
+		if err := json.Unmarshal(b, &cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur.Files[path] != fi.Size() {
+			t.Fatalf("after shutdown the cursor is at %d, want %d (the end of the frames written before it)", cur.Files[path], fi.Size())
+		}
 		appendFile(t, path, next(4))
 		f := next(1)
 		appendFile(t, path, f[:7])
