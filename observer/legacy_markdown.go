@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/observer/distill"
 )
 
 // ourTypes are the entry types of ARCHITECTURE §5.
@@ -298,7 +299,7 @@ func presentStrings(xs ...string) []string {
 
 // clipTag cuts a heading used as a tag to n runes.
 func clipTag(s string, n int) string {
-	if c := cutRunes(s, n); c != s {
+	if c := distill.TruncateRunes(s, n); c != s {
 		return strings.TrimSpace(c)
 	}
 	return s

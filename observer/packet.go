@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/observer/distill"
 	"dshmem/sqlstore"
 )
 
@@ -318,19 +319,11 @@ func query(ring []segment) string {
 			other = s.tool
 		}
 	}
-	q := strings.TrimSpace(packetClip(user, 400) + " " + packetClip(failure, 200))
+	q := strings.TrimSpace(distill.TruncateRunes(user, 400) + " " + distill.TruncateRunes(failure, 200))
 	if q == "" {
 		q = other
 	}
 	return q
-}
-
-func packetClip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n])
 }
 
 // run computes packets for queued sessions until ctx ends.

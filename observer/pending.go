@@ -253,7 +253,7 @@ func (e *Engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Me
 			continue
 		}
 		if m.Role != distill.RoleUser {
-			m.Text = cutRunes(m.Text, maxContextRunes)
+			m.Text = distill.TruncateRunes(m.Text, maxContextRunes)
 		}
 		*msgs = append(*msgs, m)
 	}
@@ -286,16 +286,4 @@ func (e *Engine) newestEventTime(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return newest, rows.Err()
-}
-
-// cutRunes cuts s to at most n runes, at a rune boundary.
-func cutRunes(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
 }
