@@ -219,13 +219,19 @@ func splitObject(line []byte, lineNo int) (map[string]json.RawMessage, *LineErro
 	fail := func(field, format string, args ...any) (map[string]json.RawMessage, *LineError) {
 		return nil, &LineError{Line: lineNo, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
+	notJSON := func(err error) (map[string]json.RawMessage, *LineError) {
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fail("", "not valid JSON: the line ends inside the object; put each envelope on one line")
+		}
+		return fail("", "not valid JSON: %v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	tok, err := dec.Token()
 	switch {
 	case err == io.EOF:
 		return fail("", "empty line")
 	case err != nil:
-		return fail("", "not valid JSON: %v", err)
+		return notJSON(err)
 	case tok != json.Delim('{'):
 		return fail("", "not a JSON object; each line is one event envelope {\"id\":…,\"type\":…,\"time\":…}")
 	}
@@ -233,12 +239,12 @@ func splitObject(line []byte, lineNo int) (map[string]json.RawMessage, *LineErro
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return fail("", "not valid JSON: %v", err)
+			return notJSON(err)
 		}
 		key := tok.(string) // inside an object the decoder yields string keys
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fail("", "not valid JSON: %v", err)
+			return notJSON(err)
 		}
 		if _, dup := fields[key]; dup {
 			return fail(key, "appears twice")
@@ -249,7 +255,7 @@ func splitObject(line []byte, lineNo int) (map[string]json.RawMessage, *LineErro
 		fields[key] = raw
 	}
 	if _, err := dec.Token(); err != nil { // the closing '}'
-		return fail("", "not valid JSON: %v", err)
+		return notJSON(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fail("", "trailing data after the JSON object; put one event on each line")

@@ -69,6 +69,8 @@ func TestValidateRejects(t *testing.T) {
 	}{
 		{"Empty", ``, "", "empty line"},
 		{"NotJSON", `{"id":`, "", "not valid JSON"},
+		{"EnvelopeSplitOverLines", `{"id":"a",`, "", "put each envelope on one line"},
+		{"BadJSONToken", `{"id":x}`, "", "not valid JSON: invalid character"},
 		{"NotObject", `["id"]`, "", "not a JSON object"},
 		{"TrailingData", `{"id":"a","type":"session/end","time":"2026-08-18T10:00:00Z"} {}`, "", "trailing data"},
 		{"InvalidUTF8", "{\"id\":\"a\xff\",\"type\":\"session/end\",\"time\":\"2026-08-18T10:00:00Z\"}", "", "UTF-8"},

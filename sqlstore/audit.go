@@ -107,11 +107,11 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (cols []st
 		if isWriteRefusal(err) {
 			return nil, nil, ErrReadOnly
 		}
-		return nil, nil, fmt.Errorf("sql: %w", err)
+		return nil, nil, fmt.Errorf("run query: %w", err)
 	}
 	defer rs.Close()
 	if cols, err = rs.Columns(); err != nil {
-		return nil, nil, fmt.Errorf("sql: %w", err)
+		return nil, nil, fmt.Errorf("run query: %w", err)
 	}
 	for rs.Next() {
 		row := make([]any, len(cols))
@@ -120,7 +120,7 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (cols []st
 			ptrs[i] = &row[i]
 		}
 		if err := rs.Scan(ptrs...); err != nil {
-			return nil, nil, fmt.Errorf("sql: %w", err)
+			return nil, nil, fmt.Errorf("run query: %w", err)
 		}
 		rows = append(rows, row)
 	}
@@ -128,7 +128,7 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (cols []st
 		if isWriteRefusal(err) {
 			return nil, nil, ErrReadOnly
 		}
-		return nil, nil, fmt.Errorf("sql: %w", err)
+		return nil, nil, fmt.Errorf("run query: %w", err)
 	}
 	return cols, rows, nil
 }
