@@ -27,20 +27,36 @@ func (p Problem) String() string {
 // that do not decode or whose seq or stream disagree with their batch.
 // It changes nothing. The error is for I/O failures only.
 func Verify(dir string) ([]Problem, error) {
+	problems, _, err := verify(OSFS{}, dir)
+	return problems, err
+}
+
+// Checked counts what a verification read.
+type Checked struct {
+	Streams, Segments int
+	Events            uint64 // seqs the streams reached, whole batches only
+}
+
+// VerifyCounted is Verify that also says how much it read, for a report
+// such as "ok: 3 streams, 5 segments, 1,204 events verified".
+func VerifyCounted(dir string) ([]Problem, Checked, error) {
 	return verify(OSFS{}, dir)
 }
 
-func verify(fsys FS, dir string) ([]Problem, error) {
+func verify(fsys FS, dir string) ([]Problem, Checked, error) {
+	var c Checked
 	names, err := listStreams(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("verify log %s: %w", dir, err)
+		return nil, c, fmt.Errorf("verify log %s: %w", dir, err)
 	}
 	var problems []Problem
 	for _, name := range names {
 		segs, err := listSegments(fsys, filepath.Join(dir, name))
 		if err != nil {
-			return problems, fmt.Errorf("verify log %s: %w", dir, err)
+			return problems, c, fmt.Errorf("verify log %s: %w", dir, err)
 		}
+		c.Streams++
+		c.Segments += len(segs)
 		var zero [32]byte
 		expNext, expPrev := uint64(1), &zero
 		for i, seg := range segs {
@@ -52,7 +68,7 @@ func verify(fsys FS, dir string) ([]Problem, error) {
 				},
 			})
 			if err != nil {
-				return problems, fmt.Errorf("verify log %s: %w", dir, err)
+				return problems, c, fmt.Errorf("verify log %s: %w", dir, err)
 			}
 			if i < len(segs)-1 {
 				if ce := notLastProblem(seg, st); ce != nil {
@@ -64,8 +80,9 @@ func verify(fsys FS, dir string) ([]Problem, error) {
 			}
 			expNext, expPrev = st.next, &st.last
 		}
+		c.Events += expNext - 1
 	}
-	return problems, nil
+	return problems, c, nil
 }
 
 func corruptProblem(ce *CorruptError) Problem {

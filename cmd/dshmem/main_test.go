@@ -158,7 +158,7 @@ func TestVerifyAndStats(t *testing.T) {
 	root := t.TempDir()
 	cli(t, goodLines, "--root", root, "ingest")
 	code, out, errs := cli(t, "", "--root", root, "verify")
-	if code != 0 || !strings.HasPrefix(out, "ok") {
+	if code != 0 || strings.TrimSpace(out) != "ok: 1 stream(s), 1 segment(s), 3 event(s) verified" {
 		t.Fatalf("exit %d out %s err %s", code, out, errs)
 	}
 	code, out, _ = cli(t, "", "--root", root, "stats", "--json")

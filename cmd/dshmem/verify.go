@@ -61,19 +61,18 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	problems, err := events.Verify(dir)
+	problems, checked, err := events.VerifyCounted(dir)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", dir, err)
 	}
 	for _, p := range problems {
-		fmt.Fprintf(env.stdout, "%s: offset %d: %s\n", p.Segment, p.Offset, p.Msg)
+		fmt.Fprintln(env.stdout, p)
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(env.stderr, "dshmem verify: %d problem(s) in %s\n", len(problems), dir)
 		return exitError{1}
 	}
-	streams, segments := countSegments(dir)
-	fmt.Fprintf(env.stdout, "ok: %d stream(s), %d segment(s) verified\n", streams, segments)
+	fmt.Fprintf(env.stdout, "ok: %d stream(s), %d segment(s), %d event(s) verified\n", checked.Streams, checked.Segments, checked.Events)
 	return nil
 }
 
@@ -101,18 +100,4 @@ func runRepair(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "repaired: %s\n", describeRepair(r))
 	}
 	return nil
-}
-
-// countSegments counts stream folders and their segment files.
-func countSegments(dir string) (streams, segments int) {
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		streams++
-		segs, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.jsonl.zst"))
-		segments += len(segs)
-	}
-	return streams, segments
 }
