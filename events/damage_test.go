@@ -224,20 +224,7 @@ func TestCorruption(t *testing.T) {
 				t.Fatalf("Verify: got %v, want a problem in %s at offset %d", problems, seg, off)
 			}
 
-			_, err = OpenLog(dir, Options{})
-			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off || !strings.Contains(err.Error(), "dshmem verify") {
-				t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
-			}
-			if _, err := Repair(dir); !errors.As(err, &ce) {
-				t.Fatalf("Repair: got %v, want a *CorruptError", err)
-			}
-			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
-				t.Fatal("the damaged segment was changed")
-			}
-			if b := brokenFiles(t, dir); len(b) != 0 {
-				t.Fatalf("got .broken files %v for corruption", b)
-			}
+			refusedUntouched(t, dir, seg, off, damaged)
 		})
 	}
 }
@@ -381,20 +368,28 @@ func TestDataAfterSeal(t *testing.T) {
 				problems[0].Repairable || !strings.Contains(problems[0].Msg, "after the seal") {
 				t.Fatalf("Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
 			}
-			_, err = OpenLog(dir, Options{})
-			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off || !strings.Contains(err.Error(), "dshmem verify") {
-				t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
-			}
-			if _, err := Repair(dir); !errors.As(err, &ce) {
-				t.Fatalf("Repair: got %v, want a *CorruptError", err)
-			}
-			if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
-				t.Fatal("the damaged segment was changed")
-			}
-			if b := brokenFiles(t, dir); len(b) != 0 {
-				t.Fatalf("got .broken files %v for corruption", b)
-			}
+			refusedUntouched(t, dir, seg, off, damaged)
 		})
+	}
+}
+
+// refusedUntouched checks that corruption at seg:off stops OpenLog (with
+// a *CorruptError there, pointing at dshmem verify) and Repair, and that
+// neither changed the damaged segment or left a .broken copy.
+func refusedUntouched(t *testing.T, dir, seg string, off int64, damaged []byte) {
+	t.Helper()
+	_, err := OpenLog(dir, Options{})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off || !strings.Contains(err.Error(), "dshmem verify") {
+		t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
+	}
+	if _, err := Repair(dir); !errors.As(err, &ce) {
+		t.Fatalf("Repair: got %v, want a *CorruptError", err)
+	}
+	if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
+		t.Fatal("the damaged segment was changed")
+	}
+	if b := brokenFiles(t, dir); len(b) != 0 {
+		t.Fatalf("got .broken files %v for corruption", b)
 	}
 }

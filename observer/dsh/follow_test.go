@@ -107,14 +107,7 @@ func TestFollow(t *testing.T) {
 // TestFollowResumeEveryBoundary resumes at every frame boundary of the
 // real host log.
 func TestFollowResumeEveryBoundary(t *testing.T) {
-	b, err := os.ReadFile(livePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := decodeSession("x.jsonl.zstd", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, full := liveSession(t)
 	dir := t.TempDir()
 	path := writeRaw(t, dir, "l--session.jsonl.zstd", b)
 	starts := frameStarts(t, b)
@@ -170,14 +163,7 @@ func TestFollowResumeEveryBoundary(t *testing.T) {
 // header and counts nothing; resumed at a saved offset it knows the header
 // and counts only what it produced after the offset.
 func TestFollowerStatsAndHeader(t *testing.T) {
-	b, err := os.ReadFile(livePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := decodeSession("x.jsonl.zstd", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, full := liveSession(t)
 	dir := t.TempDir()
 	starts := frameStarts(t, b)
 	path := writeRaw(t, dir, "l--session.jsonl.zstd", b[:starts[1]-1]) // the header frame, torn
@@ -201,4 +187,18 @@ func TestFollowerStatsAndHeader(t *testing.T) {
 	if st.Events != len(rest) || st.Frames != len(starts)-1-3 || st.TornBytes != 0 {
 		t.Errorf("resumed at frame 3: got %v, want %d events and %d frames", st, len(rest), len(starts)-1-3)
 	}
+}
+
+// liveSession reads the real host log and decodes it whole.
+func liveSession(t *testing.T) ([]byte, Session) {
+	t.Helper()
+	b, err := os.ReadFile(livePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := decodeSession("x.jsonl.zstd", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, s
 }

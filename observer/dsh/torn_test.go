@@ -115,14 +115,7 @@ func TestTornJSONL(t *testing.T) {
 // every envelope it returns must be one the undamaged log produces, in
 // order: nothing from a frame that failed its checksum.
 func TestFlipEveryByte(t *testing.T) {
-	b, err := os.ReadFile(livePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := decodeSession("x.jsonl.zstd", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, ref := liveSession(t)
 	want := make([]string, len(ref.Events))
 	for i, e := range ref.Events {
 		want[i] = envKey(e)
