@@ -14,7 +14,7 @@
 //  2. Validate (Validate): each line is checked on its own; a bad line is
 //     a *LineError naming the line and the field ("line 3: field \"time\":
 //     not RFC 3339: …") and does not stop the lines around it.
-//  3. Resolve the stream (ResolveStream, StreamForCwd) and drop an event
+//  3. Resolve the stream (ResolveStream, Resolver, StreamForCwd) and drop an event
 //     whose id is already in its stream (the engine; the id is the
 //     idempotency key, ARCHITECTURE §3).
 //  4. Redact (Redactor.Envelope), then append.
@@ -36,7 +36,8 @@
 //	cwd      optional string; must be absolute (POSIX, or a Windows drive path)
 //	stream   optional; normally absent. If present it must be a stream name;
 //	         with a cwd (the event's or its session's) it must equal the
-//	         stream that cwd resolves to; without one it is used as given
+//	         stream of the scope that cwd resolves to, or the cwd's own key
+//	         (then it is used as given); without one it is used as given
 //	data     optional JSON object; null counts as absent; kept compacted,
 //	         key order and unknown fields preserved
 //
@@ -66,6 +67,15 @@
 // drive letter is lower-cased whole, so `C:\Users\X\proj\` and
 // `c:/users/x/proj` are one stream. An event without a cwd takes its
 // session's cwd; with neither, it goes to "global".
+//
+// A cwd belongs to a scope that may be one of its ancestors (Resolver, in
+// scope.go): the cwd itself when it already is a scope, else the nearest
+// ancestor scope, else the nearest directory holding .git, else the cwd;
+// never across a repository root, and never $HOME or / for a directory
+// below them. The envelope keeps the real cwd; the stream is the scope's.
+// When intake creates a workspace stream whose first event does not name
+// the scope's directory, it writes a scope/register {dir} event first, so
+// scope.json records the directory from the log alone.
 //
 // # Redaction
 //

@@ -42,6 +42,9 @@ type Engine struct {
 	// rebuilt names why the index was rebuilt on open, if it was.
 	rebuilt string
 
+	// scopes caches resolved working directories (workspace.go).
+	scopes scopeCache
+
 	// Folding is pipelined with intake: a call appends under mu, takes a
 	// ticket, releases mu and folds in ticket order, so the next call's
 	// dedupe and append (with its fsync) overlap this call's fold. What
@@ -342,8 +345,13 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 
 	// Resolve streams. A session's cwd learnt earlier in this call wins
 	// over the index, so a session/start and its messages may arrive
-	// together.
+	// together. A workspace stream this call creates counts as existing
+	// for the events after it (created: stream → its directory), and gets
+	// a scope/register event first unless its first event's cwd is the
+	// directory (workspace.go).
 	sessCwd := map[string]string{}
+	created := map[string]string{}
+	resolve := func(cwd string) Scope { return e.resolveScope(cwd, created) }
 	for i := range items {
 		env := &items[i].env
 		if env.Cwd != "" && env.Session != "" {
@@ -369,13 +377,16 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 				sessCwd[env.Session] = c
 			}
 		}
-		stream, lerr := ResolveStream(env, sc, items[i].line)
+		scope, lerr := ResolveStream(env, sc, items[i].line, resolve)
 		if lerr != nil {
 			out[n].Status, out[n].Error = StatusRejected, lerr
 			items[i].outcome = -1
 			continue
 		}
-		env.Stream = stream
+		env.Stream = scope.Stream
+		if _, ok := created[scope.Stream]; !ok && scope.Dir != "" && IsWorkspaceStream(scope.Stream) && !e.HasStream(scope.Stream) {
+			created[scope.Stream] = scope.Dir
+		}
 	}
 
 	// Dedupe by id within each stream: against the index, and within
@@ -420,6 +431,12 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		var batch []events.Envelope
 		var batchItems []int
 		for _, i := range idx {
+			if dir, ok := created[stream]; ok && len(batch) == 0 && !seen[items[i].env.ID] && NormalizeCwd(items[i].env.Cwd) != dir {
+				// The stream's first event does not name the scope's
+				// directory (a session started in a subdirectory, or an
+				// event without a cwd): record it first.
+				batch = append(batch, registerEvent(stream, dir, items[i].env.Time))
+			}
 			id := items[i].env.ID
 			n := items[i].outcome
 			if seen[id] {
@@ -440,13 +457,14 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 			e.tally(&res, out)
 			return res, out, fmt.Errorf("append to stream %s: %w", stream, err)
 		}
+		own := stamped[len(stamped)-len(batchItems):] // after a scope/register
 		for k, i := range batchItems {
 			n := items[i].outcome
 			out[n].Status = StatusAppended
 			out[n].Stream = stream
-			out[n].Seq = stamped[k].Seq
+			out[n].Seq = own[k].Seq
 		}
-		res.Appended += len(stamped)
+		res.Appended += len(own)
 		folded = append(folded, stamped...)
 		e.markPending(stream, stamped)
 	}

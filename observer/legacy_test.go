@@ -498,8 +498,8 @@ func checkIntake(t *testing.T, lf LegacyFile) {
 			}
 			t.Fatalf("%s: event refused by intake: %v\n%s", lf.Path, lerr, line)
 		}
-		if _, lerr := ResolveStream(&ev, "", i+1); lerr != nil || (ev.Stream != GlobalStream && ev.Stream != wsProj) {
-			t.Fatalf("%s: got stream %q, %v", lf.Path, ev.Stream, lerr)
+		if sc, lerr := ResolveStream(&ev, "", i+1, nil); lerr != nil || (sc.Stream != GlobalStream && sc.Stream != wsProj) {
+			t.Fatalf("%s: got stream %q, %v", lf.Path, sc.Stream, lerr)
 		}
 	}
 }

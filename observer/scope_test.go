@@ -3,6 +3,7 @@ package observer
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	"dshmem/events"
@@ -110,35 +111,48 @@ func TestValidStream(t *testing.T) {
 
 func TestResolveStream(t *testing.T) {
 	proj := StreamForCwd("/home/u/proj")
+	sub := StreamForCwd("/home/u/proj/sub")
 	other := StreamForCwd("/home/u/other")
+	// resolve puts /home/u/proj/sub in the scope of /home/u/proj, as a
+	// Resolver does when /home/u/proj is a repository root.
+	resolve := func(cwd string) Scope {
+		if n := NormalizeCwd(cwd); n == "/home/u/proj/sub" {
+			return Scope{Dir: "/home/u/proj", Stream: proj}
+		}
+		return Scope{Dir: NormalizeCwd(cwd), Stream: StreamForCwd(cwd)}
+	}
 	tests := []struct {
 		name       string
 		cwd        string
 		stream     string
 		sessionCwd string
-		want       string
-		wantErr    bool
+		want       Scope
+		wantErr    string
 	}{
-		{name: "CwdWins", cwd: "/home/u/proj", sessionCwd: "/home/u/other", want: proj},
-		{name: "SessionCwd", sessionCwd: "/home/u/proj", want: proj},
-		{name: "NoCwdIsGlobal", want: "global"},
-		{name: "ExplicitStreamWithoutCwd", stream: other, want: other},
-		{name: "ExplicitStreamMatchingCwd", cwd: "/home/u/proj/", stream: proj, want: proj},
-		{name: "ErrStreamDisagreesWithCwd", cwd: "/home/u/proj", stream: other, wantErr: true},
-		{name: "ErrStreamDisagreesWithSessionCwd", sessionCwd: "/home/u/proj", stream: "global", wantErr: true},
+		{name: "CwdWins", cwd: "/home/u/proj", sessionCwd: "/home/u/other", want: Scope{"/home/u/proj", proj}},
+		{name: "SessionCwd", sessionCwd: "/home/u/proj", want: Scope{"/home/u/proj", proj}},
+		{name: "NoCwdIsGlobal", want: Scope{"", "global"}},
+		{name: "ExplicitStreamWithoutCwd", stream: other, want: Scope{"", other}},
+		{name: "ExplicitStreamMatchingCwd", cwd: "/home/u/proj/", stream: proj, want: Scope{"/home/u/proj", proj}},
+		{name: "SubdirectoryResolvesToProject", cwd: "/home/u/proj/sub", want: Scope{"/home/u/proj", proj}},
+		{name: "ExplicitStreamOfResolvedScope", cwd: "/home/u/proj/sub", stream: proj, want: Scope{"/home/u/proj", proj}},
+		{name: "ExplicitOwnKeyHonoured", cwd: "/home/u/proj/sub", stream: sub, want: Scope{"/home/u/proj/sub", sub}},
+		{name: "ErrStreamDisagreesWithCwd", cwd: "/home/u/proj", stream: other, wantErr: "belongs to the scope /home/u/proj (" + proj + ")"},
+		{name: "ErrStreamDisagreesWithSessionCwd", sessionCwd: "/home/u/proj", stream: "global", wantErr: "the session's cwd"},
+		{name: "ErrNamesResolvedDirectory", cwd: "/home/u/proj/sub", stream: other, wantErr: "/home/u/proj (" + proj + ")"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := events.Envelope{Cwd: tt.cwd, Stream: tt.stream}
-			got, lerr := ResolveStream(&e, tt.sessionCwd, 7)
-			if tt.wantErr {
-				if lerr == nil || lerr.Field != "stream" || lerr.Line != 7 {
-					t.Fatalf("got %q, %v; want a LineError on line 7, field stream", got, lerr)
+			got, lerr := ResolveStream(&e, tt.sessionCwd, 7, resolve)
+			if tt.wantErr != "" {
+				if lerr == nil || lerr.Field != "stream" || lerr.Line != 7 || !strings.Contains(lerr.Msg, tt.wantErr) {
+					t.Fatalf("got %+v, %v; want a LineError on line 7, field stream, saying %q", got, lerr, tt.wantErr)
 				}
 				return
 			}
 			if lerr != nil || got != tt.want {
-				t.Fatalf("got %q, %v; want %q", got, lerr, tt.want)
+				t.Fatalf("got %+v, %v; want %+v", got, lerr, tt.want)
 			}
 		})
 	}

@@ -111,7 +111,8 @@ var envelopeFields = []string{"v", "seq", "id", "type", "time", "session", "cwd"
 //     type; time parses as RFC 3339 (time.RFC3339Nano) and is kept as sent;
 //   - session, cwd and stream are strings when present; cwd is absolute
 //     (POSIX or a Windows drive path); stream is a stream name and, when
-//     cwd is present, the stream cwd resolves to;
+//     cwd is present, the key of cwd or of one of its parent directories
+//     (intake checks it against the scope the cwd resolves to);
 //   - data, when present and not null, is a JSON object; it is returned
 //     compacted, its key order and unknown fields kept; each type's
 //     required fields are checked (dataRules), and a memory/remember whose
@@ -190,8 +191,12 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 		if !ValidStream(e.Stream) {
 			return fail("stream", "not a stream name: %s (want \"global\" or ws-<20 hex digits>); usually omit it, dshmem derives it from cwd", quoteClip(e.Stream))
 		}
-		if _, lerr := ResolveStream(&e, "" /* sessionCwd */, lineNo); lerr != nil {
-			return e, lerr
+		// Which scope the cwd belongs to is the engine's to decide
+		// (Resolver): here the stream must at least be the key of the
+		// cwd or of one of its ancestors.
+		if e.Cwd != "" && !streamOfAncestor(e.Stream, NormalizeCwd(e.Cwd)) {
+			return fail("stream", "is %s but cwd %s resolves to %s or the scope of one of its parent directories; omit stream and dshmem derives it",
+				quoteClip(e.Stream), quoteClip(e.Cwd), StreamForCwd(e.Cwd))
 		}
 	}
 

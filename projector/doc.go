@@ -38,6 +38,7 @@
 //	                     ConflictGroupID(stream, seq, op)), forget; a group left
 //	                     with one contender is resolved back to active
 //	memory/shown         shown (session, stream, entry_id): count, last seq
+//	scope/register       scopes: the workspace's directory (data.dir), over its first cwd
 //	anything else        events row only
 //
 // Data that does not decode, or lacks what a projection needs (a
@@ -66,7 +67,8 @@
 //	                     a file whose topic has no active or conflict entry left is removed
 //	index.md             each topic → its file, then one line per global entry
 //	scopes/ws-<id>/      memory_summary.md (the workspace's entries, ≤ 3000 bytes),
-//	                     scope.json {"key","cwd"} (cwd: the first one the stream carried),
+//	                     scope.json {"key","cwd"} (cwd: the dir of the stream's scope/register
+//	                     event, else the first cwd the stream carried),
 //	                     summary_history/<seq, 20 digits>.md: the summary as of each of the
 //	                     newest 10 memory events (memory/ except memory/shown) of the stream
 //	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a

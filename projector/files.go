@@ -104,7 +104,17 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 		if ev.Seq == 1 || ChangesEntries(ev.Type) {
 			t.scopes[ev.Stream] = true
 		}
-		if ev.Cwd != "" && !t.scoped[ev.Stream] {
+		if dir, ok := registeredDir(ev); ok {
+			// The engine's record of the scope's directory: it wins over
+			// the first cwd seen (a session may start in a subdirectory).
+			t.scoped[ev.Stream] = true
+			if _, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
+				ON CONFLICT (stream) DO UPDATE SET cwd = excluded.cwd, seq = excluded.seq, time = excluded.time`,
+				ev.Stream, dir, int64(ev.Seq), ev.Time); err != nil {
+				return fmt.Errorf("record scope %s: %w", ev.Stream, err)
+			}
+			t.scopes[ev.Stream] = true
+		} else if ev.Cwd != "" && !t.scoped[ev.Stream] {
 			t.scoped[ev.Stream] = true
 			res, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
 				ON CONFLICT (stream) DO NOTHING`, ev.Stream, ev.Cwd, int64(ev.Seq), ev.Time)
@@ -132,6 +142,22 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 		t.history[ev.Stream] = append(t.history[ev.Stream], r)
 	}
 	return nil
+}
+
+// registeredDir returns the directory of a scope/register event
+// ({"dir"}), which the engine writes first into each workspace stream it
+// creates; ok is false for any other event and for one without a dir.
+func registeredDir(ev *events.Envelope) (string, bool) {
+	if ev.Type != events.TypeScopeRegister {
+		return "", false
+	}
+	var d struct {
+		Dir string `json:"dir"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil || d.Dir == "" {
+		return "", false
+	}
+	return d.Dir, true
 }
 
 // writeFiles renders and writes what a committed Fold call changed.

@@ -40,11 +40,30 @@ func withoutCwd(steps []step) []step {
 	return out
 }
 
+// registered is messages with a scope/register of each workspace stream:
+// wsA's first (its first event's cwd is a subdirectory), wsB's after its
+// first messages, so the registered directory must win over the first cwd
+// however the stream is split into folds.
+func registered() []step {
+	reg := func(stream, at string) step {
+		return step{stream: stream, typ: events.TypeScopeRegister, at: at, cwd: "/p",
+			data: map[string]any{"dir": "/p/" + stream}}
+	}
+	var s []step
+	for _, m := range messages() {
+		if m.cwd != "" {
+			m.cwd += "/sub"
+		}
+		s = append(s, m)
+	}
+	return append(append([]step{reg(wsA, "2026-08-20T07:59:59Z")}, s[:7]...), append([]step{reg(wsB, "2026-08-20T08:00:07Z")}, s[7:]...)...)
+}
+
 func TestRebuildEqualsLive(t *testing.T) {
 	ctx := context.Background()
 	histories := map[string][]step{"scripted": scripted(), "messages": messages(), "both": append(messages(), scripted()...),
-		"nocwd": withoutCwd(messages())}
-	for _, name := range []string{"scripted", "messages", "both", "nocwd"} {
+		"nocwd": withoutCwd(messages()), "registered": registered()}
+	for _, name := range []string{"scripted", "messages", "both", "nocwd", "registered"} {
 		evs := envelopes(histories[name])
 		// Live folds one event at a time in script order; a second live
 		// root folds the streams one after another in reverse name order.
@@ -77,6 +96,14 @@ func TestRebuildEqualsLive(t *testing.T) {
 					}
 					if len(diffs) > 0 || n == 0 {
 						t.Errorf("%d files compared; differences: %v", n, diffs)
+					}
+				}
+				if name == "registered" {
+					for _, ws := range []string{wsA, wsB} {
+						b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(projector.ScopePath(ws))))
+						if err != nil || !strings.Contains(string(b), `"cwd": "/p/`+ws+`"`) {
+							t.Errorf("scope.json of %s: %s, %v; want the registered directory /p/%s", ws, b, err, ws)
+						}
 					}
 				}
 				rs, err := sqlstore.Open(filepath.Join(out, IndexFile))

@@ -1,0 +1,252 @@
+package observer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dshmem/events"
+	"dshmem/projector"
+)
+
+// mkdirs creates each directory (relative to base) and, for a name ending
+// in "/.git" or "/.git-file", a .git directory or a .git file (as a git
+// worktree or submodule has).
+func mkdirs(t *testing.T, base string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		p := filepath.Join(base, filepath.FromSlash(d))
+		if dir, ok := strings.CutSuffix(p, ".git-file"); ok {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: /elsewhere/.git/worktrees/x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestResolver(t *testing.T) {
+	base := filepath.ToSlash(t.TempDir())
+	home := base + "/home/u"
+	mkdirs(t, base,
+		"home/u/.git",                 // a dotfiles repository at home
+		"home/u/proj/.git",            // a repository
+		"home/u/proj/src/deep/er",     // inside it
+		"home/u/proj/vendor/lib/.git", // a repository nested in it
+		"home/u/proj/vendor/lib/x",    //
+		"home/u/wt/.git-file",         // a worktree: .git is a file
+		"home/u/wt/pkg",               //
+		"home/u/notes/a/b",            // no repository; notes is a scope
+		"home/u/loose/a",              // no repository, no scope
+		"home/u/work/repo/.git",       // a repository below a scope (work)
+		"home/u/work/repo/cmd",        //
+		"home/u/work/plain/dir",       // no repository below the scope work
+		"home/u/proj2/.git",           // a repository whose subdirectory
+		"home/u/proj2/old/sub",        // old was a scope before this rule
+		"srv/svc/a",                   // outside home, / is a scope
+	)
+	ws := StreamForCwd
+	known := map[string]bool{
+		ws(home + "/notes"):     true,
+		ws(home + "/work"):      true,
+		ws(home + "/proj2/old"): true,
+		ws(home):                true,
+		ws("/"):                 true,
+	}
+	r := Resolver{Known: func(s string) bool { return known[s] }, Home: home}
+	tests := []struct {
+		name, cwd, want string
+	}{
+		{"RepoRootIsItsOwnScope", home + "/proj", home + "/proj"},
+		{"SubdirectoryReachesRepoRoot", home + "/proj/src/deep/er", home + "/proj"},
+		{"TrailingSlashAndDots", home + "/proj/src/../src/deep/", home + "/proj"},
+		{"NearestRepositoryWins", home + "/proj/vendor/lib/x", home + "/proj/vendor/lib"},
+		{"WorktreeGitFile", home + "/wt/pkg", home + "/wt"},
+		{"AncestorScopeWithoutGit", home + "/notes/a/b", home + "/notes"},
+		{"NoScopeNoRepoIsItself", home + "/loose/a", home + "/loose/a"},
+		{"ScopeAboveRepoDoesNotCapture", home + "/work/repo/cmd", home + "/work/repo"},
+		{"ScopeAboveWithoutRepoCaptures", home + "/work/plain/dir", home + "/work"},
+		{"ExistingScopeInsideRepoKeepsItsKey", home + "/proj2/old", home + "/proj2/old"},
+		{"BelowExistingScopeInsideRepo", home + "/proj2/old/sub", home + "/proj2/old"},
+		{"HomeIsItsOwnScope", home, home},
+		{"HomeScopeAndDotfilesRepoDoNotCapture", home + "/loose", home + "/loose"},
+		{"RootIsItsOwnScope", "/", "/"},
+		{"RootScopeDoesNotCapture", base + "/srv/svc/a", base + "/srv/svc/a"},
+		{"MissingDirectoryStillWalks", home + "/proj/not/there", home + "/proj"},
+		{"WindowsPathIsItself", `C:\Users\U\proj\src`, "c:/users/u/proj/src"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.Resolve(tt.cwd)
+			if got.Dir != tt.want || got.Stream != ws(tt.want) {
+				t.Fatalf("Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
+			}
+		})
+	}
+	t.Run("GlobalForNoCwd", func(t *testing.T) {
+		if got := r.Resolve(""); got != (Scope{Stream: GlobalStream}) {
+			t.Fatalf("got %+v, want the global scope", got)
+		}
+	})
+	t.Run("KnownWindowsScopeKeepsItsKey", func(t *testing.T) {
+		r := Resolver{Known: func(s string) bool { return s == ws("c:/users/u/proj") }, Home: home}
+		if got := r.Resolve(`C:\Users\U\Proj`); got.Stream != ws("c:/users/u/proj") {
+			t.Fatalf("got %+v", got)
+		}
+		// Not local: no ancestor is looked at.
+		if got := r.Resolve(`C:\Users\U\Proj\src`); got.Dir != "c:/users/u/proj/src" {
+			t.Fatalf("got %+v, want the cwd itself", got)
+		}
+	})
+	t.Run("String", func(t *testing.T) {
+		s := r.Resolve(home + "/proj/src")
+		if got, want := s.String(), home+"/proj ("+ws(home+"/proj")+")"; got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+}
+
+// wsConv is the intake lines of one host session in cwd: a start, a user
+// message that names what it is about, an assistant answer.
+func wsConv(session, cwd, text string) [][]byte {
+	var out [][]byte
+	for _, l := range []string{
+		`{"id":"%[1]s:0","type":"session/start","time":"2026-08-18T10:00:00Z","session":"%[1]s","cwd":%[2]q,"data":{"origin":"top"}}`,
+		`{"id":"%[1]s:1","type":"user/message","time":"2026-08-18T10:00:01Z","session":"%[1]s","data":{"text":%[3]q}}`,
+		`{"id":"%[1]s:2","type":"assistant/message","time":"2026-08-18T10:00:02Z","session":"%[1]s","data":{"text":"Noted."}}`,
+	} {
+		out = append(out, []byte(fmt.Sprintf(l, session, cwd, text)))
+	}
+	return out
+}
+
+// scopeJSONOf reads scopes/<stream>/scope.json under root.
+func scopeJSONOf(t *testing.T, root, stream string) scopeFile {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(projector.ScopePath(stream))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sj scopeFile
+	if err := json.Unmarshal(b, &sj); err != nil {
+		t.Fatalf("scope.json: %v\n%s", err, b)
+	}
+	return sj
+}
+
+type scopeFile struct{ Key, Cwd string }
+
+func TestSubdirectoryReachesProject(t *testing.T) {
+	ctx := context.Background()
+	base := filepath.ToSlash(t.TempDir())
+	proj := base + "/proj"
+	mkdirs(t, base, "proj/.git", "proj/cmd/tool", "notes/a")
+	root := t.TempDir()
+	eng := ckOpen(t, root)
+	pstream := StreamForCwd(proj)
+
+	t.Run("FirstSessionInSubdirectory", func(t *testing.T) {
+		// The project's first session starts in a subdirectory: the
+		// stream is the repository's, the events keep their real cwd, and
+		// scope.json records the repository root.
+		ckIngest(t, eng, wsConv("s1", proj+"/cmd/tool", "remember that we deploy with helm"))
+		if got := eng.Log().Streams(); len(got) != 1 || got[0] != pstream {
+			t.Fatalf("streams %v, want only %s", got, pstream)
+		}
+		var cwds []string
+		eng.Log().Scan(pstream, 1, func(ev events.Envelope) error {
+			cwds = append(cwds, ev.Type+"@"+ev.Cwd)
+			return nil
+		})
+		want := []string{"scope/register@" + proj, "session/start@" + proj + "/cmd/tool", "user/message@", "assistant/message@"}
+		if strings.Join(cwds, " ") != strings.Join(want, " ") {
+			t.Fatalf("log holds %v, want %v", cwds, want)
+		}
+		if sj := scopeJSONOf(t, root, pstream); sj.Key != pstream || sj.Cwd != proj {
+			t.Fatalf("scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
+		}
+		if c, ok, _ := eng.Store().SessionCwd(ctx, "s1"); !ok || c != proj+"/cmd/tool" {
+			t.Errorf("session cwd %q, want the real one", c)
+		}
+	})
+	t.Run("RememberFromSubdirectory", func(t *testing.T) {
+		en, err := eng.Remember(ctx, RememberRequest{Cwd: proj + "/cmd", Content: "Releases are tagged vX.Y.Z", Time: ckT0})
+		if err != nil || en.Scope != pstream {
+			t.Fatalf("got %+v, %v; want an entry of %s", en, err, pstream)
+		}
+		if got := eng.Scope(proj + "/cmd/tool/"); got.Stream != pstream || got.Dir != proj {
+			t.Fatalf("Scope = %+v", got)
+		}
+	})
+	t.Run("ExistingScopeWithoutGit", func(t *testing.T) {
+		ckIngest(t, eng, wsConv("s2", base+"/notes", "notes"))
+		ckIngest(t, eng, wsConv("s3", base+"/notes/a", "more notes"))
+		if got, _, _ := eng.Store().SessionCwd(ctx, "s3"); got != base+"/notes/a" {
+			t.Fatalf("session cwd %q", got)
+		}
+		n := StreamForCwd(base + "/notes")
+		if eng.Log().LastSeq(StreamForCwd(base+"/notes/a")) != 0 || eng.Log().LastSeq(n) != 6 {
+			t.Fatalf("notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
+		}
+		// The first event named the directory: no scope/register.
+		if sj := scopeJSONOf(t, root, n); sj.Cwd != base+"/notes" {
+			t.Fatalf("scope.json = %+v", sj)
+		}
+	})
+	t.Run("OwnScopeKeepsItsKey", func(t *testing.T) {
+		// A scope made before the repository existed above it stays.
+		mkdirs(t, base, "later/sub")
+		sub := base + "/later/sub"
+		ckIngest(t, eng, wsConv("s4", sub, "before git init"))
+		mkdirs(t, base, "later/.git")
+		ckIngest(t, eng, wsConv("s5", sub, "after git init"))
+		ckIngest(t, eng, wsConv("s6", base+"/later", "at the root"))
+		if got := eng.Log().LastSeq(StreamForCwd(sub)); got != 6 {
+			t.Fatalf("stream of %s ends at %d, want 6", sub, got)
+		}
+		if got := eng.Log().LastSeq(StreamForCwd(base + "/later")); got != 3 {
+			t.Fatalf("stream of the repository root ends at %d, want 3", got)
+		}
+	})
+	t.Run("SameCallCreatesAndReuses", func(t *testing.T) {
+		// Two sessions in one call, the second in a subdirectory of the
+		// first (no repository): both land in the first's new scope.
+		mkdirs(t, base, "fresh/x")
+		lines := append(wsConv("s7", base+"/fresh", "one"), wsConv("s8", base+"/fresh/x", "two")...)
+		ckIngest(t, eng, lines)
+		if got := eng.Log().LastSeq(StreamForCwd(base + "/fresh")); got != 6 {
+			t.Fatalf("got seq %d, want 6 events in the scope of fresh", got)
+		}
+	})
+	t.Run("ReplayEqualsLive", func(t *testing.T) {
+		live, fresh := indexDumps(t, eng)
+		if string(live) != string(fresh) {
+			t.Fatalf("live index differs from a fold of the log:\nlive\n%s\nfresh\n%s", live, fresh)
+		}
+	})
+	t.Run("ReadOnlyEngineResolvesAlike", func(t *testing.T) {
+		ro, err := Open(ctx, root, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		for _, cwd := range []string{proj + "/cmd/tool", base + "/notes/a", base + "/later/sub"} {
+			if got, want := ro.Scope(cwd), eng.Scope(cwd); got != want {
+				t.Errorf("read-only Scope(%s) = %+v, want %+v", cwd, got, want)
+			}
+		}
+		if got := ro.ScopeDir(pstream); got != proj {
+			t.Errorf("ScopeDir = %q, want %q", got, proj)
+		}
+	})
+}
