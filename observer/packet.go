@@ -251,6 +251,10 @@ func toSegment(ev *events.Envelope) segment {
 	seg := segment{typ: ev.Type, text: d.Text, tool: d.Name, args: string(d.Args)}
 	switch ev.Type {
 	case events.TypeToolResult:
+		if d.Injected { // dshmem's own tool echoing memory: not the session's trouble
+			seg.typ = "injected"
+			break
+		}
 		seg.failed = (d.OK != nil && !*d.OK) || d.Error != ""
 		if d.Error != "" && seg.text == "" {
 			seg.text = d.Error

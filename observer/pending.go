@@ -191,8 +191,10 @@ func (e *Engine) claimedTo(ctx context.Context, stream, session string) (uint64,
 
 // scanPending reads the session's events p.From..p.To, fills in the
 // counts of p and moves p.From to the first of them. With msgs non-nil
-// it also collects the messages a distiller reads: user and assistant messages and tool results, each
-// with its event id; assistant and tool text cut to maxContextRunes.
+// it also collects the messages a distiller reads: user and assistant
+// messages and tool results, each with its event id, assistant and tool
+// text cut to maxContextRunes, injected ones left out. The counts
+// (UserTurns, UserChars) never include injected text either.
 func (e *Engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Message) error {
 	rows, err := e.store.DB().QueryContext(ctx, `SELECT seq, id, type, time, data FROM events
 		WHERE stream = ? AND seq BETWEEN ? AND ? AND session = ? ORDER BY seq`,
@@ -249,7 +251,12 @@ func (e *Engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Me
 		default:
 			continue
 		}
-		if msgs == nil {
+		if msgs == nil || injected {
+			// Text the host or dshmem injected (runtime-context snapshots,
+			// memory shown back, dshmem's own tool results) is never
+			// distilled: it is not given to the distiller at all, so it
+			// can neither be learnt nor take the input budget that the
+			// user's words need.
 			continue
 		}
 		if m.Role != distill.RoleUser {

@@ -125,6 +125,15 @@ type RecallQuery struct {
 	// NoFloor returns every matching candidate, ranked, without the
 	// score floors (evaluation, exhaustive search).
 	NoFloor bool
+	// IncludeInjected also ranks the episodes the host or dshmem injected
+	// into a conversation (runtime-context snapshots, dshmem's own tool
+	// results), ranked down by Weights.Injected and flagged "injected".
+	// Without it they are not candidates at all: they echo memory, they
+	// are not something that happened.
+	IncludeInjected bool
+	// ScopeDirs names the directory of a stream of Scopes (stream → dir)
+	// in the guidance given when nothing matches.
+	ScopeDirs map[string]string
 	// Weights replaces DefaultWeights.
 	Weights *Weights
 }
@@ -239,7 +248,11 @@ func (s *Store) Recall(ctx context.Context, q RecallQuery) (*RecallResult, error
 	for i, k := range kinds {
 		parts[i] = *r
 		parts[i].res = &RecallResult{Items: []Item{}, Terms: []string{}}
-		wg.Go(func() { got[i], errs[i] = parts[i].rank(sources[k], text) })
+		src := sources[k]
+		if k == KindEpisodic && !q.IncludeInjected {
+			src = observedEpisodes
+		}
+		wg.Go(func() { got[i], errs[i] = parts[i].rank(src, text) })
 	}
 	wg.Wait()
 	var all []scored
@@ -409,7 +422,7 @@ func (r *recall) rank(src *source, text string) ([]scored, error) {
 		if r.expired("looking up query terms") {
 			break
 		}
-		key := commonKey{path: r.s.path, kind: src.kind, scopes: string(scopes), term: qt.term}
+		key := commonKey{path: r.s.path, kind: src.name, scopes: string(scopes), term: qt.term}
 		if !small {
 			if df, ok := commonTerms.get(key, st); ok && df > common {
 				// Too common to enumerate: only its rarity is needed,
@@ -717,7 +730,14 @@ func (r *recall) guidance(text string, kinds []string) string {
 	}
 	where := "every scope"
 	if r.q.Scopes != nil {
-		where = "scopes " + strings.Join(r.q.Scopes, ", ")
+		names := make([]string, len(r.q.Scopes))
+		for i, s := range r.q.Scopes {
+			names[i] = s
+			if d := r.q.ScopeDirs[s]; d != "" {
+				names[i] = d + " (" + s + ")"
+			}
+		}
+		where = "scopes " + strings.Join(names, ", ")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Nothing in %s of %s matches %q", what, where, clip(text, 80))
@@ -732,6 +752,9 @@ func (r *recall) guidance(text string, kinds []string) string {
 	}
 	if r.q.Scopes != nil {
 		b.WriteString(" another --cwd for another workspace's memory;")
+	}
+	if slices.Contains(kinds, KindEpisodic) && !r.q.IncludeInjected {
+		b.WriteString(" --include-injected for text the host or dshmem injected (memory shown back, runtime context);")
 	}
 	b.WriteString(" 'dshmem stats' to see what the index holds.")
 	return b.String()

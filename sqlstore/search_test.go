@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestSearchEpisodes(t *testing.T) {
 	}
 
 	t.Run("TwoCharacterChineseWordInsideARun", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "记忆"})
+		hits := search(t, sqlstore.RecallQuery{Text: "记忆", IncludeInjected: true})
 		if !has(hits, "dsh:s1:1") || !has(hits, "dsh:s2:201") || !has(hits, "dsh:s1:4") || len(hits) != 3 {
 			t.Fatalf("got %v, want s1:1, s1:4 and s2:201", ids(hits))
 		}
@@ -92,6 +93,23 @@ func TestSearchEpisodes(t *testing.T) {
 			if h.EventID == "dsh:s1:4" && !h.Injected {
 				t.Errorf("injected text not flagged: %+v", h)
 			}
+		}
+	})
+	t.Run("InjectedLeftOutByDefault", func(t *testing.T) {
+		hits := search(t, sqlstore.RecallQuery{Text: "记忆"})
+		if has(hits, "dsh:s1:4") || len(hits) != 2 {
+			t.Fatalf("got %v, want s1:1 and s2:201 without the injected s1:4", ids(hits))
+		}
+		hits = search(t, sqlstore.RecallQuery{Text: "记忆条目"})
+		if has(hits, "dsh:s1:4") || len(hits) != 2 {
+			t.Fatalf("got %v, want s1:1 and s2:201 (the injected s1:4, which holds the whole query, left out)", ids(hits))
+		}
+		hits = search(t, sqlstore.RecallQuery{Text: "记忆条目", IncludeInjected: true})
+		if len(hits) != 3 || hits[0].EventID != "dsh:s1:4" || !slices.Contains(hits[0].Flags, sqlstore.FlagInjected) {
+			t.Fatalf("with IncludeInjected: got %+v, want s1:4 first, flagged injected", hits)
+		}
+		if hits := search(t, sqlstore.RecallQuery{Text: "记忆", Scopes: []string{"ws-a"}}); len(hits) != 1 || hits[0].EventID != "dsh:s1:1" {
+			t.Fatalf("scoped: got %v, want [dsh:s1:1]", ids(hits))
 		}
 	})
 	t.Run("CamelCasePart", func(t *testing.T) {
@@ -113,7 +131,7 @@ func TestSearchEpisodes(t *testing.T) {
 		}
 	})
 	t.Run("BothTermsFirst", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "记忆 修复"})
+		hits := search(t, sqlstore.RecallQuery{Text: "记忆 修复", IncludeInjected: true})
 		if len(hits) != 3 || hits[0].EventID != "dsh:s1:1" {
 			t.Errorf("got %v, want s1:1 (both terms) first of 3", ids(hits))
 		}
@@ -138,6 +156,47 @@ func TestSearchEpisodes(t *testing.T) {
 			t.Errorf("got %v", hits)
 		}
 	})
+}
+
+// Injected episodes are left out inside the candidate query: a large
+// index whose newest rows holding a term are all injected still finds the
+// older observed one, which a filter after the cap would have lost.
+func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
+	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := sqlstore.DefaultWeights
+	evs := []events.Envelope{msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "we deploy with helm charts"})}
+	for i := uint64(2); i < uint64(2+4*w.PoolCap); i++ {
+		d := map[string]any{"text": fmt.Sprintf("Current runtime context %d: remember that we deploy with helm", i), "injected": true}
+		evs = append(evs, msg("ws-a", i, events.TypeUserMessage, "s1", d))
+	}
+	for i, end := uint64(len(evs)+1), uint64(len(evs)+1+4*w.SmallCorpus); i < end; i++ {
+		evs = append(evs, msg("ws-a", i, events.TypeAssistantMessage, "s1", map[string]any{"text": fmt.Sprintf("filler %d about the weather", i)}))
+	}
+	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, scopes := range [][]string{nil, {"ws-a"}} {
+		res, err := s.Recall(context.Background(), sqlstore.RecallQuery{Text: "helm", Kind: sqlstore.KindEpisodic, Scopes: scopes,
+			Limit: 5, Bytes: -1, NoFloor: true, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != 1 || res.Items[0].EventID != "dsh:s1:1" {
+			t.Errorf("scopes %v: got %d items %+v, want only dsh:s1:1", scopes, len(res.Items), res.Items)
+		}
+		res, err = s.Recall(context.Background(), sqlstore.RecallQuery{Text: "helm", Kind: sqlstore.KindAll, Scopes: scopes,
+			Limit: 5, Bytes: -1, NoFloor: true, IncludeInjected: true, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != 5 || !slices.Contains(res.Items[0].Flags, sqlstore.FlagInjected) {
+			t.Errorf("scopes %v, IncludeInjected: got %+v, want 5 injected echoes", scopes, res.Items)
+		}
+	}
 }
 
 func TestExistingIDs(t *testing.T) {

@@ -19,6 +19,10 @@ import (
 // bounded pool by rowid.
 type source struct {
 	kind string
+	// name keys the caches of term rarity: sources over the same index
+	// that list different rows (episodes with or without injected ones)
+	// see different document frequencies.
+	name string
 	// column wraps a MATCH expression for the indexed column.
 	column string
 	// probe / probeScoped: rowids matching ?1 (MATCH), newest first,
@@ -39,6 +43,7 @@ type source struct {
 var sources = map[string]*source{
 	KindSemantic: {
 		kind:   KindSemantic,
+		name:   KindSemantic,
 		column: "bigrams : (%s)",
 		probe: `SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?1
 			ORDER BY rowid DESC LIMIT ?2`,
@@ -57,6 +62,7 @@ var sources = map[string]*source{
 	},
 	KindEpisodic: {
 		kind:   KindEpisodic,
+		name:   KindEpisodic,
 		column: "%s",
 		probe: `SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?1
 			ORDER BY rowid DESC LIMIT ?2`,
@@ -78,6 +84,28 @@ var sources = map[string]*source{
 			FROM json_each(?1) j JOIN events e ON e.n = j.value JOIN episodes ep ON ep.n = e.n`,
 	},
 }
+
+// observedEpisodes is the episodic source without the episodes the host
+// or dshmem injected (episodes.injected = 1: runtime-context snapshots,
+// dshmem's own sections and tool results), which search and recall leave
+// out unless RecallQuery.IncludeInjected asks for them. The filter is in
+// the probes and lists, not applied after them, so an injected row never
+// takes a place in the candidate budget (PerTermCap, PoolCap). Corpus
+// sizes are those of every episode: idf is a property of the index.
+var observedEpisodes = func() *source {
+	s := *sources[KindEpisodic]
+	s.name = KindEpisodic + "-observed"
+	s.probe = `SELECT t.rowid FROM episodes_fts t JOIN episodes ep ON ep.n = t.rowid
+			WHERE episodes_fts MATCH ?1 AND ep.injected = 0
+			ORDER BY t.rowid DESC LIMIT ?2`
+	s.probeScoped = `SELECT t.rowid FROM episodes_fts t JOIN episodes ep ON ep.n = t.rowid JOIN events x ON x.n = t.rowid
+			WHERE episodes_fts MATCH ?1 AND ep.injected = 0 AND x.stream IN (SELECT value FROM json_each(?3))
+			ORDER BY t.rowid DESC LIMIT ?2`
+	s.all = `SELECT n FROM episodes WHERE injected = 0 ORDER BY n DESC`
+	s.allScoped = `SELECT ep.n FROM episodes ep JOIN events x ON x.n = ep.n
+			WHERE ep.injected = 0 AND x.stream IN (SELECT value FROM json_each(?1)) ORDER BY ep.n DESC`
+	return &s
+}()
 
 // probe returns the newest rowids (at most limit) matching expr.
 func (s *Store) probe(ctx context.Context, src *source, scoped bool, scopes, expr string, limit int) ([]int64, error) {

@@ -19,7 +19,9 @@
 // plugin) are never learnt. The rules distiller skips them; the openai
 // distiller sends them marked ("role":"injected", "[injected — not the
 // user]") so the model can read them as context, and Validate refuses any
-// op without evidence from a user-typed message.
+// op without evidence from a user-typed message. (The engine's checkpoints
+// give a distiller no injected message at all: observer/pending.go leaves
+// them out of the claim, so these rules are a second guard.)
 //
 // # Distillers
 //

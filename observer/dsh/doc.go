@@ -62,7 +62,9 @@
 //     other than "user" or "coordinator", the per-turn "Current runtime
 //     context" snapshot, compaction replacements, goal rounds, recalled
 //     memory) is mapped with injected=true: kept as context, never something
-//     the user said.
+//     the user said. So is the tool/result of dshmem's own tools
+//     (MemoryTools: memory_search, memory_remember, memory_forget), whose
+//     text is memory read back.
 //
 // dshmem never writes, renames or locks a host log; this package only reads.
 // Encoder and WriteZstd exist so that tests here and elsewhere can produce

@@ -80,6 +80,13 @@ const (
 // Its source is a plugin already; the prefix is a second guard.
 const runtimeContextPrefix = "Current runtime context"
 
+// MemoryTools are the tools dshmem's host plugin registers. What they
+// return is memory read back from dshmem (or its receipt of a write):
+// their tool/result events are mapped with injected=true, so that they
+// are never distilled into entries nor found by search as if they were
+// something that happened in the session.
+var MemoryTools = map[string]bool{"memory_search": true, "memory_remember": true, "memory_forget": true}
+
 // row is one host line after the header.
 type row struct {
 	Type      string          `json:"type"`
@@ -148,6 +155,9 @@ type (
 		CallID string `json:"callId"`
 		Turn   int    `json:"turn"`
 		Step   int    `json:"step"`
+		// Injected marks the result of one of dshmem's own tools: memory
+		// echoed back, never an observation (MemoryTools).
+		Injected bool `json:"injected,omitempty"`
 	}
 	compactionSummaryData struct {
 		CompactionID string `json:"compactionId"`
@@ -353,6 +363,7 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		if out.Name == "" {
 			out.Name = m.calls[out.CallID]
 		}
+		out.Injected = MemoryTools[out.Name]
 		return m.one(key, events.TypeToolResult, *r.Time, out)
 
 	case "compaction/summary":

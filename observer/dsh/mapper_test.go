@@ -2,6 +2,7 @@ package dsh
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +49,55 @@ func TestMillis(t *testing.T) {
 	}
 	if got := millis(1786000000123).rfc3339(); got != "2026-08-06T07:06:40.123Z" {
 		t.Errorf("rfc3339: got %s", got)
+	}
+}
+
+// TestInjectedMarks: in a session whose memory-like text was mostly
+// injected (testdata/dsh-injected), only what the user typed and what
+// ordinary tools returned is unmarked; runtime-context snapshots, a
+// plugin's recall and the results of dshmem's own tools are injected.
+func TestInjectedMarks(t *testing.T) {
+	s, err := ReadFile("../../testdata/dsh-injected/session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range s.Events {
+		var d struct {
+			Name     string `json:"name"`
+			Text     string `json:"text"`
+			Injected bool   `json:"injected"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "user/message", "tool/result":
+			label := ev.Type
+			if d.Name != "" {
+				label += " " + d.Name
+			}
+			if d.Injected {
+				label += " injected"
+			}
+			got = append(got, label)
+		}
+	}
+	want := []string{
+		"user/message",                       // typed: "Remember that releases are tagged from the main branch"
+		"user/message injected",              // the runtime-context snapshot
+		"tool/result memory_search injected", // dshmem's tool echoing an entry
+		"tool/result bash",                   // an ordinary tool
+		"user/message injected",              // a plugin's recall
+		"user/message",                       // typed: "Thanks."
+		"user/message injected",              // the next turn's snapshot
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, name := range []string{"memory_search", "memory_remember", "memory_forget"} {
+		if !MemoryTools[name] {
+			t.Errorf("MemoryTools lacks %s", name)
+		}
 	}
 }
