@@ -19,7 +19,7 @@ import (
 // checkpoints every session a trigger has fired for, with the rules
 // distiller, measuring idleness in event time: the automatic path.
 type CheckpointRequest struct {
-	Cwd     string // only the stream of this directory; wins over Stream
+	Cwd     string // only the scope of this directory (Engine.Scope); wins over Stream
 	Stream  string // only this stream ("global" or "ws-…"); "" for every stream
 	Session string // only this session; "" for every session
 
@@ -103,7 +103,7 @@ func (e *Engine) Checkpoint(ctx context.Context, req CheckpointRequest) ([]Check
 	}
 	stream := req.Stream
 	if req.Cwd != "" {
-		stream = StreamForCwd(req.Cwd)
+		stream = e.Scope(req.Cwd).Stream
 	}
 	now := req.Now
 	if now.IsZero() {

@@ -83,7 +83,7 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 	}
 	sc := SessionContext{Scope: GlobalStream, Maintenance: []string{}, Notes: []string{}}
 	if req.Cwd != "" {
-		sc.Scope = StreamForCwd(req.Cwd)
+		sc.Scope = e.Scope(req.Cwd).Stream // a subdirectory reaches its project's memory
 	}
 
 	var stable []string
@@ -123,7 +123,7 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 			}
 			sc.Workspace = frame("workspace", cut)
 		} else {
-			sc.Notes = append(sc.Notes, "no memory summary for this workspace yet")
+			sc.Notes = append(sc.Notes, "no memory summary for "+e.Scope(req.Cwd).String()+" yet")
 		}
 	}
 

@@ -275,6 +275,9 @@ type RecallRequest struct {
 	Limit     int    `json:"limit,omitempty"`
 	Bytes     int    `json:"bytes,omitempty"`
 	TimeoutMs int    `json:"timeoutMs,omitempty"`
+	// IncludeInjected also ranks episodes the host or dshmem injected
+	// (kind episodic or all), flagged "injected".
+	IncludeInjected bool `json:"includeInjected,omitempty"`
 }
 
 // SearchRequest is the body of POST /v1/search: the options of
@@ -285,10 +288,15 @@ type SearchRequest struct {
 	Stream string `json:"stream,omitempty"`
 	Kind   string `json:"kind,omitempty"` // episodic (default), semantic, all
 	Limit  int    `json:"limit,omitempty"`
+	// IncludeInjected also ranks episodes the host or dshmem injected,
+	// flagged "injected".
+	IncludeInjected bool `json:"includeInjected,omitempty"`
 }
 
 // scopeOf resolves the stream a request names (cwd wins over stream)
-// and checks that the index knows it. status is 0 when it is fine.
+// and checks that the index knows it. status is 0 when it is fine. A cwd
+// belongs to the scope Engine.Scope resolves (a subdirectory reaches its
+// project's memory).
 func (s *Server) scopeOf(w http.ResponseWriter, cwd, stream string) (string, int) {
 	if cwd != "" && stream != "" {
 		c, _ := writeError(w, http.StatusBadRequest, CodeBadRequest, "cwd and stream both choose the scope; give one")
@@ -299,7 +307,7 @@ func (s *Server) scopeOf(w http.ResponseWriter, cwd, stream string) (string, int
 			c, _ := writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("cwd %q is not an absolute path", cwd))
 			return "", c
 		}
-		return StreamForCwd(cwd), 0
+		return s.eng.Scope(cwd).Stream, 0
 	}
 	if stream == "" {
 		return "", 0
@@ -320,6 +328,18 @@ func (s *Server) scopeOf(w http.ResponseWriter, cwd, stream string) (string, int
 		}
 	}
 	return stream, 0
+}
+
+// scopeDirs names the directories of the workspace streams among scopes,
+// for the guidance of an empty answer.
+func (s *Server) scopeDirs(scopes []string) map[string]string {
+	out := map[string]string{}
+	for _, sc := range scopes {
+		if d := s.eng.ScopeDir(sc); d != "" {
+			out[sc] = d
+		}
+	}
+	return out
 }
 
 func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -365,7 +385,8 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	now := s.opts.Now()
 	t0 := time.Now()
 	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
-		Session: req.Session, Limit: req.Limit, Bytes: req.Bytes, Now: now, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond})
+		Session: req.Session, Limit: req.Limit, Bytes: req.Bytes, Now: now, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
+		IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(scopes)})
 	s.metrics.recall.observe(time.Since(t0))
 	if err != nil {
 		return writeError(w, http.StatusServiceUnavailable, CodeIndex, "recall: "+err.Error())
@@ -416,7 +437,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, erro
 	}
 	t0 := time.Now()
 	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
-		Limit: req.Limit, Bytes: -1, NoFloor: true})
+		Limit: req.Limit, Bytes: -1, NoFloor: true, IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(scopes)})
 	s.metrics.recall.observe(time.Since(t0))
 	if err != nil {
 		return writeError(w, http.StatusServiceUnavailable, CodeIndex, "search: "+err.Error())

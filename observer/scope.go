@@ -66,6 +66,10 @@ func hasDriveLetter(p string) bool {
 	return len(p) == 2 || p[2] == '/'
 }
 
+// IsAbsCwd reports whether cwd is absolute once normalized: a POSIX path
+// from the root, or a Windows path from a drive root.
+func IsAbsCwd(cwd string) bool { return isAbsCwd(NormalizeCwd(cwd)) }
+
 // isAbsCwd reports whether a normalized cwd is absolute: a POSIX path from
 // the root, or a Windows path from a drive root.
 func isAbsCwd(norm string) bool {

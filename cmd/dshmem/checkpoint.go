@@ -30,7 +30,8 @@ across restarts — and checkpoints those a trigger has fired for: 10 user
 turns, 4,000 characters, 5 minutes idle (now against the newest event of
 the session), a task end, a compaction or a session end. --force
 checkpoints every session with pending user text: an explicit request.
---cwd and --session narrow the sessions looked at.
+--cwd (the scope of DIR: a subdirectory reaches its project's scope) and
+--session narrow the sessions looked at.
 
 Each claimed range is given to the distiller with the related existing
 entries; its answer is validated and committed as one memory/ops event,
@@ -68,6 +69,11 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) error {
 	d, err := newDistiller(*name, *baseURL, *model)
 	if err != nil {
 		return err
+	}
+	if *cwd != "" {
+		if *cwd, err = workDir(*cwd); err != nil {
+			return err
+		}
 	}
 	eng, err := openExisting(ctx, env)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"dshmem/events"
 	"dshmem/observer"
@@ -93,4 +94,28 @@ func isTerminal(w any) bool {
 // describeRepair says what a torn-tail repair did, for people.
 func describeRepair(r events.Repaired) string {
 	return fmt.Sprintf("%s: cut to %d bytes (%d torn bytes dropped); the original is kept as %s", r.Segment, r.Offset, r.Dropped, r.Broken)
+}
+
+// workDir is the directory a --cwd flag names: made absolute against the
+// current directory when it is relative (--cwd ., --cwd ../proj), or the
+// current directory itself when the flag is empty. An absolute path,
+// POSIX or Windows, is kept as given.
+func workDir(flagValue string) (string, error) {
+	if flagValue != "" && observer.IsAbsCwd(flagValue) {
+		return flagValue, nil
+	}
+	if flagValue == "" {
+		flagValue = "."
+	}
+	abs, err := filepath.Abs(flagValue)
+	if err != nil {
+		return "", fmt.Errorf("find the directory %s: %w (pass an absolute --cwd DIR)", flagValue, err)
+	}
+	return abs, nil
+}
+
+// scopeNamed names the scope of the workspace stream s for people: its
+// directory (from scope.json's record) and the stream, or s alone.
+func scopeNamed(eng *observer.Engine, s string) string {
+	return observer.DescribeStream(s, eng.ScopeDir(s))
 }

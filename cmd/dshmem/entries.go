@@ -18,8 +18,10 @@ func init() {
 		usage: `entries [--cwd DIR | --stream S] [--status S] [--json]
 
 Lists the memory entries of the index: by scope, then in the order they
-were made. --cwd limits the list to the workspace of DIR, --stream to a
-stream by name ("global" or "ws-<id>"); the default lists every scope.
+were made, each scope headed by its directory and stream. --cwd limits
+the list to the scope of DIR (a subdirectory of a project reaches the
+project's scope), --stream to a stream by name ("global" or "ws-<id>");
+the default lists every scope.
 --status is active, conflict, superseded or forgotten (default: all).
 
 --json prints an array of {id, scope, type, title, description, terms,
@@ -46,14 +48,15 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var f observer.EntryFilter
 	s := *stream
-	if *cwd != "" {
-		s = observer.StreamForCwd(*cwd)
+	if s != "" && !observer.ValidStream(s) {
+		return usageError{fmt.Sprintf("--stream %q is not a stream name: use \"global\" or \"ws-\" followed by 20 hex digits", s)}
 	}
-	if s != "" {
-		if !observer.ValidStream(s) {
-			return usageError{fmt.Sprintf("--stream %q is not a stream name: use \"global\" or \"ws-\" followed by 20 hex digits", s)}
+	dir := ""
+	if *cwd != "" {
+		var err error
+		if dir, err = workDir(*cwd); err != nil {
+			return err
 		}
-		f.Scopes = []string{s}
 	}
 	if *status != "" {
 		if !isOneOf(memoryStatuses, *status) {
@@ -66,6 +69,12 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if dir != "" {
+		s = eng.Scope(dir).Stream
+	}
+	if s != "" {
+		f.Scopes = []string{s}
+	}
 	es, err := eng.Entries(ctx, f)
 	if err != nil {
 		return err
@@ -79,14 +88,27 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 		return enc.Encode(es)
 	}
 	if len(es) == 0 {
-		fmt.Fprintln(env.stdout, "No entries. Add one with 'dshmem remember TEXT', or let 'dshmem checkpoint' distil the conversations.")
+		switch {
+		case dir != "":
+			sc := eng.Scope(dir)
+			if sc.Stream != observer.GlobalStream && !eng.HasStream(sc.Stream) {
+				fmt.Fprintf(env.stdout, "No memory for %s yet: no session or remember has used it.\n", sc)
+				return nil
+			}
+			fmt.Fprintf(env.stdout, "No entries in %s.", sc)
+		case s != "":
+			fmt.Fprintf(env.stdout, "No entries in %s.", scopeNamed(eng, s))
+		default:
+			fmt.Fprint(env.stdout, "No entries.")
+		}
+		fmt.Fprintln(env.stdout, " Add one with 'dshmem remember TEXT', or let 'dshmem checkpoint' distil the conversations.")
 		return nil
 	}
 	scope := ""
 	for _, e := range es {
 		if e.Scope != scope {
 			scope = e.Scope
-			fmt.Fprintf(env.stdout, "%s\n", scope)
+			fmt.Fprintf(env.stdout, "%s\n", scopeNamed(eng, scope))
 		}
 		extra := ""
 		switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,11 +15,11 @@ func init() {
 	register(&command{
 		name:    "recall",
 		summary: "find the memories a query means",
-		usage: `recall [--cwd DIR] [--limit N] [--bytes B] [--session ID] [--timeout D] [--json] QUERY
+		usage: `recall [--cwd DIR] [--kind K] [--limit N] [--bytes B] [--session ID] [--timeout D] [--include-injected] [--json] QUERY
 
-Ranks the memory entries of the workspace of DIR (default: the current
-directory, or the session's when --session is given) and of the global
-scope. FTS5 finds a bounded set of candidates; they are re-ranked by
+Ranks the memory entries of the scope of DIR (default: the current
+directory, or the session's when --session is given; a subdirectory of a
+project reaches the project's scope) and of the global scope. FTS5 finds a bounded set of candidates; they are re-ranked by
 exact phrase, normalized substring, title, tags, terms, token coverage,
 term proximity (adjacent CJK bigrams), single Chinese characters, BM25,
 importance, recency and — with --session — how often the session was
@@ -34,6 +33,12 @@ Entries not updated for 180 days are flagged "review". A QUERY that is
 an entry id (m-…) or the name of a file under <root>/knowledge/ returns
 that entry or file whole. The recall stops at its deadline (--timeout)
 and returns what it has, with a note.
+
+--kind semantic (the default) ranks memory entries, episodic the observed
+messages of those scopes, all both. Text the host or dshmem injected into
+a conversation (runtime context, memory shown back, dshmem's own tool
+results) is never an episodic hit unless --include-injected is given; it
+then comes ranked down and flagged "injected".
 
 --json prints {items:[{id, kind, scope, title, text, score, status,
 flags, …}], terms, candidates, partial, note, guidance}.
@@ -51,9 +56,16 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	session := fs.String("session", "", "session id: rank down what it was already shown, and record what is shown now")
 	timeout := fs.Duration("timeout", sqlstore.DefaultRecallTimeout, "deadline of the recall")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	kind := fs.String("kind", sqlstore.KindSemantic, "what to rank: semantic, episodic or all")
+	injected := fs.Bool("include-injected", false, "also rank text the host or dshmem injected (episodic)")
 	query, err := env.parseText(c, fs, args, "a QUERY")
 	if err != nil {
 		return err
+	}
+	switch *kind {
+	case sqlstore.KindEpisodic, sqlstore.KindSemantic, sqlstore.KindAll:
+	default:
+		return usageError{fmt.Sprintf("--kind %q: use semantic, episodic or all", *kind)}
 	}
 	if *limit < 1 || *limit > 100 {
 		return usageError{fmt.Sprintf("--limit %d is out of range (1..100)", *limit)}
@@ -77,7 +89,12 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	dir := *cwd
+	dir := ""
+	if *cwd != "" {
+		if dir, err = workDir(*cwd); err != nil {
+			return err
+		}
+	}
 	if dir == "" && *session != "" {
 		if d, ok, err := eng.Store().SessionCwd(ctx, *session); err != nil {
 			return err
@@ -86,17 +103,19 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			return fmt.Errorf("find the current directory: %w (pass --cwd DIR)", err)
+		if dir, err = workDir(""); err != nil {
+			return fmt.Errorf("%w (pass --cwd DIR)", err)
 		}
 	}
-	scopes := []string{observer.StreamForCwd(dir)}
-	if scopes[0] != observer.GlobalStream {
+	sc := eng.Scope(dir)
+	scopes := []string{sc.Stream}
+	if sc.Stream != observer.GlobalStream {
 		scopes = append(scopes, observer.GlobalStream)
 	}
 	now := time.Now()
-	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Scopes: scopes, Session: *session,
-		Limit: *limit, Bytes: *bytes, Now: now, Timeout: *timeout})
+	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Kind: *kind, Scopes: scopes, Session: *session,
+		Limit: *limit, Bytes: *bytes, Now: now, Timeout: *timeout, IncludeInjected: *injected,
+		ScopeDirs: map[string]string{sc.Stream: sc.Dir}})
 	if err != nil {
 		return fmt.Errorf("recall %q: %w", query, err)
 	}

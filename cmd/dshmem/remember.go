@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"dshmem/observer"
@@ -21,9 +20,9 @@ func init() {
 		usage: `remember [--cwd DIR | --global] [--type T] [--tags a,b] [--importance N] [--title T] [--json] TEXT
 
 Appends a memory/remember event and prints the id of the entry it made
-(m-…). The entry belongs to the workspace of DIR (default: the current
-directory), or with --global to the global scope that every workspace
-sees. TEXT is redacted like every event; text that is nothing but a
+(m-…). The entry belongs to the scope of DIR (default: the current
+directory; a subdirectory of a project reaches the project's scope), or
+with --global to the global scope that every workspace sees. TEXT is redacted like every event; text that is nothing but a
 secret (an API key, a password) is refused: remember where the secret
 is kept instead.
 
@@ -63,12 +62,11 @@ func runRemember(ctx context.Context, env *cliEnv, args []string) error {
 	if flagSet(fs, "importance") {
 		req.Importance = importance
 	}
-	switch {
-	case *cwd != "":
-		req.Cwd = *cwd
-	case !*global:
-		if req.Cwd, err = os.Getwd(); err != nil {
-			return fmt.Errorf("find the current directory: %w (pass --cwd DIR or --global)", err)
+	if !*global {
+		// The entry goes to the scope of the directory: a subdirectory
+		// of a project reaches the project's scope (intake resolves it).
+		if req.Cwd, err = workDir(*cwd); err != nil {
+			return fmt.Errorf("%w (pass --cwd DIR or --global)", err)
 		}
 	}
 	eng, err := openEngine(ctx, env)

@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		name:    "search",
 		summary: "full-text search over observed messages and memory entries",
-		usage: `search [--cwd DIR | --stream S] [--kind K] [--limit N] [--json] QUERY
+		usage: `search [--cwd DIR | --stream S] [--kind K] [--limit N] [--include-injected] [--json] QUERY
 
 Searches the episodic record — user and assistant messages, tool results,
 compaction summaries — with SQLite FTS5. Chinese is indexed as character
@@ -26,8 +26,14 @@ proximity, phrase, recency), without its score floors.
 --kind episodic (the default) searches observed messages, semantic the
 memory entries (active and conflicting), all both, ranked together.
 
---cwd limits the search to that workspace's stream, --stream to a stream
-by name ("global" or "ws-<id>"); the default searches every stream.
+--cwd limits the search to the scope of DIR (a subdirectory of a project
+reaches the project's scope: see "Workspaces" in the README), --stream
+to a stream by name ("global" or "ws-<id>"); the default searches every
+stream.
+
+Text the host or dshmem injected into a conversation (the runtime-context
+snapshot, memory shown back, dshmem's own tool results) is left out;
+--include-injected brings it back, ranked down and flagged "injected".
 --json prints an array of {kind, id, scope, title, text, score, status,
 flags}; an episodic hit also carries {eventId, stream, seq, type,
 session, time, injected}.
@@ -44,6 +50,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	limit := fs.Int("limit", 10, "at most this many results")
 	kind := fs.String("kind", sqlstore.KindEpisodic, "what to search: episodic, semantic or all")
 	asJSON := fs.Bool("json", false, "print results as a JSON array")
+	injected := fs.Bool("include-injected", false, "also search text the host or dshmem injected")
 	query, err := env.parseText(c, fs, args, "a QUERY")
 	if err != nil {
 		return err
@@ -60,23 +67,33 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{fmt.Sprintf("--limit %d is out of range (1..1000)", *limit)}
 	}
 	s := *stream
-	if *cwd != "" {
-		s = observer.StreamForCwd(*cwd)
-	}
 	if s != "" && !observer.ValidStream(s) {
 		return usageError{fmt.Sprintf("--stream %q is not a stream name: use \"global\" or \"ws-\" followed by 20 hex digits (see 'dshmem stats')", s)}
+	}
+	dir := ""
+	if *cwd != "" {
+		if dir, err = workDir(*cwd); err != nil {
+			return err
+		}
 	}
 	eng, err := openReader(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	where := "every stream"
 	var scopes []string
+	if dir != "" {
+		sc := eng.Scope(dir)
+		s, where = sc.Stream, sc.String()
+	} else if s != "" {
+		where = scopeNamed(eng, s)
+	}
 	if s != "" {
 		scopes = []string{s}
 	}
 	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Kind: *kind, Scopes: scopes,
-		Limit: *limit, Bytes: -1, NoFloor: true})
+		Limit: *limit, Bytes: -1, NoFloor: true, IncludeInjected: *injected})
 	if err != nil {
 		return fmt.Errorf("search %q: %w", query, err)
 	}
@@ -86,17 +103,24 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return enc.Encode(res.Items)
 	}
 	if len(res.Items) == 0 {
-		where := "every stream"
-		if s != "" {
-			where = "stream " + s
-		}
 		what := map[string]string{sqlstore.KindEpisodic: "messages", sqlstore.KindSemantic: "memory entries", sqlstore.KindAll: "messages or memory entries"}[*kind]
-		fmt.Fprintf(env.stdout, "No %s match %q in %s.\nTry fewer or other words, --kind all, or drop --cwd/--stream to search every stream.\n", what, query, where)
+		fmt.Fprintf(env.stdout, "No %s match %q in %s.\nTry fewer or other words, --kind all, or drop --cwd/--stream to search every stream", what, query, where)
+		if s != "" && s != observer.GlobalStream && !eng.HasStream(s) {
+			fmt.Fprintf(env.stdout, " (no memory for %s yet: no session or remember has used it)", where)
+		}
+		if *kind != sqlstore.KindSemantic && !*injected {
+			fmt.Fprint(env.stdout, "; --include-injected searches text the host or dshmem injected too")
+		}
+		fmt.Fprintln(env.stdout, ".")
 		return nil
 	}
 	for i, h := range res.Items {
 		if h.Episode != nil {
-			fmt.Fprintf(env.stdout, "%d. [%s] %s %s seq %d  %s  (score %.3f)\n", i+1, h.Episode.Type, h.Episode.Time, h.Episode.Stream, h.Episode.Seq, h.Episode.EventID, h.Score)
+			mark := ""
+			if h.Episode.Injected {
+				mark = "  [injected]"
+			}
+			fmt.Fprintf(env.stdout, "%d. [%s] %s %s seq %d  %s  (score %.3f)%s\n", i+1, h.Episode.Type, h.Episode.Time, h.Episode.Stream, h.Episode.Seq, h.Episode.EventID, h.Score, mark)
 		} else {
 			fmt.Fprintf(env.stdout, "%d. [entry %s] %s  %s  (score %.3f)\n", i+1, h.Status, h.Scope, h.ID, h.Score)
 			fmt.Fprintf(env.stdout, "   %s\n", oneLine(h.Title, 200))
