@@ -148,7 +148,8 @@ func DescribeStream(stream, dir string) string {
 // ~/work must not swallow every project cloned below it). The user's home
 // directory and `/` are never the ancestor of another cwd's scope, nor
 // its repository root (a dotfiles repository at ~ is common): they are
-// the scope of themselves only, and the walk stops below them.
+// the scope of themselves only, and the walk stops below them. Nor is
+// anything above home the scope of home.
 //
 // A path that is not local to this machine (a Windows drive path on a
 // POSIX host, or the reverse) is normalized as always but gets no
@@ -189,6 +190,9 @@ func (r Resolver) Resolve(cwd string) Scope {
 		home, _ = os.UserHomeDir()
 	}
 	home = NormalizeCwd(home)
+	if norm == home || isTopDir(norm) {
+		return self // never inside a scope above it, nor a repository above it
+	}
 	hasGit := r.HasGit
 	if hasGit == nil {
 		hasGit = func(dir string) bool {
@@ -205,7 +209,7 @@ func (r Resolver) Resolve(cwd string) Scope {
 				return Scope{Dir: d, Stream: s}
 			}
 		}
-		if d != home && !isTopDir(d) && hasGit(filepath.FromSlash(d)) {
+		if hasGit(filepath.FromSlash(d)) {
 			return Scope{Dir: d, Stream: StreamForCwd(d)}
 		}
 		parent := path.Dir(d)

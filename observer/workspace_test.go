@@ -40,6 +40,7 @@ func TestResolver(t *testing.T) {
 	home := base + "/home/u"
 	mkdirs(t, base,
 		"home/u/.git",                 // a dotfiles repository at home
+		"home/.git",                   // and a repository above it
 		"home/u/proj/.git",            // a repository
 		"home/u/proj/src/deep/er",     // inside it
 		"home/u/proj/vendor/lib/.git", // a repository nested in it
@@ -61,6 +62,7 @@ func TestResolver(t *testing.T) {
 		ws(home + "/work"):      true,
 		ws(home + "/proj2/old"): true,
 		ws(home):                true,
+		ws(base + "/home"):      true, // a scope above home: never home's
 		ws("/"):                 true,
 	}
 	r := Resolver{Known: func(s string) bool { return known[s] }, Home: home}
@@ -93,6 +95,17 @@ func TestResolver(t *testing.T) {
 			}
 		})
 	}
+	t.Run("HomeNotCapturedFromAbove", func(t *testing.T) {
+		// Home is not a scope yet; a scope and a repository above it
+		// still do not take it.
+		r := Resolver{Known: func(s string) bool { return s == ws(base+"/home") }, Home: home}
+		if got := r.Resolve(home); got.Dir != home {
+			t.Fatalf("Resolve(home) = %+v, want home itself", got)
+		}
+		if got := r.Resolve(home + "/loose/a"); got.Dir != home+"/loose/a" {
+			t.Fatalf("Resolve(home/loose/a) = %+v, want itself", got)
+		}
+	})
 	t.Run("GlobalForNoCwd", func(t *testing.T) {
 		if got := r.Resolve(""); got != (Scope{Stream: GlobalStream}) {
 			t.Fatalf("got %+v, want the global scope", got)
