@@ -351,7 +351,15 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 	// directory (workspace.go).
 	sessCwd := map[string]string{}
 	created := map[string]string{}
-	resolve := func(cwd string) Scope { return e.resolveScope(cwd, created) }
+	resolved := map[string]Scope{} // cwd → scope, for this call: a new stream's events resolve once
+	resolve := func(cwd string) Scope {
+		sc, ok := resolved[cwd]
+		if !ok {
+			sc = e.resolveScope(cwd, created)
+			resolved[cwd] = sc
+		}
+		return sc
+	}
 	for i := range items {
 		env := &items[i].env
 		if env.Cwd != "" && env.Session != "" {

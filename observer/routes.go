@@ -330,14 +330,19 @@ func (s *Server) scopeOf(w http.ResponseWriter, cwd, stream string) (string, int
 	return stream, 0
 }
 
-// scopeDirs names the directories of the workspace streams among scopes,
-// for the guidance of an empty answer.
-func (s *Server) scopeDirs(scopes []string) map[string]string {
+// scopeDirs names the directories of the workspace streams among scopes
+// (the scope of cwd, when given, even before it has a stream), for the
+// guidance of an empty answer.
+func (s *Server) scopeDirs(cwd string, scopes []string) map[string]string {
 	out := map[string]string{}
 	for _, sc := range scopes {
 		if d := s.eng.ScopeDir(sc); d != "" {
 			out[sc] = d
 		}
+	}
+	if cwd != "" {
+		sc := s.eng.Scope(cwd)
+		out[sc.Stream] = sc.Dir
 	}
 	return out
 }
@@ -386,7 +391,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	t0 := time.Now()
 	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
 		Session: req.Session, Limit: req.Limit, Bytes: req.Bytes, Now: now, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
-		IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(scopes)})
+		IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(cwd, scopes)})
 	s.metrics.recall.observe(time.Since(t0))
 	if err != nil {
 		return writeError(w, http.StatusServiceUnavailable, CodeIndex, "recall: "+err.Error())
@@ -437,7 +442,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, erro
 	}
 	t0 := time.Now()
 	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
-		Limit: req.Limit, Bytes: -1, NoFloor: true, IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(scopes)})
+		Limit: req.Limit, Bytes: -1, NoFloor: true, IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(req.Cwd, scopes)})
 	s.metrics.recall.observe(time.Since(t0))
 	if err != nil {
 		return writeError(w, http.StatusServiceUnavailable, CodeIndex, "search: "+err.Error())

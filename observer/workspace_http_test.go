@@ -77,6 +77,17 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 			}
 		}
 	})
+	t.Run("EmptyAnswerNamesNewDirectory", func(t *testing.T) {
+		fresh := base + "/fresh"
+		code, body := ts.call("POST", "/v1/recall", map[string]any{"query": "checkout", "cwd": fresh})
+		var res sqlstore.RecallResult
+		if code != http.StatusOK || json.Unmarshal(body, &res) != nil {
+			t.Fatalf("recall: %d %s", code, body)
+		}
+		if want := fresh + " (" + StreamForCwd(fresh) + ")"; len(res.Items) != 0 || !strings.Contains(res.Guidance, want) {
+			t.Errorf("recall of a directory without memory: %+v, want guidance naming %s", res, want)
+		}
+	})
 	t.Run("ErrStreamNamesDirectory", func(t *testing.T) {
 		for _, c := range []struct{ name, stream, want string }{
 			// The key of a parent that is not the scope: intake names the scope.
