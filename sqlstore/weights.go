@@ -107,6 +107,7 @@ type Weights struct {
 	// already shown in the session multiplies it by Shown, so repeated
 	// recalls rotate. Injected episodes (memory the host showed the
 	// model) multiply by Injected: they are echoes, not observations.
+	// (They are candidates only with RecallQuery.IncludeInjected.)
 	Importance      float64
 	Recency         float64
 	RecencyHalfLife time.Duration
