@@ -153,8 +153,7 @@ func DescribeStream(stream, dir string) string {
 //
 // A path that is not local to this machine (a Windows drive path on a
 // POSIX host, or the reverse) is normalized as always but gets no
-// filesystem checks: steps 3 and 4 become "the cwd itself", step 1 still
-// applies, and no ancestor is considered.
+// filesystem checks and no ancestor: it is its own scope (step 1, or 4).
 //
 // The result depends on the root and the filesystem at the moment of
 // intake, so intake decides it once and writes the stream into the log
