@@ -119,7 +119,10 @@ func (s *Server) runKicked(ctx context.Context) {
 // come once the server is gone).
 func (s *Server) watchIdle(ctx context.Context) {
 	d := s.opts.IdleExit
-	tick := min(max(d/10, 10*time.Millisecond), time.Minute)
+	tick := s.opts.idleTick
+	if tick <= 0 {
+		tick = min(max(d/10, 10*time.Millisecond), time.Minute)
+	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {

@@ -469,7 +469,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 		return writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "build context: "+err.Error())
 	}
 	if info.compacted && session != "" {
-		sc = SessionContext{StableHash: sc.StableHash, Scope: sc.Scope, Refresh: true,
+		sc = SessionContext{StableHash: sc.StableHash, Scope: sc.Scope, Refresh: true, Section: sc.Section,
 			Dynamic: fmt.Sprintf(refreshHint, sc.StableHash[:12]), Maintenance: []string{}, Notes: []string{}}
 		return writeJSON(w, http.StatusOK, sc)
 	}

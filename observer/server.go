@@ -64,6 +64,9 @@ type ServerOptions struct {
 	// index answers the read routes and the broker; nil means the
 	// engine's. Tests set it to make the index fail.
 	index readIndex
+	// idleTick is how often IdleExit is checked (0: a tenth of it, at
+	// most a minute). Tests with a fake clock shorten it.
+	idleTick time.Duration
 }
 
 // readIndex is what the read routes (recall, search, context) and the

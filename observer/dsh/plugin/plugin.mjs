@@ -27,7 +27,7 @@
 // server the host works exactly as without the plugin, after one warning.
 
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, appendFileSync } from 'node:fs';
+import { accessSync, appendFileSync, closeSync, constants as fsConstants, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const name = 'dshmem';
@@ -86,10 +86,15 @@ function setup(ctx, config) {
   const tracePath = config.trace ?? process.env.DSHMEM_PLUGIN_TRACE;
   const log = ctx.logger?.('dshmem') ?? ctx.logger ?? console;
   let warned = false;
+  // One warning per host process, to the host's logger (its UI) and to
+  // stderr as a Node warning (what a headless run shows).
   const warnOnce = (msg) => {
     if (warned) return;
     warned = true;
-    try { log.warn?.(`dshmem: ${msg}; memory is off for now (the host works as without it)`); } catch { /* ignore */ }
+    const text = `dshmem: ${msg}; memory is off for now (the host works as without it)`;
+    try { log.warn?.(text); } catch { /* ignore */ }
+    try { process.emitWarning(text, { code: 'DSHMEM' }); } catch { /* ignore */ }
+    trace('warning', { text });
   };
   const trace = (ev, d) => {
     if (!tracePath) return;
@@ -154,10 +159,17 @@ function setup(ctx, config) {
         server = null;
         const info = readServeFile();
         if (info && await healthy(info, 500)) return (server = info);
-        if (!binary) { warnOnce('no dshmem binary in the plugin config'); return null; }
+        if (!binary) { warnOnce('no dshmem binary in the plugin config (run `dshmem dsh install` again)'); return null; }
         if (Date.now() - lastFailedStart < RETRY_GAP_MS) return null;
+        try {
+          accessSync(binary, fsConstants.X_OK);
+        } catch {
+          lastFailedStart = Date.now();
+          warnOnce(`the dshmem binary ${binary} is missing or not executable (reinstall dshmem, then run \`dshmem dsh install\`)`);
+          return null;
+        }
         const t0 = Date.now();
-        startServer();
+        const child = startServer();
         while (Date.now() - t0 < waitMs) {
           await new Promise((r) => setTimeout(r, 40));
           const next = readServeFile();
@@ -165,9 +177,13 @@ function setup(ctx, config) {
             trace('server-started', { ms: Date.now() - t0 });
             return (server = next);
           }
+          // A server that lost the race for the writer lock exits at once;
+          // the winner's serve.json follows within moments. One that failed
+          // for another reason leaves nothing to wait for.
+          if (child.failed || (child.exitedAt && Date.now() - child.exitedAt > 500)) break;
         }
         lastFailedStart = Date.now();
-        warnOnce(`the dshmem server did not answer within ${waitMs} ms (its log: ${join(root, 'serve.log')})`);
+        warnOnce(`the dshmem server did not start within ${Date.now() - t0} ms (its log: ${join(root, 'serve.log')})`);
         return null;
       } catch (err) {
         warnOnce(`cannot reach the dshmem server: ${err?.message ?? err}`);
@@ -179,7 +195,10 @@ function setup(ctx, config) {
     return starting;
   };
 
+  // startServer spawns a detached server and reports, through the object
+  // it returns, when the process failed to start or exited.
   const startServer = () => {
+    const state = { failed: false, exitedAt: 0 };
     let fd = 'ignore';
     try {
       mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -188,14 +207,17 @@ function setup(ctx, config) {
     try {
       const args = ['--root', root, 'serve', '--dsh-sessions', join(dshHome, 'sessions'), '--idle-exit', IDLE_EXIT];
       const child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd] });
-      child.on('error', (err) => warnOnce(`cannot start ${binary}: ${err?.message ?? err}`));
+      child.on('error', (err) => { state.failed = true; trace('server-spawn-failed', { error: String(err?.message ?? err) }); });
+      child.on('exit', (code) => { state.exitedAt = Date.now(); trace('server-exit', { code }); });
       child.unref();
       trace('server-spawn', { pid: child.pid });
     } catch (err) {
-      warnOnce(`cannot start ${binary}: ${err?.message ?? err}`);
+      state.failed = true;
+      trace('server-spawn-failed', { error: String(err?.message ?? err) });
     } finally {
       if (typeof fd === 'number') { try { closeSync(fd); } catch { /* ignore */ } }
     }
+    return state;
   };
 
   // call talks to the server found at session start; it never starts one
@@ -254,13 +276,13 @@ function setup(ctx, config) {
       return;
     }
     const c = res.json;
-    if (!st.sub) st.section = [c.stable, c.workspace].filter((t) => t && t.trim()).join('\n\n');
+    if (!st.sub) st.section = typeof c.section === 'string' ? c.section : '';
     st.recent = c.dynamic ?? '';
     if (!st.sub && Array.isArray(c.maintenance) && c.maintenance.length > 0) {
       st.maintenance = '[dshmem maintenance — for the user, not a task for you unless asked]\n' +
         c.maintenance.map((m) => `- ${m}`).join('\n');
     }
-    trace('session-loaded', { session: st.id, ms: Date.now() - t0, sectionBytes: Buffer.byteLength(st.section) });
+    trace('session-loaded', { session: st.id, sub: st.sub, parent: st.parent, ms: Date.now() - t0, sectionBytes: Buffer.byteLength(st.section) });
   };
 
   // nextPacket asks for the session's packet at this step: computed for the
@@ -304,7 +326,7 @@ function setup(ctx, config) {
       await st.ready;
       const t1 = performance.now();
       st.step += 1;
-      const fetched = server ? await nextPacket(st, st.step) : false;
+      const changed = server ? await nextPacket(st, st.step) : false;
       if (st.section) {
         const i = out.sections.findIndex((s) => s.name === SECTION);
         const sec = { name: SECTION, text: esc(st.section) };
@@ -313,7 +335,7 @@ function setup(ctx, config) {
       if (st.recent) out.contexts.push({ name: 'dshmem:recent', text: esc(st.recent) });
       if (st.maintenance) out.contexts.push({ name: 'dshmem:maintenance', text: esc(st.maintenance) });
       if (st.packet) out.contexts.push({ name: 'dshmem:packet', text: esc(st.packet) });
-      trace('step', { session: st.id, step: st.step, startMs: t1 - t0, stepMs: performance.now() - t1, fetched });
+      trace('step', { session: st.id, step: st.step, startMs: t1 - t0, stepMs: performance.now() - t1, changed });
     } catch (err) {
       trace('assemble-failed', { error: String(err?.stack ?? err) });
     }
