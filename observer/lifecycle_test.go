@@ -105,7 +105,7 @@ func TestIdleExit(t *testing.T) {
 	if idle(300 * time.Millisecond) {
 		t.Fatal("the server went idle while a session runtime was live")
 	}
-	ts.srv.Broker().Sweep() // the session's runtime idles out (30 minutes)
+	ts.srv.Broker().Sweep()                      // the session's runtime idles out (30 minutes)
 	ts.must(200, "GET", "/v1/healthz", nil, nil) // health checks do not count as use
 	if !idle(5 * time.Second) {
 		t.Fatal("the server did not go idle after 31 minutes with no request and no live session")
