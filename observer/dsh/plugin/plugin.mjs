@@ -276,7 +276,12 @@ function setup(ctx, config) {
       return;
     }
     const c = res.json;
-    if (!st.sub) st.section = typeof c.section === 'string' ? c.section : '';
+    if (!st.sub) {
+      // A server older than this plugin sends no section: join its layers
+      // the way the server does.
+      st.section = typeof c.section === 'string' ? c.section
+        : [c.stable, c.workspace].filter((t) => typeof t === 'string' && t.trim()).join('\n\n');
+    }
     st.recent = c.dynamic ?? '';
     if (!st.sub && Array.isArray(c.maintenance) && c.maintenance.length > 0) {
       st.maintenance = '[dshmem maintenance — for the user, not a task for you unless asked]\n' +

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -379,3 +380,29 @@ func SessionIDs(evs []TraceEvent) map[string]string {
 	}
 	return out
 }
+
+// Terminate sends SIGTERM to the host as a user's Ctrl-C or a logout
+// would: to the host's own process tree below run_script.sh, whose shell
+// would not pass it on.
+func (r *Run) Terminate(t testing.TB) {
+	t.Helper()
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", r.cmd.Process.Pid, r.cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("find the host process: %v", err)
+	}
+	n := 0
+	for _, f := range strings.Fields(string(kids)) {
+		var pid int
+		if _, err := fmt.Sscan(f, &pid); err == nil {
+			if p, err := os.FindProcess(pid); err == nil && p.Signal(syscall.SIGTERM) == nil {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no host process under run_script.sh (pid %d) to stop", r.cmd.Process.Pid)
+	}
+}
+
+// Done waits for the host to exit, however it exited.
+func (r *Run) Done() { <-r.done }
