@@ -177,10 +177,10 @@ function setup(ctx, config) {
             trace('server-started', { ms: Date.now() - t0 });
             return (server = next);
           }
-          // A server that lost the race for the writer lock exits at once;
-          // the winner's serve.json follows within moments. One that failed
-          // for another reason leaves nothing to wait for.
-          if (child.failed || (child.exitedAt && Date.now() - child.exitedAt > 500)) break;
+          // A server that lost the race for the writer lock exits at once
+          // while the winner is still opening the root, so an exit is no
+          // reason to stop looking; a binary that could not be started is.
+          if (child.failed) break;
         }
         lastFailedStart = Date.now();
         warnOnce(`the dshmem server did not start within ${Date.now() - t0} ms (its log: ${join(root, 'serve.log')})`);
