@@ -58,8 +58,9 @@ const LBRACE_VAR = 'dshmem_lbrace';
 export function escapeTemplate(text, canEscape = true) {
   if (!text.includes('{{') && !text.includes('}}')) return text;
   if (canEscape) return text.replaceAll('{', `{{${LBRACE_VAR}}}`);
-  // Without the variable, break the pairs with a zero-width space.
-  return text.replaceAll('{{', '{\u200b{').replaceAll('}}', '}\u200b}');
+  // Without the variable, a zero-width space after every "{" leaves no
+  // "{{" to read as a reference.
+  return text.replaceAll('{', '{\u200b');
 }
 
 /** cutBytes cuts s to at most n UTF-8 bytes at a character boundary. */
@@ -155,8 +156,10 @@ function setup(ctx, config) {
     if (starting) return starting;
     starting = (async () => {
       try {
-        if (server && await healthy(server, 500)) return server;
+        // serve.json names the live server (it is removed on exit and
+        // rewritten by a new one), so one health check says it all.
         server = null;
+        const t0 = Date.now();
         const info = readServeFile();
         if (info && await healthy(info, 500)) return (server = info);
         if (!binary) { warnOnce('no dshmem binary in the plugin config (run `dshmem dsh install` again)'); return null; }
@@ -168,7 +171,6 @@ function setup(ctx, config) {
           warnOnce(`the dshmem binary ${binary} is missing or not executable (reinstall dshmem, then run \`dshmem dsh install\`)`);
           return null;
         }
-        const t0 = Date.now();
         const child = startServer();
         while (Date.now() - t0 < waitMs) {
           await new Promise((r) => setTimeout(r, 40));
