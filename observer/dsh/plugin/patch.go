@@ -73,14 +73,14 @@ func parsePatch(src []byte) (*patchDoc, error) {
 		if errors.Is(err, io.EOF) {
 			return d, nil // empty, or only comments
 		}
-		return nil, yamlError(err)
+		return nil, yamlError(err, len(d.lines))
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == nil:
 		return nil, &PatchError{Line: d.docStart(next.Line), Msg: "a second YAML document starts here; the host reads a file of exactly one document (a sequence of patch rows)"}
 	case !errors.Is(err, io.EOF):
-		return nil, yamlError(err)
+		return nil, yamlError(err, len(d.lines))
 	}
 	if len(doc.Content) != 1 {
 		return d, nil
@@ -204,7 +204,7 @@ func (d *patchDoc) disabledAt() int {
 // 1 in its scanner errors; a message without a line is about line 1.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func yamlError(err error) error {
+func yamlError(err error, lines int) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 1
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
@@ -213,6 +213,8 @@ func yamlError(err error) error {
 		if parserError(msg) {
 			line++
 		}
+		// An error at the end of the file is about its last line.
+		line = max(1, min(line, lines))
 	}
 	return &PatchError{Line: line, Msg: "not valid YAML: " + msg}
 }
