@@ -104,11 +104,13 @@ func MergeRow(src []byte, e Entry) (Edit, error) {
 	if err != nil {
 		return Edit{}, err
 	}
+	eol := lineEnd(src)
+	row = bytes.ReplaceAll(row, []byte("\n"), []byte(eol))
 	var text []byte
 	var at int // byte offset where the row lands
 	switch {
 	case d.top == nil: // no file, an empty one, or only comments
-		text, at = appendRow(src, row)
+		text, at = appendRow(src, row, eol)
 		ed.Action = Added
 	case d.top.Style&yaml.FlowStyle != 0:
 		if len(d.items) > 0 {
@@ -131,7 +133,7 @@ func MergeRow(src []byte, e Entry) (Edit, error) {
 		text = concat(src[:at], row, src[at:])
 		ed.Action = Added
 	case d.ours < 0:
-		text, at = appendRow(src, row)
+		text, at = appendRow(src, row, eol)
 		ed.Action = Added
 	default:
 		from, to, err := d.span(d.ours)
@@ -199,7 +201,8 @@ func RemoveRow(src []byte) (Edit, error) {
 			ed.Text, ed.Action, ed.Delete = nil, Removed, true
 			return ed, nil
 		}
-		text, _ = appendRow(text, []byte("[]\n"))
+		eol := lineEnd(src)
+		text, _ = appendRow(text, []byte("[]"+eol), eol)
 		ed.EmptyList = true
 	}
 	if _, err := verify(text, want); err != nil {
@@ -435,13 +438,22 @@ func droppedKeys(m *yaml.Node) []string {
 	return out
 }
 
-// appendRow appends row to src, after a newline if src lacks a final one.
-func appendRow(src, row []byte) ([]byte, int) {
+// appendRow appends row to src, after a line end if src lacks a final one.
+func appendRow(src, row []byte, eol string) ([]byte, int) {
 	out := append([]byte(nil), src...)
 	if len(out) > 0 && out[len(out)-1] != '\n' {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	return append(out, row...), len(out)
+}
+
+// lineEnd is the line end the file uses: CRLF when it has any, so that a
+// file edited on Windows does not get mixed line ends from us.
+func lineEnd(src []byte) string {
+	if bytes.Contains(src, []byte("\r\n")) {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 func concat(parts ...[]byte) []byte {

@@ -67,6 +67,7 @@ func TestMergeRow(t *testing.T) {
 		{name: "disabled", action: Replaced, line: 4, disabled: 7, dropped: []string{"config.extra"}},
 		{name: "patch-row", action: Added, line: 5, disabled: 14, restores: true, patches: []int{13}},
 		{name: "indented", action: Added, line: 5, restores: true},
+		{name: "crlf", action: Added, line: 5, restores: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := readInput(t, tc.name)
