@@ -68,6 +68,9 @@ func TestMergeRow(t *testing.T) {
 		{name: "patch-row", action: Added, line: 5, disabled: 14, restores: true, patches: []int{13}},
 		{name: "indented", action: Added, line: 5, restores: true},
 		{name: "crlf", action: Added, line: 5, restores: true},
+		{name: "flow-rows", action: Added, line: 1, restores: true},
+		{name: "flow-old-row", action: Replaced, line: 5},
+		{name: "flow-patch-row", action: Added, line: 1, disabled: 1, restores: true, patches: []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := readInput(t, tc.name)
@@ -144,7 +147,6 @@ func TestMergeRowRefused(t *testing.T) {
 		{"nested", 5, "inside another entry"},
 		{"repeated-key", 3, `key "config" is repeated (first at line 2)`},
 		{"two-documents", 2, "a second YAML document"},
-		{"flow-rows", 1, "one flow sequence"},
 		{"scalar-row", 2, "row 2 is a scalar"},
 		{"bad-tab", 2, "not valid YAML"},
 	} {
@@ -157,9 +159,6 @@ func TestMergeRowRefused(t *testing.T) {
 				_, err := f(src)
 				var pe *PatchError
 				if !errors.As(err, &pe) {
-					if verb == "uninstall" && err == nil && tc.name == "flow-rows" {
-						continue // nothing of ours to remove: nothing to refuse
-					}
 					t.Fatalf("%s: got %v, want a *PatchError", verb, err)
 				}
 				if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
@@ -190,6 +189,13 @@ func TestQuote(t *testing.T) {
 		got, _, err := Inspect(ed.Text)
 		if err != nil || got == nil || *got != e {
 			t.Errorf("%q: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
+		}
+		ed, err = MergeRow([]byte("[ {id: shell} ]\n"), e) // in a flow row too
+		if err != nil {
+			t.Fatalf("%q in a flow sequence: %v", p, err)
+		}
+		if got, _, err := Inspect(ed.Text); err != nil || got == nil || *got != e {
+			t.Errorf("%q in a flow sequence: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
 		}
 	}
 	if _, err := quote("/bad\xff"); err == nil {

@@ -188,7 +188,7 @@ func (d *patchDoc) disabledAt() int {
 	}
 	// Patch rows apply in order: only those after our row can reach it.
 	for _, p := range d.patches {
-		if v := mapGet(p, "disabled"); v != nil && p.Line > d.items[d.ours].Line {
+		if v := mapGet(p, "disabled"); v != nil && d.rowIndex(p) > d.ours {
 			if boolValue(v) {
 				line = v.Line
 			} else {
