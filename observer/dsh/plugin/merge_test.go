@@ -261,3 +261,24 @@ func FuzzMergeRow(f *testing.F) {
 		}
 	})
 }
+
+// TestYAMLErrorLines: yaml/v3 counts some lines from 0 and points some
+// errors before their place; the line reported is where the fault is.
+func TestYAMLErrorLines(t *testing.T) {
+	for src, want := range map[string]int{
+		"- a: 1\n- b: \"unterminated\n- c: 2\n": 2, // where the string starts
+		"- a: 1\n- b: 2\n  c: 3\n d: 4\n":       4,
+		"- a: 1\n- b: 2\n- c: 3\n\t- d: 4\n":    4,
+		"- a: 1\n- @b\n":                        2,
+		"- a: 1\n- b: c: d\n":                   2,
+		"- a: 1\n- b: 2\n- c: [1, 2\n- d: 3\n":  3, // where the [ opens
+		"- a: 1\n- &x {b: 2}\n- *y\n":           3,
+		"- [\n":                                 1, // not the line after the end
+	} {
+		_, err := parsePatch([]byte(src))
+		var pe *PatchError
+		if !errors.As(err, &pe) || pe.Line != want {
+			t.Errorf("%q: got %v, want line %d", src, err, want)
+		}
+	}
+}
