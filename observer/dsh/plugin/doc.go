@@ -34,6 +34,9 @@
 // again and compared, row by row, with what the edit meant to produce;
 // an edit that would change anything else is refused rather than written.
 //
+// A file whose rows are one flow sequence ("[ {…}, {…} ]") gets our row
+// as one more flow mapping, without the marker comment (flow.go).
+//
 // Our row is a top-level row whose insert list holds exactly one entry,
 // with id dshmem. A row `{id: dshmem, …}` without insert is the user's
 // patch of our entry (typically `disabled: true`): it is kept and

@@ -169,7 +169,7 @@ func Install(o Options) (*InstallReport, error) {
 		}
 		rep.Backup = BackupPath(o.DSHHome)
 	}
-	if err := writeAtomic(rep.PatchFile, ed.Text, mode); err != nil {
+	if err := writeAtomic(linkTarget(rep.PatchFile), ed.Text, mode); err != nil {
 		return nil, fmt.Errorf("add dshmem's row: %w", err)
 	}
 	return rep, nil
@@ -215,13 +215,17 @@ func Uninstall(o Options) (*UninstallReport, error) {
 				return nil, fmt.Errorf("back up %s: %w", rep.PatchFile, err)
 			}
 			rep.Backup = BackupPath(o.DSHHome)
+			if ed.Delete && linkTarget(rep.PatchFile) != rep.PatchFile {
+				// A symlink (a dotfiles repository, say) keeps its file.
+				ed.Text, ed.Delete, ed.EmptyList = []byte("[]\n"), false, true
+			}
 			if ed.Delete {
 				if err := os.Remove(rep.PatchFile); err != nil {
 					return nil, fmt.Errorf("remove dshmem's row: %w", err)
 				}
 				syncDir(o.DSHHome)
 				rep.FileRemoved = true
-			} else if err := writeAtomic(rep.PatchFile, ed.Text, mode); err != nil {
+			} else if err := writeAtomic(linkTarget(rep.PatchFile), ed.Text, mode); err != nil {
 				return nil, fmt.Errorf("remove dshmem's row: %w", err)
 			}
 			rep.EmptyList = ed.EmptyList
@@ -258,6 +262,19 @@ func Uninstall(o Options) (*UninstallReport, error) {
 	}
 	syncDir(o.DSHHome)
 	return rep, nil
+}
+
+// linkTarget returns the file a symlink at path points to, or path: the
+// patch file is written where it lives, so that a link to it (from a
+// dotfiles repository, say) stays a link.
+func linkTarget(path string) string {
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return path
+	}
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		return t
+	}
+	return path
 }
 
 // readPatch reads the patch file; a missing file is nil with mode 0600,

@@ -294,3 +294,36 @@ func TestReadStatus(t *testing.T) {
 		}
 	})
 }
+
+// TestInstallThroughSymlink: a cordis.patch.yml that is a link to a file
+// elsewhere (a dotfiles repository) is edited where it lives.
+func TestInstallThroughSymlink(t *testing.T) {
+	home, dots := t.TempDir(), t.TempDir()
+	real := filepath.Join(dots, "cordis.patch.yml")
+	os.WriteFile(real, []byte("- id: shell\n"), 0o600)
+	if err := os.Symlink(real, PatchPath(home)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(Options{DSHHome: home, Binary: fakeBinary(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(PatchPath(home)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced by a file")
+	}
+	if b, _ := os.ReadFile(real); !bytes.Contains(b, []byte("id: dshmem")) {
+		t.Fatalf("the linked file lacks our row:\n%s", b)
+	}
+	if _, err := Uninstall(Options{DSHHome: home}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(real); string(b) != "- id: shell\n" {
+		t.Errorf("after uninstall got %q", b)
+	}
+	// A link to a file that held only our row keeps a file: "[]".
+	os.WriteFile(real, nil, 0o600)
+	Install(Options{DSHHome: home, Binary: fakeBinary(t)})
+	rep, err := Uninstall(Options{DSHHome: home})
+	if b, _ := os.ReadFile(real); err != nil || string(b) != "[]\n" || !rep.EmptyList || rep.FileRemoved {
+		t.Errorf("got %q, %+v, %v; want the linked file holding []", b, rep, err)
+	}
+}

@@ -104,16 +104,49 @@ func MergeRow(src []byte, e Entry) (Edit, error) {
 	if err != nil {
 		return Edit{}, err
 	}
+	eol := lineEnd(src)
+	row = bytes.ReplaceAll(row, []byte("\n"), []byte(eol))
+	// The rows the edited file must hold: ours set, every other one as it was.
+	want := append([]*yaml.Node(nil), d.items...)
+	rowNode, err := rowNode(row)
+	if err != nil {
+		return Edit{}, err
+	}
+	switch {
+	case d.ours >= 0:
+		want[d.ours] = rowNode
+	case len(d.patches) > 0:
+		i := d.rowIndex(d.patches[0])
+		want = append(want[:i], append([]*yaml.Node{rowNode}, want[i:]...)...)
+	default:
+		want = append(want, rowNode)
+	}
 	var text []byte
 	var at int // byte offset where the row lands
 	switch {
 	case d.top == nil: // no file, an empty one, or only comments
-		text, at = appendRow(src, row)
+		text, at = appendRow(src, row, eol)
 		ed.Action = Added
-	case d.top.Style&yaml.FlowStyle != 0:
-		if len(d.items) > 0 {
-			return Edit{}, &PatchError{Line: d.top.Line, Msg: "the rows are one flow sequence [ ... ]; dshmem edits block-style rows only (one \"- \" per row). Rewrite the file that way, or add this row by hand:\n" + string(row)}
+	case d.top.Style&yaml.FlowStyle != 0 && len(d.items) > 0:
+		frow, err := flowRow(e)
+		if err != nil {
+			return Edit{}, err
 		}
+		text, at, unchanged, err := mergeFlow(d, frow, want)
+		if err != nil {
+			return Edit{}, err
+		}
+		ed.Text, ed.Action = text, Added
+		switch {
+		case unchanged:
+			ed.Action = Unchanged
+		case d.ours >= 0:
+			ed.Action = Replaced
+		}
+		nd, _ := parsePatch(text)
+		ed.Line, ed.DisabledAt = nd.lineOf(at), nd.disabledAt()
+		return ed, nil
+	case d.top.Style&yaml.FlowStyle != 0:
 		open, end, ok := d.emptyFlow()
 		if !ok {
 			return Edit{}, &PatchError{Line: d.top.Line, Msg: "cannot replace this empty sequence [] with dshmem's row: put [] alone on its line, or delete it"}
@@ -131,7 +164,7 @@ func MergeRow(src []byte, e Entry) (Edit, error) {
 		text = concat(src[:at], row, src[at:])
 		ed.Action = Added
 	case d.ours < 0:
-		text, at = appendRow(src, row)
+		text, at = appendRow(src, row, eol)
 		ed.Action = Added
 	default:
 		from, to, err := d.span(d.ours)
@@ -146,20 +179,6 @@ func MergeRow(src []byte, e Entry) (Edit, error) {
 		}
 		text = concat(src[:a], row, src[b:])
 		at, ed.Action = a, Replaced
-	}
-	want := append([]*yaml.Node(nil), d.items...)
-	rowNode, err := rowNode(row)
-	if err != nil {
-		return Edit{}, err
-	}
-	switch {
-	case d.ours >= 0:
-		want[d.ours] = rowNode
-	case len(d.patches) > 0:
-		i := d.rowIndex(d.patches[0])
-		want = append(want[:i], append([]*yaml.Node{rowNode}, want[i:]...)...)
-	default:
-		want = append(want, rowNode)
 	}
 	nd, err := verify(text, want)
 	if err != nil {
@@ -185,21 +204,27 @@ func RemoveRow(src []byte) (Edit, error) {
 	}
 	old := entryOf(d.entry)
 	ed.Old, ed.Line = &old, d.items[d.ours].Line
+	want := append(append([]*yaml.Node(nil), d.items[:d.ours]...), d.items[d.ours+1:]...)
 	if d.top.Style&yaml.FlowStyle != 0 {
-		return Edit{}, &PatchError{Line: d.items[d.ours].Line, Msg: "dshmem's row is inside a flow sequence [ ... ]; delete it by hand"}
+		text, err := removeFlow(d, want)
+		if err != nil {
+			return Edit{}, err
+		}
+		ed.Text, ed.Action = text, Removed
+		return ed, nil
 	}
 	from, to, err := d.span(d.ours)
 	if err != nil {
 		return Edit{}, err
 	}
 	text := concat(src[:d.offset(from)], src[d.offset(to):])
-	want := append(append([]*yaml.Node(nil), d.items[:d.ours]...), d.items[d.ours+1:]...)
 	if len(want) == 0 {
 		if len(bytes.TrimSpace(text)) == 0 {
 			ed.Text, ed.Action, ed.Delete = nil, Removed, true
 			return ed, nil
 		}
-		text, _ = appendRow(text, []byte("[]\n"))
+		eol := lineEnd(src)
+		text, _ = appendRow(text, []byte("[]"+eol), eol)
 		ed.EmptyList = true
 	}
 	if _, err := verify(text, want); err != nil {
@@ -435,13 +460,28 @@ func droppedKeys(m *yaml.Node) []string {
 	return out
 }
 
-// appendRow appends row to src, after a newline if src lacks a final one.
-func appendRow(src, row []byte) ([]byte, int) {
+// appendRow appends row to src, after a line end if src lacks a final one.
+func appendRow(src, row []byte, eol string) ([]byte, int) {
 	out := append([]byte(nil), src...)
-	if len(out) > 0 && out[len(out)-1] != '\n' {
+	switch {
+	case len(out) == 0 || out[len(out)-1] == '\n':
+	case out[len(out)-1] == '\r':
 		out = append(out, '\n')
+	default:
+		out = append(out, eol...)
 	}
 	return append(out, row...), len(out)
+}
+
+// lineEnd is the line end the file uses, judged by its first one: CRLF
+// for a file from Windows, so we do not mix line ends into it. Our own
+// edits never change a file's first line end, so the choice is stable.
+func lineEnd(src []byte) string {
+	i := bytes.IndexByte(src, '\n')
+	if (i > 0 && src[i-1] == '\r') || (i < 0 && bytes.HasSuffix(src, []byte("\r"))) {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 func concat(parts ...[]byte) []byte {

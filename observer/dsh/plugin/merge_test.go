@@ -67,6 +67,10 @@ func TestMergeRow(t *testing.T) {
 		{name: "disabled", action: Replaced, line: 4, disabled: 7, dropped: []string{"config.extra"}},
 		{name: "patch-row", action: Added, line: 5, disabled: 14, restores: true, patches: []int{13}},
 		{name: "indented", action: Added, line: 5, restores: true},
+		{name: "crlf", action: Added, line: 5, restores: true},
+		{name: "flow-rows", action: Added, line: 1, restores: true},
+		{name: "flow-old-row", action: Replaced, line: 5},
+		{name: "flow-patch-row", action: Added, line: 1, disabled: 1, restores: true, patches: []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := readInput(t, tc.name)
@@ -143,7 +147,6 @@ func TestMergeRowRefused(t *testing.T) {
 		{"nested", 5, "inside another entry"},
 		{"repeated-key", 3, `key "config" is repeated (first at line 2)`},
 		{"two-documents", 2, "a second YAML document"},
-		{"flow-rows", 1, "one flow sequence"},
 		{"scalar-row", 2, "row 2 is a scalar"},
 		{"bad-tab", 2, "not valid YAML"},
 	} {
@@ -156,9 +159,6 @@ func TestMergeRowRefused(t *testing.T) {
 				_, err := f(src)
 				var pe *PatchError
 				if !errors.As(err, &pe) {
-					if verb == "uninstall" && err == nil && tc.name == "flow-rows" {
-						continue // nothing of ours to remove: nothing to refuse
-					}
 					t.Fatalf("%s: got %v, want a *PatchError", verb, err)
 				}
 				if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
@@ -189,6 +189,13 @@ func TestQuote(t *testing.T) {
 		got, _, err := Inspect(ed.Text)
 		if err != nil || got == nil || *got != e {
 			t.Errorf("%q: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
+		}
+		ed, err = MergeRow([]byte("[ {id: shell} ]\n"), e) // in a flow row too
+		if err != nil {
+			t.Fatalf("%q in a flow sequence: %v", p, err)
+		}
+		if got, _, err := Inspect(ed.Text); err != nil || got == nil || *got != e {
+			t.Errorf("%q in a flow sequence: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
 		}
 	}
 	if _, err := quote("/bad\xff"); err == nil {
@@ -253,4 +260,25 @@ func FuzzMergeRow(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestYAMLErrorLines: yaml/v3 counts some lines from 0 and points some
+// errors before their place; the line reported is where the fault is.
+func TestYAMLErrorLines(t *testing.T) {
+	for src, want := range map[string]int{
+		"- a: 1\n- b: \"unterminated\n- c: 2\n": 2, // where the string starts
+		"- a: 1\n- b: 2\n  c: 3\n d: 4\n":       4,
+		"- a: 1\n- b: 2\n- c: 3\n\t- d: 4\n":    4,
+		"- a: 1\n- @b\n":                        2,
+		"- a: 1\n- b: c: d\n":                   2,
+		"- a: 1\n- b: 2\n- c: [1, 2\n- d: 3\n":  3, // where the [ opens
+		"- a: 1\n- &x {b: 2}\n- *y\n":           3,
+		"- [\n":                                 1, // not the line after the end
+	} {
+		_, err := parsePatch([]byte(src))
+		var pe *PatchError
+		if !errors.As(err, &pe) || pe.Line != want {
+			t.Errorf("%q: got %v, want line %d", src, err, want)
+		}
+	}
 }

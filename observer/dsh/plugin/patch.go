@@ -73,14 +73,14 @@ func parsePatch(src []byte) (*patchDoc, error) {
 		if errors.Is(err, io.EOF) {
 			return d, nil // empty, or only comments
 		}
-		return nil, yamlError(err, len(d.lines))
+		return nil, yamlError(err, d)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == nil:
 		return nil, &PatchError{Line: d.docStart(next.Line), Msg: "a second YAML document starts here; the host reads a file of exactly one document (a sequence of patch rows)"}
 	case !errors.Is(err, io.EOF):
-		return nil, yamlError(err, len(d.lines))
+		return nil, yamlError(err, d)
 	}
 	if len(doc.Content) != 1 {
 		return d, nil
@@ -188,7 +188,7 @@ func (d *patchDoc) disabledAt() int {
 	}
 	// Patch rows apply in order: only those after our row can reach it.
 	for _, p := range d.patches {
-		if v := mapGet(p, "disabled"); v != nil && p.Line > d.items[d.ours].Line {
+		if v := mapGet(p, "disabled"); v != nil && d.rowIndex(p) > d.ours {
 			if boolValue(v) {
 				line = v.Line
 			} else {
@@ -204,7 +204,7 @@ func (d *patchDoc) disabledAt() int {
 // 1 in its scanner errors; a message without a line is about line 1.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func yamlError(err error, lines int) error {
+func yamlError(err error, d *patchDoc) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 1
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
@@ -214,7 +214,23 @@ func yamlError(err error, lines int) error {
 			line++
 		}
 		// An error at the end of the file is about its last line.
-		line = max(1, min(line, lines))
+		line = max(1, min(line, len(d.lines)))
+	}
+	// Two messages point before the place: find it.
+	switch {
+	case strings.HasPrefix(msg, "found a tab character"):
+		for l := line; l <= len(d.lines); l++ {
+			b := d.line(l)
+			if i := bytes.IndexByte(b, '\t'); i >= 0 && len(bytes.TrimLeft(b[:i], " ")) == 0 {
+				line = l
+				break
+			}
+		}
+	case strings.HasPrefix(msg, "unknown anchor '"):
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, "unknown anchor '"), "' referenced")
+		if i := bytes.Index(d.src, []byte("*"+name)); i >= 0 {
+			line = d.lineOf(i)
+		}
 	}
 	return &PatchError{Line: line, Msg: "not valid YAML: " + msg}
 }
