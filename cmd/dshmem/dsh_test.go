@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dshmem/observer/dsh/plugin"
+	"dshmem/observer/dsh/plugin/hosttest"
 )
 
 // fakeDshmem is an executable file that stands for a built dshmem in the
@@ -190,9 +191,9 @@ func TestDSHUsage(t *testing.T) {
 // one row), with our row but its file gone (the host refuses: proof that
 // it reads the row), and after uninstall.
 func TestDSHHostBoots(t *testing.T) {
-	hostCache(t)
+	host := hosttest.Find(t)
 	bin := buildDshmem(t)
-	port, requests := startFakeLLM(t)
+	fake := host.StartFake(t)
 	home, project := t.TempDir(), t.TempDir()
 	patch := filepath.Join(home, plugin.PatchName)
 	mine := "# my machine-local rows\n- id: session-telemetry-otel\n  disabled: true\n"
@@ -213,19 +214,19 @@ func TestDSHHostBoots(t *testing.T) {
 	if n := bytes.Count(src, []byte("id: dshmem")); n != 1 || !bytes.HasPrefix(src, []byte(mine)) {
 		t.Fatalf("got %d dshmem rows, the user's rows kept %v:\n%s", n, bytes.HasPrefix(src, []byte(mine)), src)
 	}
-	dump := hostDumpConfig(t, home)
+	dump := host.DumpConfig(t, home)
 	if dump.Code != 0 || strings.Count(dump.Output, "- id: dshmem") != 1 || !strings.Contains(dump.Output, plugin.PluginPath(home)) || !strings.Contains(dump.Output, bin) {
 		t.Fatalf("dump-config: exit %d, want one dshmem entry naming %s and %s:\n%s", dump.Code, plugin.PluginPath(home), bin, dump.Output)
 	}
-	if r := runHost(t, home, project, port, "hello with dshmem"); r.Code != 0 || !strings.Contains(r.Output, "hello with dshmem") {
+	if r := host.RunOne(t, home, project, fake, "hello with dshmem"); r.Code != 0 || !strings.Contains(r.Output, "hello with dshmem") {
 		t.Fatalf("host with dshmem's row: exit %d\n%s", r.Code, r.Output)
 	}
-	if b, _ := os.ReadFile(requests); !bytes.Contains(b, []byte("hello with dshmem")) {
+	if b, _ := os.ReadFile(fake.Log); !bytes.Contains(b, []byte("hello with dshmem")) {
 		t.Errorf("the prompt never reached the model")
 	}
 
 	os.Rename(plugin.PluginPath(home), plugin.PluginPath(home)+".away")
-	if r := runHost(t, home, project, port, "no plugin file"); r.Code == 0 {
+	if r := host.RunOne(t, home, project, fake, "no plugin file"); r.Code == 0 {
 		t.Fatalf("host booted with a row whose file is missing: the row is not read\n%s", r.Output)
 	}
 	os.Rename(plugin.PluginPath(home)+".away", plugin.PluginPath(home))
@@ -234,10 +235,10 @@ func TestDSHHostBoots(t *testing.T) {
 	if got, _ := os.ReadFile(patch); string(got) != mine {
 		t.Errorf("after uninstall got\n%s\nwant the user's file back\n%s", got, mine)
 	}
-	if dump := hostDumpConfig(t, home); dump.Code != 0 || strings.Contains(dump.Output, "dshmem") {
+	if dump := host.DumpConfig(t, home); dump.Code != 0 || strings.Contains(dump.Output, "dshmem") {
 		t.Errorf("dump-config after uninstall: exit %d\n%s", dump.Code, dump.Output)
 	}
-	if r := runHost(t, home, project, port, "hello without dshmem"); r.Code != 0 {
+	if r := host.RunOne(t, home, project, fake, "hello without dshmem"); r.Code != 0 {
 		t.Fatalf("host after uninstall: exit %d\n%s", r.Code, r.Output)
 	}
 }

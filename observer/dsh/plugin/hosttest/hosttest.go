@@ -406,3 +406,43 @@ func (r *Run) Terminate(t testing.TB) {
 
 // Done waits for the host to exit, however it exited.
 func (r *Run) Done() { <-r.done }
+
+// Result is one run of a host command.
+type Result struct {
+	Code   int    // exit code
+	Output string // stdout and stderr
+}
+
+// RunOne runs one headless prompt (run_host.sh) with DSH_HOME=home in
+// project dir proj against fake. A non-zero exit is returned, not failed:
+// tests check it.
+func (h Host) RunOne(t testing.TB, home, proj string, fake *Fake, prompt string, env ...string) Result {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(h.Tools, "run_host.sh"), h.Cache, home, proj, fmt.Sprint(fake.Port), prompt)
+	cmd.Env = append(os.Environ(), env...)
+	return result(t, cmd)
+}
+
+// DumpConfig is the composed plugin tree of the headless profile with
+// DSH_HOME=home (dsh --dump-config): YAML, each layer's rows under a
+// "# == <layer>" comment.
+func (h Host) DumpConfig(t testing.TB, home string) Result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(h.Cache, "app", "node_modules", ".bin", "dsh"), "--profile", "headless", "--dump-config")
+	cmd.Env = append(os.Environ(), "DSH_HOME="+home, "DSH_TELEMETRY_DISABLED=1",
+		"PATH="+h.Node()+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Dir = t.TempDir()
+	return result(t, cmd)
+}
+
+func result(t testing.TB, cmd *exec.Cmd) Result {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", cmd.Path, err)
+	}
+	return Result{Code: code, Output: string(out)}
+}
