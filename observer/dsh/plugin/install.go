@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"dshmem/markdown"
 )
 
 // Options say where to install. The zero value installs this binary into
@@ -305,39 +307,10 @@ func withPath(err error, path string) error {
 	return err
 }
 
-// writeAtomic writes b to path through a temp file in the same directory:
-// write, fsync, rename, fsync the directory. A reader (the host reloads
-// cordis.patch.yml while it runs) sees the old file or the new, never half.
+// writeAtomic writes b to path so that the host, which reloads
+// cordis.patch.yml while it runs, sees the old file or the new, never half.
 func writeAtomic(path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return markdown.WriteFileAtomic(path, b, mode)
 }
 
 func syncDir(dir string) error {
