@@ -195,6 +195,7 @@ func TestDSHHostBoots(t *testing.T) {
 	bin := buildDshmem(t)
 	fake := host.StartFake(t)
 	home, project := t.TempDir(), t.TempDir()
+	t.Cleanup(func() { hosttest.StopServer(filepath.Join(home, "memory")) })
 	patch := filepath.Join(home, plugin.PatchName)
 	mine := "# my machine-local rows\n- id: session-telemetry-otel\n  disabled: true\n"
 	os.WriteFile(patch, []byte(mine), 0o600)

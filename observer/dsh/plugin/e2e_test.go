@@ -107,20 +107,7 @@ func (w *world) serverPID() int {
 }
 
 // stopServer stops the server the plugin started, and waits for it.
-func (w *world) stopServer() {
-	pid := w.serverPID()
-	if pid == 0 {
-		return
-	}
-	syscall.Kill(pid, syscall.SIGTERM)
-	for range 200 {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-}
+func (w *world) stopServer() { hosttest.StopServer(w.root) }
 
 // bySession groups the logged requests by the session's first prompt.
 func bySession(reqs []hosttest.Request) map[string][]hosttest.Request {

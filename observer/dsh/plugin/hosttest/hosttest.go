@@ -446,3 +446,26 @@ func result(t testing.TB, cmd *exec.Cmd) Result {
 	}
 	return Result{Code: code, Output: string(out)}
 }
+
+// StopServer stops the dshmem server that serve.json under root names
+// (one a plugin started for a test), and waits for it to exit.
+func StopServer(root string) {
+	b, err := os.ReadFile(filepath.Join(root, "serve.json"))
+	if err != nil {
+		return
+	}
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if json.Unmarshal(b, &info) != nil || info.PID <= 0 {
+		return
+	}
+	syscall.Kill(info.PID, syscall.SIGTERM)
+	for range 250 {
+		if syscall.Kill(info.PID, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(info.PID, syscall.SIGKILL)
+}
