@@ -66,6 +66,10 @@ type SessionContext struct {
 	Maintenance []string `json:"maintenance"`
 	// Notes say what was cut, and why a layer is empty.
 	Notes []string `json:"notes"`
+	// Section is what the DSH host plugin puts into the system prompt:
+	// Stable and Workspace, joined. It changes only when a stable fact or
+	// a workspace entry does, so the host's prompt cache holds.
+	Section string `json:"section"`
 	// Scope is the stream the workspace layer was taken from.
 	Scope string `json:"scope"`
 	// Refresh is set when Dynamic is a refresh hint after a compaction
@@ -127,6 +131,8 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 		}
 	}
 
+	sc.Section = joinLayers(sc.Stable, sc.Workspace)
+
 	blk, day, err := e.newestSessionBlock(sc.Scope, now)
 	if err != nil {
 		return sc, err
@@ -141,6 +147,17 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 		sc.Dynamic = frame("recent", head+cut)
 	}
 	return sc, nil
+}
+
+// joinLayers joins the non-empty layers with a blank line.
+func joinLayers(layers ...string) string {
+	var out []string
+	for _, l := range layers {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // IsWorkspaceStream reports whether s is a workspace stream ("ws-…").

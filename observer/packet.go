@@ -119,6 +119,11 @@ type sessionRuntime struct {
 	seen  time.Time
 	dirty bool
 
+	// claimed is a prompt the host claimed for the next turn (POST
+	// /v1/sessions/{id}/prompt) before its log holds it; the user/message
+	// that brings the same text later is that prompt, not a second one.
+	claimed string
+
 	compacted bool // a compaction since the last context
 	packet    *Packet
 	served    bool           // packet was served already
@@ -198,6 +203,20 @@ func (b *Broker) Observe(evs []events.Envelope) {
 			continue
 		}
 		seg := toSegment(ev)
+		if seg.typ == segInjected {
+			// What the host or a plugin put in the conversation (the
+			// runtime-context snapshot, memory shown back) says nothing new
+			// about the session: it neither moves the contextVersion nor
+			// feeds a packet.
+			continue
+		}
+		if ev.Type == events.TypeUserMessage && rt.claimed != "" {
+			if strings.TrimSpace(seg.text) == rt.claimed {
+				rt.claimed = ""
+				continue // already observed as the claimed prompt
+			}
+			rt.claimed = ""
+		}
 		if ev.Type == events.TypeSessionStart {
 			var d struct {
 				Origin string `json:"origin"`
@@ -238,6 +257,10 @@ func (b *Broker) Observe(evs []events.Envelope) {
 var correctionWords = []string{"no,", "no.", "wrong", "that's not", "that is not", "not what i", "actually", "instead", "incorrect", "undo", "revert",
 	"不对", "错了", "不是", "不要", "别", "应该是", "改成", "撤销"}
 
+// segInjected is the segment type of a user/message the host or a plugin
+// injected.
+const segInjected = "injected"
+
 func toSegment(ev *events.Envelope) segment {
 	var d struct {
 		Text     string          `json:"text"`
@@ -261,18 +284,24 @@ func toSegment(ev *events.Envelope) segment {
 		}
 	case events.TypeUserMessage:
 		if d.Injected {
-			seg.typ = "injected"
+			seg.typ = segInjected
 			break
 		}
-		low := strings.ToLower(strings.TrimSpace(d.Text))
-		for _, w := range correctionWords {
-			if strings.HasPrefix(low, w) || (utf8.RuneCountInString(w) > 2 && strings.Contains(low, w)) {
-				seg.correction = true
-				break
-			}
-		}
+		seg.correction = isCorrection(d.Text)
 	}
 	return seg
+}
+
+// isCorrection reports whether a user's text reads as a correction of
+// what the agent did.
+func isCorrection(text string) bool {
+	low := strings.ToLower(strings.TrimSpace(text))
+	for _, w := range correctionWords {
+		if strings.HasPrefix(low, w) || (utf8.RuneCountInString(w) > 2 && strings.Contains(low, w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // signals counts trouble in the recent segments: failed tool results,
@@ -350,6 +379,46 @@ func (b *Broker) run(ctx context.Context) {
 		b.computeLocked(ctx, sid)
 		b.mu.Unlock()
 	}
+}
+
+// Claim observes the prompt a host claimed for session's next turn, before
+// the host's log (and so the watcher) has it, and computes the packet for
+// it at once: the first step of a turn gets memory for what the user just
+// asked. The runtime is created if the session is new; stream is where
+// its memory lives ("" keeps what the runtime knows, else global). When
+// the user/message with the same text arrives later it is not observed
+// twice.
+func (b *Broker) Claim(ctx context.Context, session, stream, cwd, origin, text string, step int) {
+	b.mu.Lock()
+	rt := b.sessions[session]
+	if rt == nil {
+		rt = &sessionRuntime{session: session, shownAt: map[string]int{}}
+		b.sessions[session] = rt
+	}
+	if stream != "" {
+		rt.stream = stream
+	}
+	if rt.stream == "" {
+		rt.stream = GlobalStream
+	}
+	if cwd != "" {
+		rt.cwd = cwd
+	}
+	if origin != "" {
+		rt.origin = origin
+	}
+	if step > rt.step {
+		rt.step = step
+	}
+	rt.seen = b.now()
+	rt.claimed = text
+	seg := segment{typ: events.TypeUserMessage, text: text}
+	seg.correction = isCorrection(text)
+	rt.push(seg, b.opts.Ring)
+	rt.ver++
+	rt.dirty = true
+	b.computeLocked(ctx, session)
+	b.mu.Unlock()
 }
 
 // ComputeNow computes the packet of session at once, on the caller's

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/observer/distill"
 	"dshmem/sqlstore"
 )
 
@@ -61,6 +62,7 @@ func (s *Server) Handler() http.Handler {
 	add("/v1/remember", route{"remember", http.MethodPost, s.handleRemember})
 	add("/v1/forget", route{"forget", http.MethodPost, s.handleForget})
 	add("/v1/sessions/{id}/packet", route{"packet", http.MethodGet, s.handlePacket})
+	add("/v1/sessions/{id}/prompt", route{"prompt", http.MethodPost, s.handlePrompt})
 	add("/v1/healthz", route{"healthz", http.MethodGet, s.handleHealthz})
 	add("/v1/metrics", route{"metrics", http.MethodGet, s.handleMetrics})
 	add("/", route{"unknown", "", func(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -77,6 +79,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dshmem"`)
 		code, _ = writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the token from serve.json in the memory root")
 		return
+	}
+	if rt.name != "healthz" && rt.name != "metrics" {
+		s.life.touch(s.opts.Now())
 	}
 	if rt.method != "" && r.Method != rt.method {
 		w.Header().Set("Allow", rt.method)
@@ -473,6 +478,9 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 	if cwd != "" && !isAbsCwd(NormalizeCwd(cwd)) {
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("cwd %q is not an absolute path", cwd))
 	}
+	// A session that just ended is being distilled: wait a moment for it,
+	// so the next session's context holds what the last one taught.
+	s.life.settle(contextSettle)
 	info := s.broker.takeContext(session)
 	if cwd == "" && session != "" {
 		if c, ok, err := s.index.SessionCwd(r.Context(), session); err != nil {
@@ -487,7 +495,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 		return writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "build context: "+err.Error())
 	}
 	if info.compacted && session != "" {
-		sc = SessionContext{StableHash: sc.StableHash, Scope: sc.Scope, Refresh: true,
+		sc = SessionContext{StableHash: sc.StableHash, Scope: sc.Scope, Refresh: true, Section: sc.Section,
 			Dynamic: fmt.Sprintf(refreshHint, sc.StableHash[:12]), Maintenance: []string{}, Notes: []string{}}
 		return writeJSON(w, http.StatusOK, sc)
 	}
@@ -657,7 +665,12 @@ func (s *Server) handlePacket(w http.ResponseWriter, r *http.Request) (int, erro
 		}
 		step = v
 	}
-	res := s.broker.Fetch(session, ver, hasVer, step, hasStep)
+	return s.writePacket(w, session, s.broker.Fetch(session, ver, hasVer, step, hasStep))
+}
+
+// writePacket answers a fetch: 200 with the packet (logged as
+// memory/shown), or 204 with the reason there is none.
+func (s *Server) writePacket(w http.ResponseWriter, session string, res fetchResult) (int, error) {
 	if res.packet == nil {
 		s.metrics.suppress(res.reason)
 		w.Header().Set("X-Dshmem-Reason", res.reason)
@@ -693,4 +706,59 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) (int, err
 	w.WriteHeader(http.StatusOK)
 	s.metrics.WriteTo(w)
 	return http.StatusOK, nil
+}
+
+// contextSettle is how long a context waits for a checkpoint kicked by a
+// session's end.
+const contextSettle = time.Second
+
+// PromptRequest is the body of POST /v1/sessions/{id}/prompt: the prompt
+// a host has just claimed for the session's next turn, before it is in
+// the host's log.
+type PromptRequest struct {
+	Text   string `json:"text"`
+	Cwd    string `json:"cwd,omitempty"`
+	Origin string `json:"origin,omitempty"` // top (default) or subagent
+	Step   int    `json:"step,omitempty"`
+}
+
+// maxPromptChars bounds the prompt text a packet is computed from; the
+// query keeps 400 characters of it anyway.
+const maxPromptChars = 4000
+
+func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, error) {
+	t0 := time.Now()
+	defer func() { s.metrics.packet.observe(time.Since(t0)) }()
+	session := r.PathValue("id")
+	if session == "" {
+		return writeError(w, http.StatusBadRequest, CodeBadRequest, "no session id in the path")
+	}
+	var req PromptRequest
+	if c, ok := decodeBody(w, r, &req); !ok {
+		return c, nil
+	}
+	switch req.Origin {
+	case "", "top", "subagent":
+	default:
+		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("origin %q: use top or subagent", req.Origin))
+	}
+	if req.Step < 0 {
+		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("step %d is not a count", req.Step))
+	}
+	stream := ""
+	if req.Cwd != "" {
+		norm := NormalizeCwd(req.Cwd)
+		if !isAbsCwd(norm) {
+			return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("cwd %q is not an absolute path", req.Cwd))
+		}
+		stream = StreamForCwd(norm)
+	}
+	text := strings.TrimSpace(req.Text)
+	if text == "" {
+		w.Header().Set("X-Dshmem-Reason", "empty")
+		w.WriteHeader(http.StatusNoContent)
+		return http.StatusNoContent, nil
+	}
+	s.broker.Claim(r.Context(), session, stream, req.Cwd, req.Origin, distill.TruncateRunes(text, maxPromptChars), req.Step)
+	return s.writePacket(w, session, s.broker.Fetch(session, 0, false, req.Step, true))
 }

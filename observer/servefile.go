@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"dshmem/markdown"
 )
 
 // ServeFile is the name, inside a root, of the file a running server
@@ -44,7 +46,7 @@ func WriteServeFile(root string, info ServeInfo) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", ServeFile, err)
 	}
-	return writeFileAtomic(filepath.Join(root, ServeFile), append(b, '\n'), 0o600)
+	return markdown.WriteFileAtomic(filepath.Join(root, ServeFile), append(b, '\n'), 0o600)
 }
 
 // ReadServeFile reads root/serve.json. A missing file is an error that
@@ -73,44 +75,6 @@ func RemoveServeFile(root string, pid int) error {
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes b to path through a temp file in the same
-// directory: write, fsync, rename, fsync the directory.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -54,10 +54,19 @@ type ServerOptions struct {
 	Now func() time.Time
 	// Logf receives what the server has to say (nil: nothing).
 	Logf func(format string, args ...any)
+	// IdleExit, when > 0, closes Idle() once no request (health checks
+	// and metrics aside) has come for that long and no session runtime is
+	// live, after every pending checkpoint is committed. The host plugin
+	// starts its server with it; a server started by hand runs until
+	// stopped (0).
+	IdleExit time.Duration
 
 	// index answers the read routes and the broker; nil means the
 	// engine's. Tests set it to make the index fail.
 	index readIndex
+	// idleTick is how often IdleExit is checked (0: a tenth of it, at
+	// most a minute). Tests with a fake clock shorten it.
+	idleTick time.Duration
 }
 
 // readIndex is what the read routes (recall, search, context) and the
@@ -107,6 +116,8 @@ type Server struct {
 	topMu    sync.Mutex
 	firstTop string // the session that got the maintenance reminder
 	topTaken bool
+
+	life *lifecycle
 }
 
 // NewServer prepares a server over e.
@@ -140,7 +151,7 @@ func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
 		opts.AutoCheckpoint = time.Minute
 	}
 	s := &Server{eng: e, index: opts.index, opts: opts, token: []byte(opts.Token), metrics: newMetrics(),
-		slots: make(chan struct{}, opts.MaxInFlight)}
+		slots: make(chan struct{}, opts.MaxInFlight), life: newLifecycle(opts.Now())}
 	if s.index == nil {
 		s.index = engineIndex{e}
 	}
@@ -202,6 +213,10 @@ func (s *Server) Start() {
 		s.goEvery(min(s.broker.opts.Idle/4, time.Minute), func(context.Context) { s.broker.Sweep() })
 		if s.opts.AutoCheckpoint > 0 {
 			s.goEvery(s.opts.AutoCheckpoint, s.autoCheckpoint)
+		}
+		s.goBackground(s.runKicked)
+		if s.opts.IdleExit > 0 {
+			s.goBackground(s.watchIdle)
 		}
 	})
 }
@@ -398,6 +413,9 @@ func (s *Server) runIntake(jobs []*intakeJob) {
 		}
 		if len(j.observed) > 0 {
 			s.broker.Observe(j.observed)
+			if s.opts.AutoCheckpoint > 0 && endsSession(j.observed) {
+				s.life.kick()
+			}
 		}
 		close(j.done)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/observer/dsh"
 )
 
@@ -278,7 +279,7 @@ func (w *Watcher) saveCursor() error {
 	if err != nil {
 		return fmt.Errorf("encode watch cursor: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(w.eng.root, WatchCursorFile), append(b, '\n'), 0o600); err != nil {
+	if err := markdown.WriteFileAtomic(filepath.Join(w.eng.root, WatchCursorFile), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save watch cursor: %w", err)
 	}
 	return nil

@@ -412,6 +412,22 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 			fmt.Fprintf(w, "      %s\n", oneLine(res.Guidance, 100))
 		}
 	}
+
+	say("What the DSH host plugin (dshmem dsh install) puts into the model's next request in that workspace.")
+	sc, err := eng.SessionContext(ctx, observer.ContextRequest{Cwd: "/home/dev/shop-api", Now: at.Add(5 * time.Minute)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   system prompt, section dshmem:memory (%d bytes; the same bytes in every step, turn and session until a fact changes):\n", len(sc.Section))
+	for _, line := range strings.Split(sc.Section, "\n") {
+		if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "<!--") {
+			fmt.Fprintf(w, "      │ %s\n", oneLine(line, 96))
+		}
+	}
+	if sc.Dynamic != "" {
+		fmt.Fprintf(w, "   runtime context, dshmem:recent (re-sent only when it changes): %s\n", oneLine(sc.Dynamic, 90))
+	}
+	fmt.Fprintf(w, "   tools offered to the model: memory_search, memory_remember, memory_forget\n")
 	return nil
 }
 

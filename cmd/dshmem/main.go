@@ -31,10 +31,11 @@ type command struct {
 // cliEnv is what every command receives: the resolved root and the
 // standard streams, so tests can run commands in-process.
 type cliEnv struct {
-	root   string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	root     string
+	rootFlag string // --root as given ("" when absent), for rules that depend on it
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
 }
 
 // exitError carries an exit code without printing anything more.
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("dshmem", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	root := fs.String("root", "", "memory root directory")
+	showVersion := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printTopUsage(stdout)
@@ -75,6 +77,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "usage: dshmem [--root DIR] COMMAND [ARGS]: only --root goes before COMMAND, the command's options after it.\n")
 		fmt.Fprintf(stderr, "Run 'dshmem --help' for the list of commands.\n")
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, versionLine())
+		return 0
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -99,7 +105,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "Run 'dshmem --help' for the list of commands.\n")
 		return 2
 	}
-	env := &cliEnv{root: resolveRoot(*root), stdin: stdin, stdout: stdout, stderr: stderr}
+	env := &cliEnv{root: resolveRoot(*root), rootFlag: *root, stdin: stdin, stdout: stdout, stderr: stderr}
 	err := c.run(ctx, env, rest[1:])
 	var ee exitError
 	var ue usageError
@@ -258,6 +264,7 @@ Commands:
 	fmt.Fprint(w, `
 The root is --root, else $DSH_MEMORY_ROOT, else $DSH_HOME/memory, else ~/.dsh/memory.
 Run 'dshmem COMMAND --help' for a command's options. Start with 'dshmem demo'.
+'dshmem --version' prints the version.
 `)
 }
 

@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the HTTP API for agent hosts, and follow DSH session logs",
-		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai]
+		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D]
 
 Holds the root (the writer lock) and answers the HTTP JSON API v1 on
 --addr (default 127.0.0.1 with a free port). Every request needs the
@@ -36,6 +36,11 @@ Events are mapped exactly as 'import dsh' maps them; where each log was
 left is kept in <root>/dsh-watch.json, so a restart resumes without
 duplicates or gaps. Host files are only read: never written, renamed or
 locked. --no-watch turns the watcher off.
+
+--idle-exit D (e.g. 30m) stops the server by itself once no request has
+come for D and no host session is live, after committing every pending
+checkpoint. The DSH host plugin starts its server with --idle-exit 30m;
+without the flag (or with 0) the server runs until it is stopped.
 
 While it runs, 'dshmem ingest', 'remember', 'forget' and 'checkpoint'
 on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let
@@ -65,8 +70,12 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	sessions := fs.String("dsh-sessions", defaultDSHSessions(), "the DSH host's sessions root to follow")
 	noWatch := fs.Bool("no-watch", false, "do not follow DSH session logs")
 	name := fs.String("distiller", envOr(envDistiller, "rules"), "distiller of checkpoints: rules or openai")
+	idleExit := fs.Duration("idle-exit", 0, "stop after this long with no request and no live session (0: never)")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
+	}
+	if *idleExit < 0 {
+		return usageError{fmt.Sprintf("--idle-exit %s is negative: give a duration such as 30m, or 0 to run until stopped", *idleExit)}
 	}
 	if err := observer.CheckLoopback(*addr, *allowRemote); err != nil {
 		return usageError{err.Error()}
@@ -95,7 +104,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	logger := log.New(env.stderr, "dshmem serve: ", log.LstdFlags)
-	srv, err := observer.NewServer(eng, observer.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf})
+	srv, err := observer.NewServer(eng, observer.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf, IdleExit: *idleExit})
 	if err != nil {
 		l.Close()
 		return err
@@ -118,6 +127,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	select {
 	case <-ctx.Done():
 		logger.Printf("stopping: finishing requests in flight")
+	case <-srv.Idle():
 	case serveErr = <-errc:
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -177,3 +177,92 @@ func TestServeProcessSIGTERM(t *testing.T) {
 		t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
 	}
 }
+
+// TestServeIdleExit runs `dshmem serve --idle-exit` as a real process:
+// with no request and no session it stops by itself, exit 0, serve.json
+// removed; a server started without the flag does not.
+func TestServeIdleExit(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "dshmem")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--idle-exit", "300ms")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("exit: %v, want 0\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve --idle-exit 300ms still runs after 30 s")
+	}
+	if !strings.Contains(stderr.String(), "idle for 300ms") || !strings.Contains(stderr.String(), "stopped") {
+		t.Errorf("stderr does not say why it stopped:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(root, observer.ServeFile)); !os.IsNotExist(err) {
+		t.Fatalf("serve.json left behind: %v", err)
+	}
+	if code, _, errs := cli(t, "", "--root", root, "serve", "--no-watch", "--idle-exit", "-1s"); code != 2 || !strings.Contains(errs, "negative") {
+		t.Errorf("--idle-exit -1s: exit %d, stderr %s", code, errs)
+	}
+}
+
+// TestServeTwoAtOnce starts two servers on one root at the same moment,
+// as two hosts' plugins may: the writer lock lets one serve; the other
+// exits 1 naming the holder.
+func TestServeTwoAtOnce(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "dshmem")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	type result struct {
+		err    error
+		stderr string
+	}
+	var cmds [2]*exec.Cmd
+	var outs [2]*strings.Builder
+	for i := range cmds {
+		cmds[i] = exec.Command(bin, "--root", root, "serve", "--no-watch", "--idle-exit", "2s")
+		outs[i] = &strings.Builder{}
+		cmds[i].Stderr = outs[i]
+	}
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := make(chan result, 2)
+	for i, c := range cmds {
+		go func() { err := c.Wait(); res <- result{err, outs[i].String()} }()
+	}
+	var served, refused int
+	for range 2 {
+		select {
+		case r := <-res:
+			switch {
+			case r.err == nil && strings.Contains(r.stderr, "listening on"):
+				served++
+			case r.err != nil && (strings.Contains(r.stderr, "already runs") || strings.Contains(r.stderr, "held by")):
+				refused++
+			default:
+				t.Errorf("unexpected end: %v\n%s", r.err, r.stderr)
+			}
+		case <-time.After(30 * time.Second):
+			cmds[0].Process.Kill()
+			cmds[1].Process.Kill()
+			t.Fatal("the servers did not end")
+		}
+	}
+	if served != 1 || refused != 1 {
+		t.Fatalf("%d served and %d refused, want one each", served, refused)
+	}
+}
