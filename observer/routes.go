@@ -751,7 +751,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, erro
 		if !isAbsCwd(norm) {
 			return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("cwd %q is not an absolute path", req.Cwd))
 		}
-		stream = StreamForCwd(norm)
+		stream = s.eng.Scope(norm).Stream // a subdirectory reaches its project's memory
 	}
 	text := strings.TrimSpace(req.Text)
 	if text == "" {

@@ -45,6 +45,11 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(string(body), en.ID) {
 			t.Fatalf("recall from a subdirectory: %d %s, want %s", code, body, en.ID)
 		}
+		code, body = ts.call("POST", "/v1/sessions/h9/prompt", map[string]any{"text": "why does the checkout page use server-side rendering", "cwd": sub, "step": 1})
+		var p Packet
+		if code != http.StatusOK || json.Unmarshal(body, &p) != nil || len(p.Entries) == 0 || p.Entries[0].ID != en.ID {
+			t.Fatalf("prompt packet from a subdirectory: %d %s, want %s", code, body, en.ID)
+		}
 		code, body = ts.call("GET", "/v1/context?cwd="+url.QueryEscape(sub), nil)
 		var sc SessionContext
 		if code != http.StatusOK || json.Unmarshal(body, &sc) != nil || sc.Scope != stream || !strings.Contains(sc.Workspace, "server-side rendering") {
