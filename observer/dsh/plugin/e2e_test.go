@@ -551,6 +551,9 @@ func TestHostNoServer(t *testing.T) {
 		if strings.Contains(r.System(), "memory-reference") || strings.Contains(strings.Join(contexts(r), ""), "dshmem") {
 			t.Errorf("request %d holds memory text with no server", i)
 		}
+		if r.HasTool("memory_search") || r.HasTool("memory_remember") || r.HasTool("memory_forget") {
+			t.Errorf("request %d offers memory tools with no server", i)
+		}
 	}
 }
 

@@ -37,6 +37,7 @@ export const version = '1';
 export const inject = ['systemPrompt', 'tools'];
 
 const SECTION = 'dshmem:memory';
+const TOOL_NAMES = new Set(['memory_search', 'memory_remember', 'memory_forget']);
 const SECTION_ORDER = 500; // after the host's own sections and tool guides
 const CALL_MS = 1500; // the most one call may hold a turn
 const START_MS = 3000; // the most a session start waits for a new server
@@ -250,7 +251,7 @@ function setup(ctx, config) {
     let st = sessions.get(id);
     if (!st) {
       const h = headerOf(agent);
-      st = { id, cwd: h.cwd ?? '', sub: isSubagent(h), parent: h.parentSession ?? '', ready: null,
+      st = { id, cwd: h.cwd ?? '', sub: isSubagent(h), parent: h.parentSession ?? '', ready: null, online: false,
         section: '', recent: '', maintenance: '', packet: '', prompt: null, step: 0, ended: false };
       sessions.set(id, st);
     }
@@ -270,6 +271,7 @@ function setup(ctx, config) {
     }
     const srv = await ensureServer(START_MS);
     if (!srv) return;
+    st.online = true;
     const q = new URLSearchParams({ session: st.id, origin: st.sub ? 'subagent' : 'top' });
     if (st.cwd) q.set('cwd', st.cwd);
     const res = await call('GET', `/v1/context?${q}`);
@@ -334,6 +336,10 @@ function setup(ctx, config) {
       const t1 = performance.now();
       st.step += 1;
       const changed = server ? await nextPacket(st, st.step) : false;
+      // A session that started with no server is left exactly as without
+      // the plugin: no memory tools either. (One whose server dies later
+      // keeps them, so its tool list stays put; they answer with an error.)
+      if (!st.online && Array.isArray(out.tools)) out.tools = out.tools.filter((t) => !TOOL_NAMES.has(t.name));
       if (st.section) {
         const i = out.sections.findIndex((s) => s.name === SECTION);
         const sec = { name: SECTION, text: esc(st.section) };
