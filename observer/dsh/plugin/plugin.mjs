@@ -258,8 +258,16 @@ function setup(ctx, config) {
     return st;
   };
 
+  // Session ends still on their way to the server: a session that starts
+  // right after another ended waits for them (the server then waits for
+  // the checkpoint they start), so it begins with what the last one taught.
+  const pendingEnds = new Set();
+
   const loadSession = async (st) => {
     const t0 = Date.now();
+    if (pendingEnds.size > 0) {
+      await Promise.race([Promise.allSettled([...pendingEnds]), new Promise((r) => setTimeout(r, CALL_MS))]);
+    }
     if (st.sub) {
       // A sub-agent shares its parent's prompt prefix: exactly the parent's
       // text, or nothing. It gets no maintenance reminder.
@@ -374,7 +382,10 @@ function setup(ctx, config) {
 
   ctx.on('session/disposed', (session) => {
     try {
-      if (session?.id) void endSession(session.id, 'disposed').catch(() => {});
+      if (!session?.id) return;
+      const p = endSession(session.id, 'disposed').catch(() => {});
+      pendingEnds.add(p);
+      void p.finally(() => pendingEnds.delete(p));
     } catch { /* never throw */ }
   });
 
