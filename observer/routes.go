@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"dshmem/events"
-	"dshmem/observer/distill"
 	"dshmem/sqlstore"
 )
 
@@ -640,52 +639,6 @@ func (s *Server) handleForget(w http.ResponseWriter, r *http.Request) (int, erro
 	return writeJSON(w, http.StatusOK, en)
 }
 
-func (s *Server) handlePacket(w http.ResponseWriter, r *http.Request) (int, error) {
-	t0 := time.Now()
-	defer func() { s.metrics.packet.observe(time.Since(t0)) }()
-	session := r.PathValue("id")
-	if session == "" {
-		return writeError(w, http.StatusBadRequest, CodeBadRequest, "no session id in the path")
-	}
-	q := r.URL.Query()
-	var ver uint64
-	var step int
-	hasVer, hasStep := q.Has("contextVersion"), q.Has("step")
-	if hasVer {
-		v, err := strconv.ParseUint(q.Get("contextVersion"), 10, 64)
-		if err != nil {
-			return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("contextVersion %q is not a number", q.Get("contextVersion")))
-		}
-		ver = v
-	}
-	if hasStep {
-		v, err := strconv.Atoi(q.Get("step"))
-		if err != nil || v < 0 {
-			return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("step %q is not a count", q.Get("step")))
-		}
-		step = v
-	}
-	return s.writePacket(w, session, s.broker.Fetch(session, ver, hasVer, step, hasStep))
-}
-
-// writePacket answers a fetch: 200 with the packet (logged as
-// memory/shown), or 204 with the reason there is none.
-func (s *Server) writePacket(w http.ResponseWriter, session string, res fetchResult) (int, error) {
-	if res.packet == nil {
-		s.metrics.suppress(res.reason)
-		w.Header().Set("X-Dshmem-Reason", res.reason)
-		w.WriteHeader(http.StatusNoContent)
-		return http.StatusNoContent, nil
-	}
-	s.metrics.PacketsServed.Add(1)
-	ids := make([]string, len(res.packet.Entries))
-	for i, e := range res.packet.Entries {
-		ids[i] = e.ID
-	}
-	s.recordShown(session, res.cwd, res.packet.Mode, ids)
-	return writeJSON(w, http.StatusOK, res.packet)
-}
-
 // Health is the answer of GET /v1/healthz.
 type Health struct {
 	OK       bool   `json:"ok"`
@@ -711,54 +664,3 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) (int, err
 // contextSettle is how long a context waits for a checkpoint kicked by a
 // session's end.
 const contextSettle = time.Second
-
-// PromptRequest is the body of POST /v1/sessions/{id}/prompt: the prompt
-// a host has just claimed for the session's next turn, before it is in
-// the host's log.
-type PromptRequest struct {
-	Text   string `json:"text"`
-	Cwd    string `json:"cwd,omitempty"`
-	Origin string `json:"origin,omitempty"` // top (default) or subagent
-	Step   int    `json:"step,omitempty"`
-}
-
-// maxPromptChars bounds the prompt text a packet is computed from; the
-// query keeps 400 characters of it anyway.
-const maxPromptChars = 4000
-
-func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, error) {
-	t0 := time.Now()
-	defer func() { s.metrics.packet.observe(time.Since(t0)) }()
-	session := r.PathValue("id")
-	if session == "" {
-		return writeError(w, http.StatusBadRequest, CodeBadRequest, "no session id in the path")
-	}
-	var req PromptRequest
-	if c, ok := decodeBody(w, r, &req); !ok {
-		return c, nil
-	}
-	switch req.Origin {
-	case "", "top", "subagent":
-	default:
-		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("origin %q: use top or subagent", req.Origin))
-	}
-	if req.Step < 0 {
-		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("step %d is not a count", req.Step))
-	}
-	stream := ""
-	if req.Cwd != "" {
-		norm := NormalizeCwd(req.Cwd)
-		if !isAbsCwd(norm) {
-			return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("cwd %q is not an absolute path", req.Cwd))
-		}
-		stream = s.eng.Scope(norm).Stream // a subdirectory reaches its project's memory
-	}
-	text := strings.TrimSpace(req.Text)
-	if text == "" {
-		w.Header().Set("X-Dshmem-Reason", "empty")
-		w.WriteHeader(http.StatusNoContent)
-		return http.StatusNoContent, nil
-	}
-	s.broker.Claim(r.Context(), session, stream, req.Cwd, req.Origin, distill.TruncateRunes(text, maxPromptChars), req.Step)
-	return s.writePacket(w, session, s.broker.Fetch(session, 0, false, req.Step, true))
-}

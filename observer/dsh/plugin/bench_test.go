@@ -64,6 +64,11 @@ func BenchmarkHostStep(b *testing.B) {
 		turnWith = append(turnWith, turnTimes(h.Play(b, home, proj, fake, steps, "DSHMEM_PLUGIN_TRACE="+tr))...)
 		bw.stopServer()
 		first := true
+		if keep := os.Getenv("DSHMEM_BENCH_TRACE"); keep != "" {
+			if raw, err := os.ReadFile(tr); err == nil {
+				os.WriteFile(keep, raw, 0o600)
+			}
+		}
 		for _, ev := range readTrace(b, tr) {
 			if ev.Ev == "session-loaded" {
 				if first {
