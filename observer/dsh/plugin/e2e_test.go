@@ -354,11 +354,12 @@ func TestHostPromptCache(t *testing.T) {
 	w := newWorld(t)
 	w.install()
 	w.dshmem("remember", "--cwd", w.proj, "We release on Thursdays after the staging soak")
-	w.play(w.proj, hosttest.Step{Session: "X", Say: "first host, first session"}, hosttest.Step{Session: "X", Say: "second turn"})
+	w.play(w.proj, hosttest.Step{Session: "X", Say: "first host, first session"}, hosttest.Step{Session: "X", Say: "second turn"},
+		hosttest.Step{Dispose: "X"}, hosttest.Step{Resume: "X", Say: "after a resume"})
 	w.play(w.proj, hosttest.Step{Session: "Y", Say: "second host process"})
 	reqs := w.fake.Requests(t)
-	if len(reqs) < 3 {
-		t.Fatalf("%d requests, want at least 3", len(reqs))
+	if len(reqs) < 4 || !reached(reqs, "after a resume") {
+		t.Fatalf("%d requests, the resumed turn reached the model: %v", len(reqs), reached(reqs, "after a resume"))
 	}
 	want := reqs[0].System()
 	if !strings.Contains(want, "We release on Thursdays") {
