@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,8 +106,16 @@ func TestIdleExit(t *testing.T) {
 	if idle(300 * time.Millisecond) {
 		t.Fatal("the server went idle while a session runtime was live")
 	}
-	ts.srv.Broker().Sweep()                      // the session's runtime idles out (30 minutes)
-	ts.must(200, "GET", "/v1/healthz", nil, nil) // health checks do not count as use
+	ts.srv.Broker().Sweep() // the session's runtime idles out (30 minutes)
+	// A host's heartbeat for an open session is use; a bare health check
+	// is not.
+	ts.must(200, "GET", "/v1/healthz?session=i", nil, nil)
+	set(60 * time.Minute)
+	if idle(300 * time.Millisecond) {
+		t.Fatal("the server went idle 29 minutes after a session's heartbeat")
+	}
+	set(62 * time.Minute)
+	ts.must(200, "GET", "/v1/healthz", nil, nil)
 	if !idle(5 * time.Second) {
 		t.Fatal("the server did not go idle after 31 minutes with no request and no live session")
 	}
@@ -117,5 +126,64 @@ func TestIdleExit(t *testing.T) {
 	}
 	if len(entries) != 1 || !strings.Contains(entries[0].Content, "wkhtmltopdf") {
 		t.Errorf("entries after the idle exit: %+v; want the pending session distilled", entries)
+	}
+}
+
+func TestPromptObservedOnce(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	const cwd = "/work/once"
+	ts.must(200, "POST", "/v1/remember", map[string]any{"content": "Use PostgreSQL 16 for the billing service", "cwd": cwd}, nil)
+	version := func(sid string) uint64 {
+		var r EventsResponse
+		ts.must(200, "POST", "/v1/events", []any{event(fmt.Sprintf("%s:probe:%d", sid, time.Now().UnixNano()), "tool/call", sid, cwd, map[string]any{"name": "probe"})}, &r)
+		return r.Sessions[sid] - 1 // the probe's own event
+	}
+
+	t.Run("LogFirst", func(t *testing.T) {
+		ts.must(200, "POST", "/v1/events", []any{event("lf:1", "user/message", "lf", cwd, map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-1"})}, nil)
+		ts.call("POST", "/v1/sessions/lf/prompt", map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-1", "cwd": cwd, "step": 1})
+		if v := version("lf"); v != 1 {
+			t.Errorf("contextVersion %d, want 1: the prompt the log brought first was observed again", v)
+		}
+	})
+
+	t.Run("ClaimFirstByID", func(t *testing.T) {
+		ts.call("POST", "/v1/sessions/cf/prompt", map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-2", "cwd": cwd, "step": 1})
+		ts.must(200, "POST", "/v1/events", []any{event("cf:1", "user/message", "cf", cwd, map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-2"})}, nil)
+		if v := version("cf"); v != 1 {
+			t.Errorf("contextVersion %d, want 1", v)
+		}
+	})
+
+	t.Run("LongPrompt", func(t *testing.T) {
+		long := strings.Repeat("the billing migration fails again ", 300) // over 4000 characters
+		ts.call("POST", "/v1/sessions/lp/prompt", map[string]any{"text": long, "cwd": cwd, "step": 1})
+		ts.must(200, "POST", "/v1/events", []any{event("lp:1", "user/message", "lp", cwd, map[string]any{"text": long})}, nil)
+		if v := version("lp"); v != 1 {
+			t.Errorf("contextVersion %d, want 1: a long claimed prompt was observed twice", v)
+		}
+	})
+}
+
+func TestEndedSessionStaysEnded(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	const cwd = "/work/ended2"
+	at := func(sec int) string { return time.Date(2026, 8, 18, 10, 0, sec, 0, time.UTC).Format(time.RFC3339Nano) }
+	ev := func(id, typ string, sec int, data map[string]any) map[string]any {
+		e := event(id, typ, "z", cwd, data)
+		e["time"] = at(sec)
+		return e
+	}
+	ts.must(200, "POST", "/v1/events", []any{ev("z:1", "user/message", 1, map[string]any{"text": "hello"})}, nil)
+	ts.must(200, "POST", "/v1/events", []any{ev("z:end", "session/end", 5, map[string]any{})}, nil)
+	// The watcher reads the host's last rows after the plugin's end.
+	ts.must(200, "POST", "/v1/events", []any{ev("z:2", "assistant/message", 4, map[string]any{"text": "late row"})}, nil)
+	if n := ts.srv.Broker().Sessions(); n != 0 {
+		t.Fatalf("%d runtimes after a row from before the end, want 0", n)
+	}
+	// A resumed session's new events bring it back.
+	ts.must(200, "POST", "/v1/events", []any{ev("z:3", "user/message", 9, map[string]any{"text": "resumed"})}, nil)
+	if n := ts.srv.Broker().Sessions(); n != 1 {
+		t.Fatalf("%d runtimes after a resumed session's event, want 1", n)
 	}
 }

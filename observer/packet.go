@@ -3,6 +3,7 @@ package observer
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -99,6 +100,7 @@ const packetFrame = "[dshmem memory — reference material from earlier sessions
 // and the trouble signals need.
 type segment struct {
 	typ        string
+	msgID      string // a user/message's host message id
 	text       string
 	tool       string
 	args       string
@@ -120,9 +122,14 @@ type sessionRuntime struct {
 	dirty bool
 
 	// claimed is a prompt the host claimed for the next turn (POST
-	// /v1/sessions/{id}/prompt) before its log holds it; the user/message
-	// that brings the same text later is that prompt, not a second one.
-	claimed string
+	// /v1/sessions/{id}/prompt) before its log holds it, cut as claimText
+	// cuts it, and claimedID its message id; the user/message that brings
+	// the same id (or, without one, the same text) later is that prompt,
+	// not a second one. msgIDs are the message ids observed lately, so a
+	// prompt the log brought first is not claimed again.
+	claimed   string
+	claimedID string
+	msgIDs    []string
 
 	compacted bool // a compaction since the last context
 	packet    *Packet
@@ -157,6 +164,7 @@ type Broker struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionRuntime
+	ended    map[string]endedSession // sessions that ended lately
 	queue    []string
 	queued   map[string]bool
 	wake     chan struct{}
@@ -167,7 +175,7 @@ type Broker struct {
 
 func newBroker(rec recaller, opts PacketOptions, m *Metrics, now func() time.Time, logf func(string, ...any)) *Broker {
 	b := &Broker{opts: opts.withDefaults(), rec: rec, metrics: m, now: now, logf: logf,
-		sessions: map[string]*sessionRuntime{}, queued: map[string]bool{}, wake: make(chan struct{}, 1), one: make(chan struct{}, 1)}
+		sessions: map[string]*sessionRuntime{}, ended: map[string]endedSession{}, queued: map[string]bool{}, wake: make(chan struct{}, 1), one: make(chan struct{}, 1)}
 	b.idle = sync.NewCond(&b.mu)
 	return b
 }
@@ -188,6 +196,9 @@ func (b *Broker) Observe(evs []events.Envelope) {
 			if ev.Type == events.TypeSessionEnd {
 				continue
 			}
+			if b.endedBefore(ev) {
+				continue // a row the host wrote before the session ended, read late
+			}
 			rt = &sessionRuntime{session: ev.Session, shownAt: map[string]int{}}
 			b.sessions[ev.Session] = rt
 		}
@@ -200,6 +211,7 @@ func (b *Broker) Observe(evs []events.Envelope) {
 		rt.seen = now
 		if ev.Type == events.TypeSessionEnd {
 			delete(b.sessions, ev.Session)
+			b.markEnded(ev, now)
 			continue
 		}
 		seg := toSegment(ev)
@@ -210,12 +222,16 @@ func (b *Broker) Observe(evs []events.Envelope) {
 			// feeds a packet.
 			continue
 		}
-		if ev.Type == events.TypeUserMessage && rt.claimed != "" {
-			if strings.TrimSpace(seg.text) == rt.claimed {
-				rt.claimed = ""
-				continue // already observed as the claimed prompt
+		if ev.Type == events.TypeUserMessage {
+			rt.sawMsg(seg.msgID)
+			if rt.claimed != "" || rt.claimedID != "" {
+				same := rt.claimedID != "" && seg.msgID == rt.claimedID ||
+					rt.claimedID == "" && claimText(seg.text) == rt.claimed
+				rt.claimed, rt.claimedID = "", ""
+				if same {
+					continue // already observed as the claimed prompt
+				}
 			}
-			rt.claimed = ""
 		}
 		if ev.Type == events.TypeSessionStart {
 			var d struct {
@@ -269,9 +285,10 @@ func toSegment(ev *events.Envelope) segment {
 		OK       *bool           `json:"ok"`
 		Error    string          `json:"error"`
 		Injected bool            `json:"injected"`
+		MsgID    string          `json:"messageId"`
 	}
 	json.Unmarshal(ev.Data, &d)
-	seg := segment{typ: ev.Type, text: d.Text, tool: d.Name, args: string(d.Args)}
+	seg := segment{typ: ev.Type, msgID: d.MsgID, text: d.Text, tool: d.Name, args: string(d.Args)}
 	switch ev.Type {
 	case events.TypeToolResult:
 		if d.Injected { // dshmem's own tool echoing memory: not the session's trouble
@@ -388,12 +405,13 @@ func (b *Broker) run(ctx context.Context) {
 // its memory lives ("" keeps what the runtime knows, else global). When
 // the user/message with the same text arrives later it is not observed
 // twice.
-func (b *Broker) Claim(ctx context.Context, session, stream, cwd, origin, text string, step int) {
+func (b *Broker) Claim(ctx context.Context, session, stream, cwd, origin, messageID, text string, step int) {
 	b.mu.Lock()
 	rt := b.sessions[session]
 	if rt == nil {
 		rt = &sessionRuntime{session: session, shownAt: map[string]int{}}
 		b.sessions[session] = rt
+		delete(b.ended, session) // a resumed session
 	}
 	if stream != "" {
 		rt.stream = stream
@@ -411,14 +429,89 @@ func (b *Broker) Claim(ctx context.Context, session, stream, cwd, origin, text s
 		rt.step = step
 	}
 	rt.seen = b.now()
-	rt.claimed = text
-	seg := segment{typ: events.TypeUserMessage, text: text}
-	seg.correction = isCorrection(text)
-	rt.push(seg, b.opts.Ring)
-	rt.ver++
-	rt.dirty = true
+	if messageID == "" || !slices.Contains(rt.msgIDs, messageID) {
+		// Not observed yet: the log brings it later.
+		text = claimText(text)
+		rt.claimed, rt.claimedID = text, messageID
+		rt.sawMsg(messageID)
+		rt.push(segment{typ: events.TypeUserMessage, msgID: messageID, text: text, correction: isCorrection(text)}, b.opts.Ring)
+		rt.ver++
+		rt.dirty = true
+	}
 	b.computeLocked(ctx, session)
 	b.mu.Unlock()
+}
+
+// maxPromptChars bounds the prompt text a claimed packet is computed from
+// (the query keeps 400 characters of it anyway).
+const maxPromptChars = 4000
+
+// claimText is a prompt as Claim keeps it, so the same text from the log
+// compares equal however long it is.
+func claimText(s string) string { return distill.TruncateRunes(strings.TrimSpace(s), maxPromptChars) }
+
+// sawMsg records a user message id as observed; the last 16 are kept.
+func (rt *sessionRuntime) sawMsg(id string) {
+	if id == "" || slices.Contains(rt.msgIDs, id) {
+		return
+	}
+	if len(rt.msgIDs) >= 16 {
+		rt.msgIDs = append(rt.msgIDs[:0], rt.msgIDs[1:]...)
+	}
+	rt.msgIDs = append(rt.msgIDs, id)
+}
+
+// endedSession is when a session ended: the event's own time, and when
+// the broker saw it.
+type endedSession struct {
+	time time.Time
+	seen time.Time
+}
+
+// maxEnded bounds the ended sessions remembered; each is kept for an hour.
+const maxEnded = 4096
+
+// markEnded remembers that ev ended its session, so rows of the session
+// that the watcher reads after the end (the host wrote them before it)
+// do not bring a runtime back. b.mu is held.
+func (b *Broker) markEnded(ev *events.Envelope, now time.Time) {
+	t, err := time.Parse(time.RFC3339Nano, ev.Time)
+	if err != nil {
+		return
+	}
+	if len(b.ended) >= maxEnded {
+		for id, e := range b.ended {
+			if now.Sub(e.seen) > time.Hour || len(b.ended) >= maxEnded {
+				delete(b.ended, id)
+			}
+		}
+	}
+	b.ended[ev.Session] = endedSession{time: t, seen: now}
+}
+
+// endedBefore reports whether ev belongs to a session that ended at or
+// after ev's own time. A later event (a resumed session) forgets the end.
+// b.mu is held.
+func (b *Broker) endedBefore(ev *events.Envelope) bool {
+	e, ok := b.ended[ev.Session]
+	if !ok {
+		return false
+	}
+	if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil && !t.After(e.time) {
+		return true
+	}
+	delete(b.ended, ev.Session)
+	return false
+}
+
+// Touch marks session as alive (a host's heartbeat for an open session),
+// so its runtime is not freed as idle.
+func (b *Broker) Touch(session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rt := b.sessions[session]; rt != nil {
+		rt.seen = b.now()
+	}
 }
 
 // ComputeNow computes the packet of session at once, on the caller's

@@ -79,7 +79,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		code, _ = writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the token from serve.json in the memory root")
 		return
 	}
-	if rt.name != "healthz" && rt.name != "metrics" {
+	// Health checks and metrics are not use, unless a host's heartbeat
+	// names an open session (GET /v1/healthz?session=ID).
+	if rt.name != "healthz" && rt.name != "metrics" || r.URL.Query().Get("session") != "" {
 		s.life.touch(s.opts.Now())
 	}
 	if rt.method != "" && r.Method != rt.method {
@@ -650,6 +652,9 @@ type Health struct {
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
+	if session := r.URL.Query().Get("session"); session != "" {
+		s.broker.Touch(session)
+	}
 	h := Health{OK: true, API: "v1", PID: os.Getpid(), Root: s.eng.root, Sessions: s.broker.Sessions(), Watching: s.opts.DSHSessions}
 	return writeJSON(w, http.StatusOK, h)
 }

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"dshmem/observer/distill"
 )
 
 // The packet routes: GET /v1/sessions/{id}/packet and POST
@@ -63,15 +61,15 @@ func (s *Server) writePacket(w http.ResponseWriter, session string, res fetchRes
 // a host has just claimed for the session's next turn, before it is in
 // the host's log.
 type PromptRequest struct {
-	Text   string `json:"text"`
-	Cwd    string `json:"cwd,omitempty"`
-	Origin string `json:"origin,omitempty"` // top (default) or subagent
-	Step   int    `json:"step,omitempty"`
+	Text string `json:"text"`
+	// MessageID is the host's id of the message; with it the prompt is
+	// observed once, whichever of the host's log and this call comes
+	// first.
+	MessageID string `json:"messageId,omitempty"`
+	Cwd       string `json:"cwd,omitempty"`
+	Origin    string `json:"origin,omitempty"` // top (default) or subagent
+	Step      int    `json:"step,omitempty"`
 }
-
-// maxPromptChars bounds the prompt text a packet is computed from; the
-// query keeps 400 characters of it anyway.
-const maxPromptChars = 4000
 
 func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, error) {
 	t0 := time.Now()
@@ -106,6 +104,6 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, erro
 		w.WriteHeader(http.StatusNoContent)
 		return http.StatusNoContent, nil
 	}
-	s.broker.Claim(r.Context(), session, stream, req.Cwd, req.Origin, distill.TruncateRunes(text, maxPromptChars), req.Step)
+	s.broker.Claim(r.Context(), session, stream, req.Cwd, req.Origin, req.MessageID, text, req.Step)
 	return s.writePacket(w, session, s.broker.Fetch(session, 0, false, req.Step, true))
 }

@@ -649,6 +649,12 @@ func TestHostTwoHostsOneServer(t *testing.T) {
 	w := newWorld(t)
 	w.install()
 	w.dshmem("remember", "--cwd", w.proj, "The feature flags live in config/flags.toml")
+	// Two hosts booting at once in a fresh DSH home race on writing the
+	// host's own profile manifest (one reads it half-written and exits 1):
+	// boot once first, as any user's home has been.
+	if r := w.host.DumpConfig(t, w.home); r.Code != 0 {
+		t.Fatalf("dsh --dump-config: exit %d\n%s", r.Code, r.Output)
+	}
 	r1 := w.host.Start(t, w.home, w.proj, w.fake, []hosttest.Step{{Session: "A", Say: "first host asks"}})
 	r2 := w.host.Start(t, w.home, w.proj, w.fake, []hosttest.Step{{Session: "B", Say: "second host asks"}})
 	r1.Wait(t)

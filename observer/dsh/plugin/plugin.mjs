@@ -44,6 +44,8 @@ const START_MS = 3000; // the most a session start waits for a new server
 const RETRY_GAP_MS = 10000; // after a start that failed, no new attempt sooner than this
 const TOOL_RESULT_BYTES = 4096; // the most a tool result hands the model
 const IDLE_EXIT = '30m'; // a server this plugin starts stops after this long idle
+const HEARTBEAT_MS = 5 * 60 * 1000; // an open session tells the server it is alive this often
+const PROBE_GAP_MS = 2000; // with no server known, serve.json is looked at again at most this often
 
 // Prompt variables that render a literal "{{": the host treats every
 // "{{name}}" in a section or context as a template reference and fails the
@@ -63,6 +65,13 @@ export function escapeTemplate(text, canEscape = true) {
   // "{{" to read as a reference.
   return text.replaceAll('{', '{\u200b');
 }
+
+/** within resolves with p's value, or with undefined once ms have passed. */
+const within = (p, ms) => {
+  let timer;
+  const late = new Promise((r) => { timer = setTimeout(r, ms); });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+};
 
 /** cutBytes cuts s to at most n UTF-8 bytes at a character boundary. */
 export function cutBytes(s, n) {
@@ -123,6 +132,7 @@ function setup(ctx, config) {
   let server = null; // {addr, token}
   let starting = null; // the promise of a start in progress
   let lastFailedStart = 0;
+  let lastProbe = 0;
 
   const readServeFile = () => {
     try {
@@ -158,11 +168,12 @@ function setup(ctx, config) {
     starting = (async () => {
       try {
         // serve.json names the live server (it is removed on exit and
-        // rewritten by a new one), so one health check says it all.
-        server = null;
+        // rewritten by a new one), so one health check says it all. Other
+        // sessions keep using the server they know meanwhile.
         const t0 = Date.now();
         const info = readServeFile();
         if (info && await healthy(info, 500)) return (server = info);
+        server = null;
         if (!binary) { warnOnce('no dshmem binary in the plugin config (run `dshmem dsh install` again)'); return null; }
         if (Date.now() - lastFailedStart < RETRY_GAP_MS) return null;
         try {
@@ -223,16 +234,30 @@ function setup(ctx, config) {
     return state;
   };
 
-  // call talks to the server found at session start; it never starts one
-  // (only a session start may wait that long) and never throws.
-  const call = async (method, path, body, ms = CALL_MS) => {
-    const srv = server;
+  // rediscover looks for a server in serve.json when none is known (one
+  // restarted on a new port, or started by another host), without starting
+  // one, at most every PROBE_GAP_MS unless forced.
+  const rediscover = async (force = false) => {
+    if (server) return server;
+    if (!force && Date.now() - lastProbe < PROBE_GAP_MS) return null;
+    lastProbe = Date.now();
+    const info = readServeFile();
+    if (info && await healthy(info, 300)) server = info;
+    return server;
+  };
+
+  // call talks to the server; it never starts one and never throws. A call
+  // that timed out keeps the server (it is busy, not gone); a refused
+  // connection forgets it, and the next call looks in serve.json again.
+  const call = async (method, path, body, ms = CALL_MS, force = false) => {
+    const srv = server ?? await rediscover(force);
     if (!srv) return null;
     try {
       return await rawCall(srv, method, path, body, ms);
     } catch (err) {
-      if (server === srv) server = null; // the next session start looks again
-      trace('call-failed', { path, error: String(err?.message ?? err) });
+      const timedOut = err?.name === 'TimeoutError' || err?.name === 'AbortError';
+      if (!timedOut && server === srv) server = null;
+      trace('call-failed', { path, timedOut, error: String(err?.message ?? err) });
       return null;
     }
   };
@@ -252,7 +277,7 @@ function setup(ctx, config) {
     if (!st) {
       const h = headerOf(agent);
       st = { id, cwd: h.cwd ?? '', sub: isSubagent(h), parent: h.parentSession ?? '', ready: null, online: false,
-        section: '', recent: '', maintenance: '', packet: '', prompt: null, step: 0, ended: false };
+        section: '', recent: '', maintenance: '', packet: '', packetIds: [], prompt: null, promptId: '', step: 0, ended: false };
       sessions.set(id, st);
     }
     return st;
@@ -277,7 +302,8 @@ function setup(ctx, config) {
         st.section = parent.section;
       }
     }
-    const srv = await ensureServer(START_MS);
+    // A sub-agent's parent found the server moments ago.
+    const srv = (st.sub && server) ? server : await ensureServer(START_MS);
     if (!srv) return;
     st.online = true;
     const q = new URLSearchParams({ session: st.id, origin: st.sub ? 'subagent' : 'top' });
@@ -309,15 +335,21 @@ function setup(ctx, config) {
     let res;
     if (st.prompt !== null) {
       const text = st.prompt;
+      const messageId = st.promptId;
       st.prompt = null;
+      st.promptId = '';
+      // The server may be gone since the last turn (idle exit, a crash):
+      // a turn's first step may start it again, within one call's time.
+      if (!server && !await rediscover(true)) await within(ensureServer(CALL_MS), CALL_MS);
       res = await call('POST', `/v1/sessions/${encodeURIComponent(st.id)}/prompt`,
-        { text, cwd: st.cwd || undefined, origin: st.sub ? 'subagent' : 'top', step });
+        { text, messageId: messageId || undefined, cwd: st.cwd || undefined, origin: st.sub ? 'subagent' : 'top', step });
     } else {
       res = await call('GET', `/v1/sessions/${encodeURIComponent(st.id)}/packet?step=${step}`);
     }
     if (res?.status === 200 && res.json && typeof res.json.text === 'string' && res.json.text.trim()) {
       const changed = res.json.text !== st.packet;
       st.packet = res.json.text;
+      st.packetIds = (res.json.entries ?? []).map((e) => e.id);
       return changed;
     }
     return false;
@@ -328,7 +360,10 @@ function setup(ctx, config) {
       const st = stateOf(agent);
       if (!st || message?.source?.kind !== 'user' && message?.source?.kind !== 'coordinator') return;
       const text = (message.content ?? []).filter((b) => b?.type === 'text').map((b) => b.text).join('\n').trim();
-      if (text) st.prompt = text;
+      if (text) {
+        st.prompt = text;
+        st.promptId = typeof message.id === 'string' ? message.id : '';
+      }
     } catch { /* never throw into the host */ }
   });
 
@@ -343,7 +378,7 @@ function setup(ctx, config) {
       await st.ready;
       const t1 = performance.now();
       st.step += 1;
-      const changed = server ? await nextPacket(st, st.step) : false;
+      const changed = (server || st.prompt !== null) ? await nextPacket(st, st.step) : false;
       // A session that started with no server is left exactly as without
       // the plugin: no memory tools either. (One whose server dies later
       // keeps them, so its tool list stays put; they answer with an error.)
@@ -376,7 +411,7 @@ function setup(ctx, config) {
     const ev = { id: `dshmem-plugin:${id}:end:${now.getTime()}:${endSeq++}`, type: 'session/end',
       time: now.toISOString(), session: id, data: { reason } };
     if (st.cwd) ev.cwd = st.cwd;
-    const res = await call('POST', '/v1/events', [ev]);
+    const res = await call('POST', '/v1/events', [ev], CALL_MS, true);
     trace('session-end', { session: id, reason, status: res?.status ?? 0 });
   };
 
@@ -389,9 +424,22 @@ function setup(ctx, config) {
     } catch { /* never throw */ }
   });
 
+  // An open session tells the server now and then that it is alive, so a
+  // server the plugin started does not stop under a session that is only
+  // quiet (it stops 30 minutes after the last request).
+  const heartbeat = setInterval(() => {
+    for (const st of sessions.values()) {
+      if (st.online && !st.ended) void call('GET', `/v1/healthz?session=${encodeURIComponent(st.id)}`).catch(() => {});
+    }
+  }, HEARTBEAT_MS);
+  heartbeat.unref?.();
+
   // At host exit session/disposed does not fire for open sessions; the
   // effect's teardown does (with a few seconds of grace).
-  ctx.effect(() => () => Promise.allSettled([...sessions.keys()].map((id) => endSession(id, 'host-exit'))));
+  ctx.effect(() => () => {
+    clearInterval(heartbeat);
+    return Promise.allSettled([...sessions.keys()].map((id) => endSession(id, 'host-exit')));
+  });
 
   // ---- tools ------------------------------------------------------------
   const textOutput = {
@@ -507,6 +555,10 @@ function setup(ctx, config) {
       if (args.reason) body.reason = String(args.reason);
       const res = await call('POST', '/v1/forget', body);
       if (res?.status !== 200) throw apiError('forget', res);
+      // A packet that showed the forgotten entry leaves the context.
+      for (const st of sessions.values()) {
+        if (st.packetIds.includes(body.id)) { st.packet = ''; st.packetIds = []; }
+      }
       return { text: `Forgot ${res.json?.id ?? body.id}: ${cutBytes(res.json?.title ?? '', 300)}` };
     },
   });
