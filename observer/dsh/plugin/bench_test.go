@@ -22,14 +22,14 @@ import (
 //	go test ./observer/dsh/plugin/ -run '^$' -bench HostStep -benchtime 1x
 func BenchmarkHostStep(b *testing.B) {
 	h := hosttest.Find(b)
-	const turns = 36
+	const turns = 120
 	prompts := []string{
 		"the billing migration fails with a lock timeout", "how are invoices rendered?", "which database do we use?",
 		"where is the on-call rotation?", "what is the release day?", "how do we deploy the billing api?",
 	}
 	var steps []hosttest.Step
 	for i := range turns {
-		steps = append(steps, hosttest.Step{Session: fmt.Sprintf("S%d", i/6), Say: prompts[i%len(prompts)]})
+		steps = append(steps, hosttest.Step{Session: fmt.Sprintf("S%d", i/10), Say: prompts[i%len(prompts)]})
 	}
 	facts := []string{
 		"When the billing migration fails with a lock timeout, rerun it with --lock-wait 60",
