@@ -28,6 +28,7 @@
 
 import { spawn } from 'node:child_process';
 import { accessSync, appendFileSync, closeSync, constants as fsConstants, mkdirSync, openSync, readFileSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
 
 export const name = 'dshmem';
@@ -142,16 +143,46 @@ function setup(ctx, config) {
     return null;
   };
 
-  const rawCall = async (srv, method, path, body, ms) => {
-    const res = await fetch(`http://${srv.addr}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${srv.token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(ms),
+  // One keep-alive connection pool for every call: a step's call costs a
+  // request, not a TCP handshake. Idle sockets close after 30 s, before
+  // the server's own 2-minute idle timeout could cut one in use.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8, timeout: 30000 });
+
+  const request = (srv, method, path, payload, ms) => new Promise((resolve, reject) => {
+    const colon = srv.addr.lastIndexOf(':');
+    const headers = { Authorization: `Bearer ${srv.token}` };
+    if (payload !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = Buffer.byteLength(payload);
+    }
+    const req = http.request({ host: srv.addr.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(srv.addr.slice(colon + 1)),
+      path, method, headers, agent }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => { clearTimeout(timer); resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }); });
+      res.on('error', (err) => { clearTimeout(timer); reject(err); });
     });
-    const text = await res.text();
+    const timer = setTimeout(() => {
+      const err = new Error(`no answer from the dshmem server within ${ms} ms`);
+      err.name = 'TimeoutError';
+      req.destroy(err);
+    }, ms);
+    req.on('error', (err) => { clearTimeout(timer); reject(err); });
+    req.end(payload);
+  });
+
+  const rawCall = async (srv, method, path, body, ms) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    let res;
+    try {
+      res = await request(srv, method, path, payload, ms);
+    } catch (err) {
+      // A kept-alive socket the server had just closed: try once afresh.
+      if (err?.code !== 'ECONNRESET' && err?.code !== 'EPIPE') throw err;
+      res = await request(srv, method, path, payload, ms);
+    }
     let json = null;
-    if (text) { try { json = JSON.parse(text); } catch { json = null; } }
+    if (res.text) { try { json = JSON.parse(res.text); } catch { json = null; } }
     return { status: res.status, json };
   };
 
