@@ -581,6 +581,14 @@ func TestHostSubagent(t *testing.T) {
 	w := newWorld(t, `FAKE_TOOLS=[["subagent",{"description":"look around","prompt":"subagent: look around","run_in_background":false}]]`)
 	w.install()
 	w.dshmem("remember", "--cwd", w.proj, "The release checklist is docs/RELEASE.md")
+	// Memory that goes back months with no backup: the maintenance
+	// reminder is due, for the top-level session only.
+	old := `{"id":"old:1","type":"user/message","time":"2026-01-05T10:00:00Z","session":"old","cwd":` + fmt.Sprintf("%q", w.proj) + `,"data":{"text":"an old note"}}`
+	cmd := exec.Command(dshmemBin, "--root", w.root, "ingest")
+	cmd.Stdin = strings.NewReader(old + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
 	w.play(w.proj, hosttest.Step{Session: "P", Say: "delegate a look around"})
 	reqs := w.fake.Requests(t)
 	var parent, child []hosttest.Request
@@ -598,6 +606,9 @@ func TestHostSubagent(t *testing.T) {
 	want := parent[0].System()
 	if !strings.Contains(want, "docs/RELEASE.md") {
 		t.Fatalf("the parent's system prompt has no memory:\n%s", want)
+	}
+	if !strings.Contains(strings.Join(contexts(parent[0]), ""), "backup due") {
+		t.Errorf("the top-level session did not get the maintenance reminder:\n%s", strings.Join(contexts(parent[0]), "\n---\n"))
 	}
 	// The sub-agent gets exactly its parent's text, so the prompt prefix
 	// is shared; a maintenance reminder never reaches it.
