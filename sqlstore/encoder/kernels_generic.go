@@ -1,0 +1,6 @@
+package encoder
+
+var (
+	axpy  = axpyGeneric
+	axpy4 = axpy4Generic
+)
