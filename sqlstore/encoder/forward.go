@@ -200,3 +200,14 @@ func layerNorm(dst, x []float32, n, w int, scale, bias []float32) {
 		}
 	}
 }
+
+// EncodeTail is Encode for texts whose end matters most (a dialogue,
+// newest line last): past MaxPieces it keeps the last pieces rather than
+// the first.
+func (e *Encoder) EncodeTail(dst []float32, text string) []float32 {
+	ids := e.m.Tok.encode(&e.tok, text)
+	if len(ids) > MaxPieces {
+		ids = ids[len(ids)-MaxPieces:]
+	}
+	return e.forward(dst, ids)
+}

@@ -10,6 +10,9 @@ func matmul(out, in []float32, n, k, m int, w, b []float32) {
 	for r := 0; r < n; r++ {
 		copy(out[r*m:(r+1)*m], b[:m])
 	}
+	if matmulSIMD(out, in, n, k, m, w) {
+		return
+	}
 	r := 0
 	for ; r+4 <= n; r += 4 {
 		o0, o1, o2, o3 := out[r*m:(r+1)*m], out[(r+1)*m:(r+2)*m], out[(r+2)*m:(r+3)*m], out[(r+3)*m:(r+4)*m]

@@ -1,6 +1,10 @@
+//go:build !amd64 || purego
+
 package encoder
 
 var (
 	axpy  = axpyGeneric
 	axpy4 = axpy4Generic
 )
+
+func matmulSIMD(out, in []float32, n, k, m int, w []float32) bool { return false }
