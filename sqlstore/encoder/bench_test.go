@@ -61,8 +61,8 @@ func BenchmarkEncodeQuery(b *testing.B) {
 	reportLatency(b, lat)
 }
 
-// BenchmarkEncodeText: background encoding of memory-sized texts
-// (MADial memories are one or two sentences, 20–40 pieces).
+// BenchmarkEncodeText: background encoding of memory-sized texts, one
+// Encoder (28–31 pieces each; MADial memories are one or two sentences).
 func BenchmarkEncodeText(b *testing.B) {
 	m := testModel(b)
 	e := m.NewEncoder()
@@ -78,6 +78,21 @@ func BenchmarkEncodeText(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "texts/s")
+}
+
+// BenchmarkEncodeTextParallel: one Encoder per core, as a background fold
+// would run them.
+func BenchmarkEncodeTextParallel(b *testing.B) {
+	m := testModel(b)
+	text := "I went to the new ice cream shop downtown with my sister, and we tried the lavender honey flavour, which was surprisingly good."
+	b.RunParallel(func(pb *testing.PB) {
+		e := m.NewEncoder()
+		var v []float32
+		for pb.Next() {
+			v = e.Encode(v, text)
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "texts/s")
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {

@@ -241,21 +241,26 @@ func checkFiles(files map[string][]byte) error {
 	return nil
 }
 
-// Verify checks that dir holds every pinned file with its pinned sum.
+// Verify checks that dir holds every pinned file with its pinned sum,
+// reading one file at a time.
 func Verify(dir string) error {
-	files := map[string][]byte{}
-	for name := range pinned {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+	for name, want := range pinned {
+		f, err := os.Open(filepath.Join(dir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			return ErrNotInstalled
 		}
 		if err != nil {
 			return fmt.Errorf("verify model: %w", err)
 		}
-		files[name] = b
-	}
-	if err := checkFiles(files); err != nil {
-		return fmt.Errorf("verify model in %s: %w (run `dshmem model install` again)", dir, err)
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("verify model: read %s: %w", name, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != want {
+			return fmt.Errorf("verify model in %s: %s has sha256 %s, want %s (run `dshmem model install` again)", dir, name, got, want)
+		}
 	}
 	return nil
 }

@@ -1,9 +1,34 @@
 package encoder
 
-// matmul writes out[r] = b + in[r]·W for rows r < n, W row-major [k][m].
-// Four rows share each pass over a row of W, so W streams from memory
-// once per four inputs.
+// Matrices are stored in panels of panelW columns: panel p holds columns
+// [p·panelW, (p+1)·panelW) of every row, contiguously (k rows of panelW).
+// A product then streams each panel sequentially, which the hardware
+// prefetcher follows; row-major, each row of a panel sits on another page
+// and every cache line is a miss to memory (2× slower end to end).
+const panelW = 32 // part of the kernels' contract: gemm4x32, or two gemm4x16
+
+// packPanels rearranges w ([k][m] row-major, m a multiple of panelW) into
+// panels, in place, through one scratch buffer of len(w).
+func packPanels(w, scratch []float32, k, m int) {
+	s := scratch[:k*m]
+	copy(s, w)
+	o := 0
+	for p := 0; p < m; p += panelW {
+		for i := 0; i < k; i++ {
+			copy(w[o:o+panelW], s[i*m+p:i*m+p+panelW])
+			o += panelW
+		}
+	}
+}
+
+// matmul writes out[r] = b + in[r]·W for rows r < n, W in panels
+// ([k][m], see packPanels). Rows are taken four at a time; when the
+// buffers have room, n is rounded up to a multiple of 4 and the extra
+// rows (scratch) are computed too rather than one by one.
 func matmul(out, in []float32, n, k, m int, w, b []float32) {
+	if n4 := (n + 3) &^ 3; n4 != n && cap(out) >= n4*m && cap(in) >= n4*k {
+		n = n4
+	}
 	out = out[:n*m]
 	in = in[:n*k]
 	w = w[:k*m]
@@ -13,37 +38,17 @@ func matmul(out, in []float32, n, k, m int, w, b []float32) {
 	if matmulSIMD(out, in, n, k, m, w) {
 		return
 	}
-	r := 0
-	for ; r+4 <= n; r += 4 {
-		o0, o1, o2, o3 := out[r*m:(r+1)*m], out[(r+1)*m:(r+2)*m], out[(r+2)*m:(r+3)*m], out[(r+3)*m:(r+4)*m]
-		i0, i1, i2, i3 := in[r*k:(r+1)*k], in[(r+1)*k:(r+2)*k], in[(r+2)*k:(r+3)*k], in[(r+3)*k:(r+4)*k]
-		for i := 0; i < k; i++ {
-			axpy4(o0, o1, o2, o3, w[i*m:(i+1)*m], i0[i], i1[i], i2[i], i3[i])
+	for p := 0; p < m; p += panelW {
+		panel := w[p*k : (p+panelW)*k]
+		for r := 0; r < n; r++ {
+			o := out[r*m+p : r*m+p+panelW]
+			x := in[r*k : (r+1)*k]
+			for i, a := range x {
+				wr := panel[i*panelW : (i+1)*panelW]
+				for c := range o {
+					o[c] += a * wr[c]
+				}
+			}
 		}
-	}
-	for ; r < n; r++ {
-		o := out[r*m : (r+1)*m]
-		x := in[r*k : (r+1)*k]
-		for i := 0; i < k; i++ {
-			axpy(o, w[i*m:(i+1)*m], x[i])
-		}
-	}
-}
-
-func axpyGeneric(o, w []float32, a float32) {
-	w = w[:len(o)]
-	for j, y := range w {
-		o[j] += a * y
-	}
-}
-
-func axpy4Generic(o0, o1, o2, o3, w []float32, a0, a1, a2, a3 float32) {
-	m := len(w)
-	o0, o1, o2, o3 = o0[:m], o1[:m], o2[:m], o3[:m]
-	for j, y := range w {
-		o0[j] += a0 * y
-		o1[j] += a1 * y
-		o2[j] += a2 * y
-		o3[j] += a3 * y
 	}
 }

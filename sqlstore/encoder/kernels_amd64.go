@@ -4,14 +4,17 @@ package encoder
 
 // The matrix products are the whole cost of a forward pass (≈ 4.6M
 // multiply-adds a piece). On amd64 with AVX2 and FMA they run in
-// kernels_amd64.s: 4 rows × 16 columns of the output held in registers
-// across the whole inner dimension, so each row of W is read once per
-// four input rows. Elsewhere, or with -tags purego, the Go loops of
+// kernels_amd64.s: 4 rows × 32 columns (AVX-512; with AVX2 two passes
+// of 4 × 16) of the output held in registers across the whole inner
+// dimension, so each panel of W is read once per four input rows. Elsewhere, or with -tags purego, the Go loops of
 // kernels.go run; both orders of summation agree with the reference
 // within the golden test's tolerance.
 
 //go:noescape
 func gemm4x16(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, k int)
+
+//go:noescape
+func gemm4x32(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, k int)
 
 //go:noescape
 func gemm1x16(out *float32, in *float32, w *float32, ldw int, k int)
@@ -36,23 +39,35 @@ var hasAVX2FMA = func() bool {
 	return b7&(1<<5) != 0 // AVX2
 }()
 
-var (
-	axpy  = axpyGeneric
-	axpy4 = axpy4Generic
-)
+// hasAVX512 adds AVX-512F with the OS saving opmask and ZMM state.
+var hasAVX512 = func() bool {
+	if !hasAVX2FMA {
+		return false
+	}
+	_, b7, _, _ := cpuidex(7, 0)
+	return b7&(1<<16) != 0 && xgetbv0()&0xe6 == 0xe6
+}()
 
 // matmulSIMD is matmul's fast path; it reports false when it cannot run.
 func matmulSIMD(out, in []float32, n, k, m int, w []float32) bool {
-	if !hasAVX2FMA || m%16 != 0 || k == 0 || n == 0 {
+	if !hasAVX2FMA || m%panelW != 0 || k == 0 || n == 0 {
 		return false
 	}
-	for j := 0; j < m; j += 16 { // a 16-column panel of W stays in cache across the rows
+	for p := 0; p < m; p += panelW { // a panel stays in cache across the rows
+		panel := &w[p*k]
+		half := &w[p*k+16]
 		r := 0
 		for ; r+4 <= n; r += 4 {
-			gemm4x16(&out[r*m+j], m, &in[r*k], k, &w[j], m, k)
+			if hasAVX512 {
+				gemm4x32(&out[r*m+p], m, &in[r*k], k, panel, panelW, k)
+			} else {
+				gemm4x16(&out[r*m+p], m, &in[r*k], k, panel, panelW, k)
+				gemm4x16(&out[r*m+p+16], m, &in[r*k], k, half, panelW, k)
+			}
 		}
 		for ; r < n; r++ {
-			gemm1x16(&out[r*m+j], &in[r*k], &w[j], m, k)
+			gemm1x16(&out[r*m+p], &in[r*k], panel, panelW, k)
+			gemm1x16(&out[r*m+p+16], &in[r*k], half, panelW, k)
 		}
 	}
 	return true

@@ -117,3 +117,73 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-4
 	XGETBV
 	MOVL   AX, ret+0(FP)
 	RET
+
+// func gemm4x32(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, k int)
+// AVX-512: out[r][0:32] += Σ_{i<k} in[r][i] · w[i][0:32] for r < 4.
+TEXT ·gemm4x32(SB), NOSPLIT, $0-56
+	MOVQ   out+0(FP), DI
+	MOVQ   ldo+8(FP), R8
+	MOVQ   in+16(FP), SI
+	MOVQ   ldi+24(FP), R9
+	MOVQ   w+32(FP), DX
+	MOVQ   ldw+40(FP), R10
+	MOVQ   k+48(FP), CX
+	SHLQ   $2, R8
+	SHLQ   $2, R9
+	SHLQ   $2, R10
+	LEAQ   (SI)(R9*1), R11
+	LEAQ   (R11)(R9*1), R12
+	LEAQ   (R12)(R9*1), R13
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop32:
+	VMOVUPS      (DX), Z8
+	VMOVUPS      64(DX), Z9
+	VBROADCASTSS (SI), Z10
+	VFMADD231PS  Z8, Z10, Z0
+	VFMADD231PS  Z9, Z10, Z1
+	VBROADCASTSS (R11), Z11
+	VFMADD231PS  Z8, Z11, Z2
+	VFMADD231PS  Z9, Z11, Z3
+	VBROADCASTSS (R12), Z12
+	VFMADD231PS  Z8, Z12, Z4
+	VFMADD231PS  Z9, Z12, Z5
+	VBROADCASTSS (R13), Z13
+	VFMADD231PS  Z8, Z13, Z6
+	VFMADD231PS  Z9, Z13, Z7
+	ADDQ         $4, SI
+	ADDQ         $4, R11
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	ADDQ         R10, DX
+	DECQ         CX
+	JNZ          loop32
+
+	VADDPS  (DI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	VADDPS  64(DI), Z1, Z1
+	VMOVUPS Z1, 64(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Z2, Z2
+	VMOVUPS Z2, (DI)
+	VADDPS  64(DI), Z3, Z3
+	VMOVUPS Z3, 64(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Z4, Z4
+	VMOVUPS Z4, (DI)
+	VADDPS  64(DI), Z5, Z5
+	VMOVUPS Z5, 64(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Z6, Z6
+	VMOVUPS Z6, (DI)
+	VADDPS  64(DI), Z7, Z7
+	VMOVUPS Z7, 64(DI)
+	VZEROUPPER
+	RET

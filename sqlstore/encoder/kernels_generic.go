@@ -2,9 +2,4 @@
 
 package encoder
 
-var (
-	axpy  = axpyGeneric
-	axpy4 = axpy4Generic
-)
-
 func matmulSIMD(out, in []float32, n, k, m int, w []float32) bool { return false }

@@ -22,7 +22,8 @@ const (
 	l2Epsilon = 1e-12
 )
 
-// layer holds one transformer layer's weights, matrices row-major [in][out].
+// layer holds one transformer layer's weights; matrices [in][out] in
+// panels (packPanels).
 type layer struct {
 	in         int // attention width: 256 (layer 0) or 512
 	lnAScale   []float32
@@ -184,6 +185,18 @@ func Load(dir string) (*Model, error) {
 	if missing != nil {
 		return nil, missing
 	}
+	scratch := make([]float32, hidden*ffnDim) // the largest matrix
+	for i := range m.layers {
+		L := &m.layers[i]
+		packPanels(L.wqkv, scratch, L.in, 3*L.in)
+		packPanels(L.wo, scratch, L.in, hidden)
+		if L.wres != nil {
+			packPanels(L.wres, scratch, L.in, hidden)
+		}
+		packPanels(L.w1, scratch, hidden, ffnDim)
+		packPanels(L.w2, scratch, ffnDim, hidden)
+	}
+	packPanels(m.wt, scratch, hidden, Dim)
 	if tok.Len() > 8002 {
 		return nil, fmt.Errorf("load model: vocab.json has %d pieces, the embedding table 8002", tok.Len())
 	}
