@@ -139,22 +139,22 @@ func (e *Encoder) layer(L *layer, n int) {
 
 // attention computes softmax(q·kᵀ)·v per head from qkv ([n][q|k|v], each
 // in wide, heads of in/heads) into e.o ([n][in]). No position is padding
-// for a single text, so there is no mask.
+// for a single text, so there is no mask. q is scaled first, as the
+// graph does.
 func (e *Encoder) attention(qkv []float32, n, in int, qScale float32) {
 	d := in / heads
 	stride := 3 * in
 	o := e.o[:n*in]
 	p := e.p[:n]
+	q := e.v[:d] // e.v is free until pooling
 	for h := 0; h < heads; h++ {
 		for i := 0; i < n; i++ {
-			q := qkv[i*stride+h*d : i*stride+h*d+d]
+			for c, y := range qkv[i*stride+h*d : i*stride+h*d+d] {
+				q[c] = y * qScale
+			}
 			mx := float32(math.Inf(-1))
 			for j := 0; j < n; j++ {
-				k := qkv[j*stride+in+h*d : j*stride+in+h*d+d]
-				var s float32
-				for c := range q {
-					s += (q[c] * qScale) * k[c]
-				}
+				s := dot(q, qkv[j*stride+in+h*d:j*stride+in+h*d+d])
 				p[j] = s
 				mx = max(mx, s)
 			}
@@ -167,13 +167,33 @@ func (e *Encoder) attention(qkv []float32, n, in int, qScale float32) {
 			oi := o[i*in+h*d : i*in+h*d+d]
 			clear(oi)
 			for j := 0; j < n; j++ {
-				w := p[j] / sum
-				vj := qkv[j*stride+2*in+h*d : j*stride+2*in+h*d+d]
-				for c := range oi {
-					oi[c] += w * vj[c]
-				}
+				axpy(oi, qkv[j*stride+2*in+h*d:j*stride+2*in+h*d+d], p[j]/sum)
 			}
 		}
+	}
+}
+
+// dot is Σ a[i]·b[i] over len(a), a multiple of 4, in four partial sums.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	for i := 0; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds a·x to o (len(o) a multiple of 4).
+func axpy(o, x []float32, a float32) {
+	x = x[:len(o)]
+	for i := 0; i+4 <= len(o); i += 4 {
+		o[i] += a * x[i]
+		o[i+1] += a * x[i+1]
+		o[i+2] += a * x[i+2]
+		o[i+3] += a * x[i+3]
 	}
 }
 

@@ -4,14 +4,17 @@ package encoder
 
 // The matrix products are the whole cost of a forward pass (≈ 4.6M
 // multiply-adds a piece). On amd64 with AVX2 and FMA they run in
-// kernels_amd64.s: 4 rows × 32 columns (AVX-512; with AVX2 two passes
-// of 4 × 16) of the output held in registers across the whole inner
+// kernels_amd64.s: 8 or 4 rows × 32 columns (AVX-512; with AVX2 two
+// passes of 4 × 16) of the output held in registers across the whole inner
 // dimension, so each panel of W is read once per four input rows. Elsewhere, or with -tags purego, the Go loops of
 // kernels.go run; both orders of summation agree with the reference
 // within the golden test's tolerance.
 
 //go:noescape
 func gemm4x16(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, k int)
+
+//go:noescape
+func gemm8x32(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, k int)
 
 //go:noescape
 func gemm4x32(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, k int)
@@ -57,6 +60,11 @@ func matmulSIMD(out, in []float32, n, k, m int, w []float32) bool {
 		panel := &w[p*k]
 		half := &w[p*k+16]
 		r := 0
+		if hasAVX512 {
+			for ; r+8 <= n; r += 8 {
+				gemm8x32(&out[r*m+p], m, &in[r*k], k, panel, panelW, k)
+			}
+		}
 		for ; r+4 <= n; r += 4 {
 			if hasAVX512 {
 				gemm4x32(&out[r*m+p], m, &in[r*k], k, panel, panelW, k)

@@ -26,7 +26,7 @@ func TestMatmulKernels(t *testing.T) {
 
 func testMatmul(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, sh := range [][3]int{{1, 512, 512}, {3, 256, 768}, {7, 512, 1536}, {13, 1536, 512}, {32, 256, 512}} {
+	for _, sh := range [][3]int{{1, 512, 512}, {3, 256, 768}, {7, 512, 1536}, {13, 1536, 512}, {32, 256, 512}, {12, 512, 512}} {
 		n, k, m := sh[0], sh[1], sh[2]
 		in, w, b := randSlice(n*k, r), randSlice(k*m, r), randSlice(m, r)
 		got, want := make([]float32, n*m), make([]float32, n*m)
