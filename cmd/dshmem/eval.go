@@ -106,12 +106,18 @@ func evalModel() (*encoder.Model, string) {
 func newEvalDense(m *encoder.Model) madial.Dense {
 	e := m.NewEncoder()
 	vecs := map[int][]float32{}
+	queries := map[int][]float32{}
 	return madial.Dense{
 		Query: func(c madial.Case) []float32 {
-			if !encoder.English(c.Query) {
-				return nil
+			if v, ok := queries[c.ID]; ok {
+				return v
 			}
-			return e.EncodeTail(nil, c.Query)
+			var v []float32
+			if encoder.English(c.Query) {
+				v = e.EncodeTail(nil, c.Query)
+			}
+			queries[c.ID] = v
+			return v
 		},
 		Memory: func(mm madial.Memory) []float32 {
 			if v, ok := vecs[mm.ID]; ok {

@@ -56,7 +56,8 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 		if err := env.parseNoArgs(c, fs, args[1:]); err != nil {
 			return err
 		}
-		st := modelStatus{Model: encoder.ModelID, Version: encoder.ModelVersion, Dir: dir}
+		st := modelStatus{Model: encoder.ModelID, Version: encoder.ModelVersion, Dir: dir,
+			UsedBy: "dshmem eval madial (English only); recall, search and packets do not use it yet"}
 		switch err := encoder.Verify(dir); {
 		case errors.Is(err, encoder.ErrNotInstalled):
 			st.Status = "not installed (dshmem model install)"
@@ -78,7 +79,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 		if *asJSON {
 			return json.NewEncoder(env.stdout).Encode(st)
 		}
-		fmt.Fprintf(env.stdout, "model    %s (%s)\ndir      %s\nstatus   %s\n", st.Model, st.Version, st.Dir, st.Status)
+		fmt.Fprintf(env.stdout, "model    %s (%s)\ndir      %s\nstatus   %s\nused by  %s\n", st.Model, st.Version, st.Dir, st.Status, st.UsedBy)
 		if st.Installed {
 			fmt.Fprintf(env.stdout, "load     %.1f ms\nencode   %.1f ms (one 14-piece query, first call)\n", st.LoadMS, st.QueryMS)
 		}
@@ -93,6 +94,7 @@ type modelStatus struct {
 	Dir       string  `json:"dir"`
 	Installed bool    `json:"installed"`
 	Status    string  `json:"status"`
+	UsedBy    string  `json:"usedBy"`
 	LoadMS    float64 `json:"loadMs,omitempty"`
 	QueryMS   float64 `json:"queryMs,omitempty"`
 }
