@@ -103,3 +103,22 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkScan100k: the exact nearest-neighbour scan recall would run,
+// 100,000 unit vectors in memory against one query (dot products only,
+// no top-k): the cost per 100k vectors that decides when an ANN index pays.
+func BenchmarkScan100k(b *testing.B) {
+	const n = 100_000
+	vecs := make([]float32, n*Dim)
+	for i := range vecs {
+		vecs[i] = float32(i%97) / 97
+	}
+	q := vecs[:Dim]
+	var best float32
+	for b.Loop() {
+		for i := 0; i < n; i++ {
+			best = max(best, Dot(q, vecs[i*Dim:(i+1)*Dim]))
+		}
+	}
+	_ = best
+}

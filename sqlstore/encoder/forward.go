@@ -173,15 +173,19 @@ func (e *Encoder) attention(qkv []float32, n, in int, qScale float32) {
 	}
 }
 
-// dot is Σ a[i]·b[i] over len(a), a multiple of 4, in four partial sums.
+// dot is Σ a[i]·b[i] over len(a), in four partial sums.
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
-	for i := 0; i+4 <= len(a); i += 4 {
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
 		s0 += a[i] * b[i]
 		s1 += a[i+1] * b[i+1]
 		s2 += a[i+2] * b[i+2]
 		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
 }

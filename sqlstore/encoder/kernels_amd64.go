@@ -22,6 +22,18 @@ func gemm4x32(out *float32, ldo int, in *float32, ldi int, w *float32, ldw int, 
 //go:noescape
 func gemm1x16(out *float32, in *float32, w *float32, ldw int, k int)
 
+//go:noescape
+func dotAVX2(a, b *float32, n int) float32
+
+// Dot is Σ a[i]·b[i] (the cosine of two unit vectors); len(b) ≥ len(a).
+func Dot(a, b []float32) float32 {
+	if hasAVX2FMA && len(a) >= 32 && len(a)%32 == 0 {
+		_ = b[len(a)-1]
+		return dotAVX2(&a[0], &b[0], len(a))
+	}
+	return dot(a, b)
+}
+
 func cpuidex(leaf, sub uint32) (a, b, c, d uint32)
 func xgetbv0() uint32
 

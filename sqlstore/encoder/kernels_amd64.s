@@ -298,3 +298,40 @@ loop8:
 	VMOVUPS Z15, 64(DI)
 	VZEROUPPER
 	RET
+
+// func dotAVX2(a, b *float32, n int) float32
+// Σ a[i]·b[i] for n a multiple of 32, in four 8-wide partial sums.
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DX
+	MOVQ   n+16(FP), CX
+	SHRQ   $5, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loopd:
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DX), Y4, Y0
+	VFMADD231PS 32(DX), Y5, Y1
+	VFMADD231PS 64(DX), Y6, Y2
+	VFMADD231PS 96(DX), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DX
+	DECQ        CX
+	JNZ         loopd
+
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET

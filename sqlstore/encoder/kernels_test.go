@@ -59,3 +59,17 @@ func BenchmarkMatmul(b *testing.B) {
 	}
 	b.ReportMetric(float64(2*n*k*m)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+func TestDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 3, 32, 64, 512, 513} {
+		a, b := randSlice(n, r), randSlice(n, r)
+		var want float64
+		for i := range a {
+			want += float64(a[i]) * float64(b[i])
+		}
+		if got := Dot(a, b); float64(got)-want > 1e-4 || want-float64(got) > 1e-4 {
+			t.Errorf("n=%d: got %v, want %v", n, got, want)
+		}
+	}
+}
