@@ -59,6 +59,11 @@ package sqlstore
 // (pizza ~ picnic through noun.food), zh R@20 0.83 but R@10 flat. The
 // misses left are memories related by situation, not by words (how to
 // celebrate → the ice cream shop); dictionaries do not hold those.
+//
+// A sentence encoder (sqlstore/encoder, English only) reaches them on
+// MADial en: alone R@10 0.650, fused with this ranking by FuseDense
+// (fuse.go; the blend weights tried are in weights.go, DenseBlend)
+// 0.751, R@5 0.529 → 0.625, R@1 unchanged; zh untouched.
 
 import (
 	"context"

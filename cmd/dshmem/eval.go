@@ -13,6 +13,7 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/madial"
 )
 
@@ -61,7 +62,8 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if *data == "" {
 		return usageError{"needs --data DIR (the MADial-Bench files, e.g. ../shared/data/madial)"}
 	}
-	rows, err := evalMADial(ctx, *data)
+	model, note := evalModel()
+	rows, err := evalMADial(ctx, *data, model)
 	if err != nil {
 		return err
 	}
@@ -71,12 +73,64 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return enc.Encode(rows)
 	}
 	fmt.Fprintf(env.stdout, "MADial-Bench (%s): Recall@k and nDCG@k, macro-averaged over dialogues\n", *data)
-	fmt.Fprintf(env.stdout, "%-4s %-16s %5s %6s %6s %6s %6s %6s %6s %6s\n", "lang", "retriever", "cases", "R@1", "R@3", "R@5", "R@10", "R@20", "nDCG@5", "nDCG@10")
+	fmt.Fprintln(env.stdout, note)
+	fmt.Fprintf(env.stdout, "%-4s %-20s %5s %6s %6s %6s %6s %6s %6s %6s\n", "lang", "retriever", "cases", "R@1", "R@3", "R@5", "R@10", "R@20", "nDCG@5", "nDCG@10")
 	for _, r := range rows {
-		fmt.Fprintf(env.stdout, "%-4s %-16s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
+		fmt.Fprintf(env.stdout, "%-4s %-20s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
 			r.Recall["1"], r.Recall["3"], r.Recall["5"], r.Recall["10"], r.Recall["20"], r.NDCG["5"], r.NDCG["10"])
 	}
 	return nil
+}
+
+// evalModel loads the installed encoder, or says why there is none.
+func evalModel() (*encoder.Model, string) {
+	dir, err := encoder.DefaultDir()
+	if err == nil {
+		err = encoder.Verify(dir)
+	}
+	var m *encoder.Model
+	if err == nil {
+		m, err = encoder.Load(dir)
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("dense: none (%v)", err)
+	}
+	return m, fmt.Sprintf("dense: %s (%s), English queries and memories only; fused with sqlstore.FuseDense, DenseBlend %.2f",
+		encoder.ModelID, encoder.ModelVersion, sqlstore.DefaultWeights.DenseBlend)
+}
+
+// newEvalDense ranks by the encoder's cosines: memories and queries that
+// are not English (encoder.English) get no vector, so a Chinese case
+// ranks with the words alone. A query is the dialogue up to the test
+// turn, its last MaxPieces pieces when longer (EncodeTail).
+func newEvalDense(m *encoder.Model) madial.Dense {
+	e := m.NewEncoder()
+	vecs := map[int][]float32{}
+	queries := map[int][]float32{}
+	return madial.Dense{
+		Query: func(c madial.Case) []float32 {
+			if v, ok := queries[c.ID]; ok {
+				return v
+			}
+			var v []float32
+			if encoder.English(c.Query) {
+				v = e.EncodeTail(nil, c.Query)
+			}
+			queries[c.ID] = v
+			return v
+		},
+		Memory: func(mm madial.Memory) []float32 {
+			if v, ok := vecs[mm.ID]; ok {
+				return v
+			}
+			var v []float32
+			if encoder.English(mm.Text) {
+				v = e.Encode(nil, mm.Text)
+			}
+			vecs[mm.ID] = v
+			return v
+		},
+	}
 }
 
 // evalRow is one retriever's figures on one language.
@@ -100,11 +154,17 @@ func newEvalRow(lang, name string, m madial.Metrics) evalRow {
 }
 
 // evalMADial scores dshmem recall on zh and en, then the zh baselines.
-func evalMADial(ctx context.Context, dir string) ([]evalRow, error) {
-	return evalMADialWith(ctx, dir, nil)
+// With the encoder installed (dshmem model install) it adds, per language,
+// the dense ranking alone (English only) and the fused one; m nil leaves
+// them out.
+func evalMADial(ctx context.Context, dir string, m *encoder.Model) ([]evalRow, error) {
+	return evalMADialWith(ctx, dir, nil, m)
 }
 
-func evalMADialWith(ctx context.Context, dir string, w *sqlstore.Weights) ([]evalRow, error) {
+func evalMADialWith(ctx context.Context, dir string, w *sqlstore.Weights, model *encoder.Model) ([]evalRow, error) {
+	if w == nil {
+		w = &sqlstore.DefaultWeights
+	}
 	tmp, err := os.MkdirTemp("", "dshmem-eval-")
 	if err != nil {
 		return nil, err
@@ -122,11 +182,19 @@ func evalMADialWith(ctx context.Context, dir string, w *sqlstore.Weights) ([]eva
 		}
 		r := &recallRetriever{ctx: ctx, dir: filepath.Join(tmp, lang), weights: w}
 		ranked := madial.Run(r, memories, cases, 20)
+		rows = append(rows, newEvalRow(lang, "dshmem recall", madial.Evaluate(ranked, cases)))
+		if model != nil {
+			d := newEvalDense(model)
+			if lang == "en" {
+				rows = append(rows, newEvalRow(lang, "dense "+encoder.ModelID, madial.Evaluate(madial.Run(d, memories, cases, 20), cases)))
+			}
+			f := madial.Fused{Lexical: r, Dense: d, Weights: w}
+			rows = append(rows, newEvalRow(lang, "dshmem recall+dense", madial.Evaluate(madial.Run(f, memories, cases, 20), cases)))
+		}
 		r.close()
 		if r.err != nil {
 			return nil, fmt.Errorf("eval madial %s: %w", lang, r.err)
 		}
-		rows = append(rows, newEvalRow(lang, "dshmem recall", madial.Evaluate(ranked, cases)))
 		rows = append(rows, newEvalRow(lang, "lexical floor", madial.Evaluate(madial.Run(madial.Lexical{}, memories, cases, 20), cases)))
 	}
 	base, err := madial.LoadBaselines(filepath.Join(dir, "baselines-zh"))
@@ -206,6 +274,17 @@ func (r *recallRetriever) index(user int, mems []madial.Memory) (*userIndex, err
 
 // Rank implements madial.Retriever.
 func (r *recallRetriever) Rank(c madial.Case, candidates []madial.Memory, k int) []int {
+	rs := r.RankScored(c, candidates, k)
+	out := make([]int, len(rs))
+	for i, x := range rs {
+		out[i] = x.ID
+	}
+	return out
+}
+
+// RankScored implements madial.ScoredRetriever: the recall path's items
+// and their scores.
+func (r *recallRetriever) RankScored(c madial.Case, candidates []madial.Memory, k int) []sqlstore.Ranked[int] {
 	if r.err != nil {
 		return nil
 	}
@@ -224,10 +303,10 @@ func (r *recallRetriever) Rank(c madial.Case, candidates []madial.Memory, k int)
 		r.err = fmt.Errorf("case %d: %s", c.ID, res.Note)
 		return nil
 	}
-	out := make([]int, 0, len(res.Items))
+	out := make([]sqlstore.Ranked[int], 0, len(res.Items))
 	for _, it := range res.Items {
 		if id, ok := ui.ids[it.ID]; ok {
-			out = append(out, id)
+			out = append(out, sqlstore.Ranked[int]{ID: id, Score: it.Score})
 		}
 	}
 	return out

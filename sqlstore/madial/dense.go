@@ -1,0 +1,81 @@
+package madial
+
+import (
+	"sort"
+
+	"dshmem/sqlstore"
+)
+
+// Dense ranks a user's memories by the cosine of unit vectors (an
+// embedding model's). Query or Memory returning nil means "no vector":
+// a case without a query vector ranks nothing, a memory without one is
+// not a candidate.
+type Dense struct {
+	Query  func(c Case) []float32
+	Memory func(m Memory) []float32
+}
+
+// Scores returns the k memories nearest the query, best first (ties go to
+// the lower id).
+func (d Dense) Scores(c Case, candidates []Memory, k int) []sqlstore.Ranked[int] {
+	q := d.Query(c)
+	if q == nil || k <= 0 {
+		return nil
+	}
+	out := make([]sqlstore.Ranked[int], 0, len(candidates))
+	for _, m := range candidates {
+		v := d.Memory(m)
+		if v == nil {
+			continue
+		}
+		var dot float32
+		for i := range q {
+			dot += q[i] * v[i]
+		}
+		out = append(out, sqlstore.Ranked[int]{ID: m.ID, Score: float64(dot)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out[:min(k, len(out))]
+}
+
+// Rank implements Retriever.
+func (d Dense) Rank(c Case, candidates []Memory, k int) []int {
+	return ids(d.Scores(c, candidates, k))
+}
+
+// ScoredRetriever is a Retriever that also gives its scores.
+type ScoredRetriever interface {
+	RankScored(c Case, candidates []Memory, k int) []sqlstore.Ranked[int]
+}
+
+// Fused ranks with sqlstore.FuseDense over a lexical ranking and Dense,
+// both cut to Pool (0: k), as recall fuses them.
+type Fused struct {
+	Lexical ScoredRetriever
+	Dense   Dense
+	Weights *sqlstore.Weights
+	Pool    int
+}
+
+// Rank implements Retriever.
+func (f Fused) Rank(c Case, candidates []Memory, k int) []int {
+	pool := f.Pool
+	if pool <= 0 {
+		pool = k
+	}
+	lex := f.Lexical.RankScored(c, candidates, pool)
+	return ids(sqlstore.FuseDense(lex, f.Dense.Scores(c, candidates, pool), f.Weights))
+}
+
+func ids(rs []sqlstore.Ranked[int]) []int {
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
+}
