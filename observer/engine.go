@@ -42,15 +42,20 @@ type Engine struct {
 	// rebuilt names why the index was rebuilt on open, if it was.
 	rebuilt string
 
-	// Folding is pipelined with intake: a call appends under mu, takes a
-	// ticket, releases mu and folds in ticket order, so the next call's
-	// dedupe and append (with its fsync) overlap this call's fold. What
-	// is appended but not yet folded is in pendingIDs/pendingCwd, so
-	// dedupe and stream resolution still see it.
+	// Folding is pipelined with intake: a call queues its appends under
+	// mu, takes a ticket, releases mu, waits for its fsync and folds in
+	// ticket order, so concurrent calls share one fsync (the log's group
+	// commit) and the next call's dedupe overlaps this call's fold. The
+	// first caller whose turn has come folds every ready call after it in
+	// the same transaction (foldReady). What is appended but not yet
+	// folded is in pendingIDs/pendingCwd, so dedupe and stream resolution
+	// still see it.
 	foldMu     sync.Mutex
 	foldCond   *sync.Cond
-	nextTicket uint64 // guarded by foldMu; taken under mu
-	foldTurn   uint64 // guarded by foldMu
+	nextTicket uint64               // guarded by foldMu; taken under mu
+	foldTurn   uint64               // guarded by foldMu
+	folding    bool                 // guarded by foldMu: a caller is folding
+	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
 	pendingIDs map[string]map[string]bool // stream → ids appended, not yet folded
 	pendingCwd map[string]string          // session → cwd appended, not yet folded
@@ -90,7 +95,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
-		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}}
+		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
 	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), opts.Log); err != nil {
 		e.Close()
@@ -314,14 +319,15 @@ type intakeItem struct {
 	outcome int
 }
 
+// queued is one stream's batch of a call, queued on the log.
+type queued struct {
+	stream string
+	p      *events.Pending
+	items  []int // indexes into the call's items, in batch order
+}
+
 func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (res IngestResult, _ []Outcome, err error) {
 	e.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			e.mu.Unlock()
-		}
-	}()
 	// The ticket is taken before anything is appended and always used,
 	// so folds run in append order and a failed call never stalls the
 	// ones after it.
@@ -329,17 +335,45 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 	ticket := e.nextTicket
 	e.nextTicket++
 	e.foldMu.Unlock()
-	var folded []events.Envelope
-	defer func() {
-		if locked {
-			e.mu.Unlock()
-			locked = false
-		}
-		if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
-			err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
-		}
-	}()
+	qs, err := e.stage(ctx, items, out, &res)
+	e.mu.Unlock()
 
+	// The appends' order is fixed; wait for their fsync outside mu, so
+	// the next call can queue behind them and share the fsync. The wait
+	// ignores ctx: once queued, an event is written or failed, and
+	// folding must learn its seq either way.
+	var folded []events.Envelope
+	for _, q := range qs {
+		stamped, werr := q.p.Wait(context.WithoutCancel(ctx))
+		if werr != nil {
+			e.unmarkPending(q.stream, q.p)
+			if err == nil {
+				err = fmt.Errorf("append to stream %s: %w", q.stream, werr)
+			}
+			continue
+		}
+		for k, i := range q.items {
+			n := items[i].outcome
+			out[n].Status = StatusAppended
+			out[n].Stream = q.stream
+			out[n].Seq = stamped[k].Seq
+		}
+		res.Appended += len(stamped)
+		folded = append(folded, stamped...)
+	}
+	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
+		err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
+	}
+	e.tally(&res, out)
+	if err != nil && res.Appended == 0 && res.Duplicates == 0 && qs == nil {
+		return res, nil, err
+	}
+	return res, out, err
+}
+
+// stage resolves streams, dedupes and queues the appends of one call.
+// It runs under mu, which fixes the order of the queued batches.
+func (e *Engine) stage(ctx context.Context, items []intakeItem, out []Outcome, res *IngestResult) ([]queued, error) {
 	// Resolve streams. A session's cwd learnt earlier in this call wins
 	// over the index, so a session/start and its messages may arrive
 	// together.
@@ -363,7 +397,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 				sc = c
 				sessCwd[env.Session] = c
 			} else if c, ok, err := e.store.SessionCwd(ctx, env.Session); err != nil {
-				return IngestResult{}, nil, fmt.Errorf("look up session %s: %w", env.Session, err)
+				return nil, fmt.Errorf("look up session %s: %w", env.Session, err)
 			} else if ok {
 				sc = c
 				sessCwd[env.Session] = c
@@ -393,6 +427,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		byStream[s] = append(byStream[s], i)
 	}
 	sort.Strings(order)
+	var qs []queued
 	for _, stream := range order {
 		idx := byStream[stream]
 		ids := make([]string, len(idx))
@@ -412,7 +447,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		e.pendMu.Unlock()
 		seen, err := e.store.ExistingIDs(ctx, stream, ids)
 		if err != nil {
-			return res, nil, fmt.Errorf("dedupe stream %s: %w", stream, err)
+			return qs, fmt.Errorf("dedupe stream %s: %w", stream, err)
 		}
 		for _, id := range pending {
 			seen[id] = true
@@ -435,23 +470,14 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		if len(batch) == 0 {
 			continue
 		}
-		stamped, err := e.log.Append(ctx, stream, batch)
+		p, err := e.log.Enqueue(ctx, stream, batch)
 		if err != nil {
-			e.tally(&res, out)
-			return res, out, fmt.Errorf("append to stream %s: %w", stream, err)
+			return qs, fmt.Errorf("append to stream %s: %w", stream, err)
 		}
-		for k, i := range batchItems {
-			n := items[i].outcome
-			out[n].Status = StatusAppended
-			out[n].Stream = stream
-			out[n].Seq = stamped[k].Seq
-		}
-		res.Appended += len(stamped)
-		folded = append(folded, stamped...)
-		e.markPending(stream, stamped)
+		e.markPending(stream, batch)
+		qs = append(qs, queued{stream: stream, p: p, items: batchItems})
 	}
-	e.tally(&res, out)
-	return res, out, nil
+	return qs, nil
 }
 
 // markPending records appended events until they are folded.
@@ -473,6 +499,16 @@ func (e *Engine) markPending(stream string, evs []events.Envelope) {
 	}
 }
 
+// unmarkPending forgets the ids of a queued batch whose commit failed:
+// they are not in the log.
+func (e *Engine) unmarkPending(stream string, p *events.Pending) {
+	e.pendMu.Lock()
+	defer e.pendMu.Unlock()
+	for _, ev := range p.Events() {
+		delete(e.pendingIDs[stream], ev.ID)
+	}
+}
+
 func (e *Engine) pendingSessionCwd(session string) (string, bool) {
 	e.pendMu.Lock()
 	defer e.pendMu.Unlock()
@@ -480,37 +516,76 @@ func (e *Engine) pendingSessionCwd(session string) (string, bool) {
 	return c, ok
 }
 
-// foldInTurn waits for the folds of earlier tickets, folds evs, takes
-// them out of the pending sets and passes the turn on. The events are
-// durable before this runs: an index failure here is repaired by the
-// catch-up on the next open.
+// foldSlot is one call's events waiting for their turn to fold.
+type foldSlot struct {
+	evs  []events.Envelope
+	done bool
+	err  error
+}
+
+// maxJoinedFold caps the events of calls folded together in one
+// transaction.
+const maxJoinedFold = projector.DefaultChunkSize
+
+// foldInTurn folds evs after the events of every earlier ticket, takes
+// them out of the pending sets and passes the turn on. The caller whose
+// turn it is folds its events together with those of every later call
+// already waiting (one transaction for all: the index's group commit),
+// and the others return with its result. The events are durable before
+// this runs: an index failure here is repaired by the catch-up on the
+// next open.
 func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
 	e.foldMu.Lock()
-	for e.foldTurn != ticket {
-		e.foldCond.Wait()
-	}
-	e.foldMu.Unlock()
-	var err error
-	if len(evs) > 0 {
-		err = e.proj.Fold(context.WithoutCancel(ctx), evs)
-	}
-	if err == nil {
-		// Now in the index. (After a failed fold they stay pending: the
-		// index lacks them until the next open catches up.)
-		e.pendMu.Lock()
-		for _, ev := range evs {
-			delete(e.pendingIDs[ev.Stream], ev.ID)
-			if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
-				delete(e.pendingCwd, ev.Session)
-			}
+	defer e.foldMu.Unlock()
+	me := &foldSlot{evs: evs}
+	e.foldSlots[ticket] = me
+	for !me.done {
+		if e.folding || e.foldSlots[e.foldTurn] == nil {
+			e.foldCond.Wait()
+			continue
 		}
-		e.pendMu.Unlock()
+		// Take the run of ready calls from the turn on.
+		var run []*foldSlot
+		var all []events.Envelope
+		for t := e.foldTurn; e.foldSlots[t] != nil && (len(run) == 0 || len(all)+len(e.foldSlots[t].evs) <= maxJoinedFold); t++ {
+			sl := e.foldSlots[t]
+			delete(e.foldSlots, t)
+			run = append(run, sl)
+			all = append(all, sl.evs...)
+		}
+		e.folding = true
+		e.foldMu.Unlock()
+		err := e.foldEvents(ctx, all)
+		e.foldMu.Lock()
+		for _, sl := range run {
+			sl.done, sl.err = true, err
+		}
+		e.foldTurn += uint64(len(run))
+		e.folding = false
+		e.foldCond.Broadcast()
 	}
-	e.foldMu.Lock()
-	e.foldTurn++
-	e.foldCond.Broadcast()
-	e.foldMu.Unlock()
-	return err
+	return me.err
+}
+
+// foldEvents folds evs and, once they are in the index, takes them out
+// of the pending sets. (After a failed fold they stay pending: the index
+// lacks them until the next open catches up.)
+func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := e.proj.Fold(context.WithoutCancel(ctx), evs); err != nil {
+		return err
+	}
+	e.pendMu.Lock()
+	for _, ev := range evs {
+		delete(e.pendingIDs[ev.Stream], ev.ID)
+		if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
+			delete(e.pendingCwd, ev.Session)
+		}
+	}
+	e.pendMu.Unlock()
+	return nil
 }
 
 // lockSettled takes the intake mutex and waits until every appended
