@@ -47,6 +47,16 @@ type SummaryInput struct {
 // entries carry "conflict" in their meta line. Only if even the header and
 // that last line do not fit is the text cut at a UTF-8 boundary.
 func RenderSummary(in SummaryInput) []byte {
+	b, _ := RenderSummaryKept(in)
+	return b
+}
+
+// RenderSummaryKept is RenderSummary that also says how many of
+// in.Entries the file shows. A caller that passes only the top of the
+// ranking (with Omitted counting the rest) has passed enough when kept
+// is less than len(in.Entries) or nothing was omitted: otherwise more
+// entries might have fit.
+func RenderSummaryKept(in SummaryInput) (_ []byte, kept int) {
 	limit := in.MaxBytes
 	if limit <= 0 {
 		limit = DefaultSummaryBytes
@@ -67,7 +77,7 @@ func RenderSummary(in SummaryInput) []byte {
 	render := func(k int) []byte { return renderSummaryBody(head, ranked[:k], len(ranked)-k+omitted) }
 
 	if out := render(len(ranked)); len(out) <= limit {
-		return out
+		return out, len(ranked)
 	}
 	// The size grows with k for k < len(ranked) (each block adds bytes and
 	// the last line is always there), so search the largest k that fits.
@@ -82,9 +92,9 @@ func RenderSummary(in SummaryInput) []byte {
 		}
 	}
 	if best >= 0 {
-		return render(best)
+		return render(best), best
 	}
-	return []byte(cutUTF8(string(render(0)), limit))
+	return []byte(cutUTF8(string(render(0)), limit)), 0
 }
 
 func summaryHeader(in SummaryInput) string {

@@ -82,6 +82,9 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 		now = time.Now()
 	}
 	sc := SessionContext{Scope: GlobalStream, Maintenance: []string{}, Notes: []string{}}
+	if err := e.WriteFiles(ctx); err != nil { // the layers are read from the files: bring them up to the index
+		return sc, err
+	}
 	if req.Cwd != "" {
 		sc.Scope = StreamForCwd(req.Cwd)
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"dshmem/events"
 	"dshmem/projector"
@@ -27,6 +28,10 @@ type Options struct {
 	ReadOnly bool
 	// Progress, when set, is told about catch-up on open.
 	Progress func(stream string, seq uint64)
+	// FilesInterval is the least time between two writes of the Markdown
+	// files (each write renders every group queued since the last one);
+	// 0 means DefaultFilesInterval.
+	FilesInterval time.Duration
 }
 
 // Engine is one open root: the writer lock, the log, the index and the
@@ -63,6 +68,9 @@ type Engine struct {
 	// mu serializes intake: dedupe, append and fold happen as one step
 	// so that two callers can never both append the same id.
 	mu sync.Mutex
+
+	// files writes the Markdown projections off the intake's path.
+	files *fileWriter
 }
 
 // ErrReadOnly is returned by every write (intake, checkpoint, sync,
@@ -129,14 +137,20 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	}
 	e.proj = projector.New(e.store)
 	e.proj.Root = root // the Markdown projections (projector/files.go)
+	// Folds commit and queue their files; the file writer writes them
+	// (files.go), so an acknowledgement waits for the log's fsync and
+	// the index commit only.
+	e.proj.Defer = true
 	if err := e.proj.CatchUp(ctx, e.log, opts.Progress); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("catch up index from log: %w", err)
 	}
-	if err := e.proj.Refresh(ctx); err != nil {
+	if err := e.proj.RepairFiles(ctx); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("write Markdown projections: %w", err)
 	}
+	e.files = startFileWriter(e.proj, opts.FilesInterval)
+	e.proj.OnQueued = e.files.kick
 	return e, nil
 }
 
@@ -181,9 +195,14 @@ func (e *Engine) Repairs() []events.Repaired {
 	return e.log.Repairs()
 }
 
-// Close flushes and closes the log, the index and the lock.
+// Close writes the queued Markdown files, then flushes and closes the
+// log, the index and the lock.
 func (e *Engine) Close() error {
 	var errs []error
+	if e.files != nil {
+		errs = append(errs, e.files.stop())
+		e.files = nil
+	}
 	if e.log != nil {
 		errs = append(errs, e.log.Close())
 		e.log = nil

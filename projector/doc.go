@@ -67,8 +67,9 @@
 //	index.md             each topic → its file, then one line per global entry
 //	scopes/ws-<id>/      memory_summary.md (the workspace's entries, ≤ 3000 bytes),
 //	                     scope.json {"key","cwd"} (cwd: the first one the stream carried),
-//	                     summary_history/<seq, 20 digits>.md: the summary as of each of the
-//	                     newest 10 memory events (memory/ except memory/shown) of the stream
+//	                     summary_history/<seq, 20 digits>.md: the newest 10 versions of the
+//	                     summary, a version being the summary as of a memory event (memory/
+//	                     except memory/shown) whose text differs from the version before
 //	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a
 //	                     "summary" (block id the session) of that day — the date in the
 //	                     event's own offset — in (event time, stream, seq) order
@@ -80,10 +81,18 @@
 // the files Refresh renders from the index, so a live root and a
 // rebuild (which ends with Refresh) hold the same set of files. Summary
 // versions are rendered inside the transaction, right after their event,
-// and only for the last 10 memory events of each stream in the call, so
-// the set kept never depends on how the log was split into folds. Every
-// file and every files row is a function of the event prefix: replay
-// writes the same bytes.
+// for every memory event, and kept in summary_versions (the newest 10)
+// when the text changed, so the set kept never depends on how the log
+// was split into folds. Every file and every files row is a function of
+// the event prefix: replay writes the same bytes.
+//
+// A fold does not write the files: it queues their groups in
+// projection_queue in its own transaction, and WriteQueued (at once,
+// or in the background with Defer) renders each queued group from one
+// snapshot of the index and writes it (queue.go). A summary render reads
+// the top of the ranking through the entries_summary index and the
+// count from entry_counts, so it costs the same at 300 entries and at
+// 30,000.
 //
 // A file whose bytes on disk are not what the files table says dshmem
 // wrote is a hand edit not yet captured: it is never overwritten (Held

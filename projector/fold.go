@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"dshmem/events"
 	"dshmem/sqlstore"
@@ -45,6 +46,14 @@ type Projector struct {
 	// because it holds a hand edit not yet captured (see put).
 	Held func(path string)
 
+	// Defer leaves the Markdown files of a fold queued (queue.go) for
+	// WriteQueued instead of writing them before Fold returns, so the
+	// caller acknowledges on the commit and writes files off its path;
+	// OnQueued, if set, is called after each commit that queued some.
+	Defer    bool
+	OnQueued func()
+	filesMu  sync.Mutex // serializes writing files (put)
+
 	// Sparse lets a fold skip seqs: restore folds only the events that
 	// change what one file shows, and the rest change nothing there.
 	// Seqs must still rise. Never set for the index of a root.
@@ -76,7 +85,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		return fmt.Errorf("fold: begin: %w", err)
 	}
 	f := &fold{tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
-	f.files = p.newFileTrack(evs)
+	f.files = p.newFileTrack()
 	pre := startPrepare(evs)
 	defer func() {
 		pre.stop()
@@ -118,11 +127,23 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	if err := f.finish(); err != nil {
 		return err
 	}
+	if err := f.files.queue(f); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fold: commit: %w", err)
 	}
-	if err := p.writeFiles(ctx, f.files); err != nil {
-		return fmt.Errorf("fold committed; write its Markdown files: %w", err)
+	if !f.files.on || !f.files.global && len(f.files.scopes) == 0 && len(f.files.days) == 0 {
+		return nil
+	}
+	if p.Defer {
+		if p.OnQueued != nil {
+			p.OnQueued()
+		}
+		return nil
+	}
+	if err := p.WriteQueued(ctx); err != nil {
+		return fmt.Errorf("fold committed: %w", err)
 	}
 	return nil
 }
