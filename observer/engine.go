@@ -256,20 +256,22 @@ func (e *Engine) IngestReader(ctx context.Context, r io.Reader) (IngestResult, [
 	if err != nil {
 		return IngestResult{}, nil, err
 	}
-	return e.ingestLines(ctx, lines, nums)
+	return e.ingestLines(ctx, lines, nums, nil)
 }
 
 // Ingest takes lines already split, one envelope each, as the HTTP API
 // and the importers send them. Each is validated exactly like a line of
 // `dshmem ingest`; Line in the outcomes is the 1-based position in lines.
 func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Outcome, error) {
-	return e.ingestLines(ctx, lines, nil)
+	return e.ingestLines(ctx, lines, nil, nil)
 }
 
 // ingestLines validates and redacts lines in parallel (both are pure and
 // CPU-bound), then resolves, dedupes, appends and folds in order.
-// nums are the input line numbers; nil means 1, 2, 3, ….
-func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (IngestResult, []Outcome, error) {
+// nums are the input line numbers; nil means 1, 2, 3, …. staged, if
+// set, is called under the intake lock once the call's place in the
+// order of calls is fixed (IngestStream keeps the input's order with it).
+func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int, staged func()) (IngestResult, []Outcome, error) {
 	if e.log == nil {
 		return IngestResult{}, nil, ErrReadOnly
 	}
@@ -299,7 +301,7 @@ func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (I
 		}
 		items = append(items, intakeItem{line: lineNo(i), env: envs[i], outcome: i})
 	}
-	return e.ingest(ctx, items, out)
+	return e.ingest(ctx, items, out, staged)
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
@@ -345,7 +347,7 @@ type queued struct {
 	items  []int // indexes into the call's items, in batch order
 }
 
-func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (res IngestResult, _ []Outcome, err error) {
+func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, staged func()) (res IngestResult, _ []Outcome, err error) {
 	e.mu.Lock()
 	// The ticket is taken before anything is appended and always used,
 	// so folds run in append order and a failed call never stalls the
@@ -354,6 +356,9 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 	ticket := e.nextTicket
 	e.nextTicket++
 	e.foldMu.Unlock()
+	if staged != nil {
+		staged()
+	}
 	qs, err := e.stage(ctx, items, out, &res)
 	e.mu.Unlock()
 
