@@ -113,7 +113,7 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 // function of the event prefix, never of how the log was split into
 // folds. Only the newest HistoryKeep versions are kept.
 func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
-	r, err := renderSummary(context.Background(), f.tx, ev.Stream)
+	r, err := renderSummary(context.Background(), foldQueryer{f}, ev.Stream)
 	if err != nil {
 		return err
 	}
@@ -141,6 +141,27 @@ func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
 		return fmt.Errorf("drop old summary versions of %s: %w", ev.Stream, err)
 	}
 	return nil
+}
+
+// foldQueryer runs the renderers' queries on a fold's transaction
+// through statements prepared once per fold: a fold of many memory
+// events renders a summary after each.
+type foldQueryer struct{ f *fold }
+
+func (q foldQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := q.f.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (q foldQueryer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := q.f.stmt(query)
+	if err != nil {
+		return q.f.tx.QueryRowContext(ctx, query, args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // queue records, in the fold's transaction, the groups of files the fold

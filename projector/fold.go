@@ -54,6 +54,12 @@ type Projector struct {
 	OnQueued func()
 	filesMu  sync.Mutex // serializes writing files (put)
 
+	// Statements prepared on the pool, so each connection parses a
+	// fold's queries once, not in every fold (a fold of one event would
+	// spend more on parsing than on inserting).
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
 	// Sparse lets a fold skip seqs: restore folds only the events that
 	// change what one file shows, and the rest change nothing there.
 	// Seqs must still rise. Never set for the index of a root.
@@ -63,6 +69,32 @@ type Projector struct {
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
 // flush) against memory held per fold.
 const DefaultChunkSize = 10000
+
+// preparedOnPool returns query prepared on the pool, or nil; Tx.Stmt
+// then uses the connection's own prepared copy.
+func (p *Projector) preparedOnPool(query string) *sql.Stmt {
+	p.stmtMu.Lock()
+	defer p.stmtMu.Unlock()
+	return p.stmts[query]
+}
+
+// prepare prepares query on the pool for the next folds. It must not
+// run inside a fold: it may need a connection of its own.
+func (p *Projector) prepare(query string) {
+	p.stmtMu.Lock()
+	defer p.stmtMu.Unlock()
+	if _, ok := p.stmts[query]; ok {
+		return
+	}
+	st, err := p.s.DB().Prepare(query)
+	if err != nil {
+		return // the next fold prepares it on its transaction again
+	}
+	if p.stmts == nil {
+		p.stmts = map[string]*sql.Stmt{}
+	}
+	p.stmts[query] = st
+}
 
 // New returns a projector writing to s.
 func New(s *sqlstore.Store) *Projector { return &Projector{s: s} }
@@ -84,7 +116,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	if err != nil {
 		return fmt.Errorf("fold: begin: %w", err)
 	}
-	f := &fold{tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
+	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
 	f.files = p.newFileTrack()
 	pre := startPrepare(evs)
 	defer func() {
@@ -93,6 +125,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		if err != nil {
 			tx.Rollback()
 		}
+		f.prepareLater()
 	}()
 	for i := range evs {
 		if i%1024 == 0 {
@@ -155,7 +188,9 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 // goroutine per statement to watch a cancellable context, which would
 // cost more than the insert. Fold checks its context between events.
 type fold struct {
-	tx       *sql.Tx
+	p          *Projector
+	unprepared []string // queries to prepare on the pool once the fold ends
+	tx         *sql.Tx
 	stmts    map[string]*sql.Stmt
 	cursors  map[string]uint64
 	advanced map[string]bool
@@ -169,9 +204,17 @@ func (f *fold) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := f.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := f.tx.Prepare(query)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	var st *sql.Stmt
+	if ps := f.p.preparedOnPool(query); ps != nil {
+		st = f.tx.Stmt(ps) // the connection's own copy, prepared once
+	} else {
+		// Prepare on the pool after the fold: the transaction may hold
+		// the pool's only connection (a rebuild's).
+		var err error
+		if st, err = f.tx.Prepare(query); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		f.unprepared = append(f.unprepared, query)
 	}
 	if f.stmts == nil {
 		f.stmts = map[string]*sql.Stmt{}
@@ -191,6 +234,14 @@ func (f *fold) exec(query string, args ...any) (sql.Result, error) {
 func (f *fold) close() {
 	for _, st := range f.stmts {
 		st.Close()
+	}
+}
+
+// prepareLater prepares on the pool the queries this fold prepared on
+// its transaction; it runs after the transaction ended.
+func (f *fold) prepareLater() {
+	for _, q := range f.unprepared {
+		f.p.prepare(q)
 	}
 }
 

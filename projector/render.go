@@ -324,11 +324,12 @@ func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, erro
 	}
 }
 
-// summaryPool is how many entries a summary render reads first. A block
-// takes at least ~60 bytes (anchor, heading, meta line), so fewer than
-// 50 fit in the 3000-byte budget; renderSummary reads more only if all
-// of them fit.
-const summaryPool = 64
+// summaryPool is how many entries a summary render reads first; it
+// reads four times as many each time all of them fit, until one does
+// not (or none is left). Ordinary entries take 150–300 bytes of the
+// 3000-byte budget, so the first read is usually the last. (A block
+// takes at least ~60 bytes, so fewer than 50 ever fit.)
+const summaryPool = 16
 
 // summaryOrder is markdown.RenderSummary's ranking in SQL: active before
 // conflict, importance high first, the type order of global.md, then id.

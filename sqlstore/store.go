@@ -74,8 +74,14 @@ func openWriter(path string) (*sqlx.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
+	// Keep the connections concurrent requests use: a new one costs the
+	// pragmas and a read of the schema (database/sql keeps 2 by default).
+	db.SetMaxIdleConns(maxIdleConns)
 	return db, nil
 }
+
+// maxIdleConns is how many idle connections a Store keeps open.
+const maxIdleConns = 16
 
 // Open opens (creating if needed) the index at path in WAL mode and
 // applies every pending migration.

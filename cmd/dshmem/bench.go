@@ -17,6 +17,7 @@ func init() {
 		usage: `bench ingest [--events N] [--size B] [--json]
        bench recall [--records N] [--queries Q] [--json]
        bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
+       bench remember [--entries N] [--callers C] (see 'dshmem bench remember --help')
 
 ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
         and code identifiers, fixed seed) twice, each time into a fresh
@@ -45,7 +46,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			return usageError{"needs a benchmark name: ingest, recall or serve"}
+			return usageError{"needs a benchmark name: ingest, recall, serve or remember"}
 		}
 		printCommandUsage(env.stdout, c)
 		return nil
@@ -57,8 +58,10 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return benchRecall(ctx, env, args[1:])
 	case "serve":
 		return benchServe(ctx, env, args[1:]) // bench_serve.go
+	case "remember":
+		return benchRemember(ctx, env, args[1:]) // bench_remember.go
 	default:
-		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall or serve", args[0])}
+		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall, serve or remember", args[0])}
 	}
 }
 
