@@ -191,11 +191,11 @@ type fold struct {
 	p          *Projector
 	unprepared []string // queries to prepare on the pool once the fold ends
 	tx         *sql.Tx
-	stmts    map[string]*sql.Stmt
-	cursors  map[string]uint64
-	advanced map[string]bool
-	sessions map[sessionKey]*sessionAcc
-	files    *fileTrack
+	stmts      map[string]*sql.Stmt
+	cursors    map[string]uint64
+	advanced   map[string]bool
+	sessions   map[sessionKey]*sessionAcc
+	files      *fileTrack
 }
 
 // stmt returns the statement for query, prepared on the fold's
