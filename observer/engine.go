@@ -105,13 +105,23 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
 		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
-	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), opts.Log); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("open log: %w", err)
-	}
 	if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
+	}
+	// What the index folded was fsynced before it was folded: the log's
+	// recovery checks those batches by their headers only (a crash tears
+	// only what came after), which keeps open cheap on a large root.
+	logOpts := opts.Log
+	if logOpts.Trusted == nil {
+		if logOpts.Trusted, err = e.store.Cursors(); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("read index cursors: %w", err)
+		}
+	}
+	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), logOpts); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("open log: %w", err)
 	}
 	if ahead, err := e.indexAhead(); err != nil {
 		e.Close()

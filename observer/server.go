@@ -104,6 +104,8 @@ type Server struct {
 	intakeWG   sync.WaitGroup
 	lastShown  int64 // newest memory/shown id time, under intakeMu
 
+	logCheck logChecker // the background walk of the log (logcheck.go)
+
 	topMu    sync.Mutex
 	firstTop string // the session that got the maintenance reminder
 	topTaken bool
@@ -196,6 +198,7 @@ func (s *Server) Start() {
 		// Read the word tables now, not in the first recall.
 		s.goBackground(func(context.Context) { zhdict.Load(); enfreq.Load() })
 		s.goBackground(s.broker.run)
+		s.goBackground(func(ctx context.Context) { s.logCheck.run(ctx, s.eng) }) // logcheck.go
 		if s.watcher != nil {
 			s.goBackground(s.watcher.Run)
 		}
