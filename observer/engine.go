@@ -30,7 +30,8 @@ type Options struct {
 	Progress func(stream string, seq uint64)
 	// FilesInterval is the least time between two writes of the Markdown
 	// files (each write renders every group queued since the last one);
-	// 0 means DefaultFilesInterval.
+	// 0 means DefaultFilesInterval; < 0 holds them until WriteFiles or
+	// Close (tests that crash a writer before its files are written).
 	FilesInterval time.Duration
 }
 

@@ -29,7 +29,7 @@ type fileWriter struct {
 }
 
 func startFileWriter(p *projector.Projector, interval time.Duration) *fileWriter {
-	if interval <= 0 {
+	if interval == 0 {
 		interval = DefaultFilesInterval
 	}
 	w := &fileWriter{proj: p, interval: interval, kicks: make(chan struct{}, 1),
@@ -48,6 +48,10 @@ func (w *fileWriter) kick() {
 
 func (w *fileWriter) run() {
 	defer close(w.done)
+	if w.interval < 0 {
+		<-w.quit // held: only WriteFiles and Close write (tests)
+		return
+	}
 	for {
 		select {
 		case <-w.kicks:

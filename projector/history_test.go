@@ -1,0 +1,47 @@
+package projector
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"dshmem/events"
+)
+
+// TestHistoryOnTextChange: summary_history/ gets a version when a memory
+// event changes the summary's text, not on every memory event, and the
+// versions kept do not depend on how the log was split into folds.
+func TestHistoryOnTextChange(t *testing.T) {
+	const ws = "ws-cccccccccccccccccccc"
+	rem := func(seq uint64, content string) events.Envelope {
+		return ev(ws, seq, events.TypeMemoryRemember, "", map[string]any{"content": content, "type": "fact"})
+	}
+	noop := func(seq uint64) events.Envelope { // forgets an entry that does not exist: changes nothing
+		return ev(ws, seq, events.TypeMemoryForget, "", map[string]any{"entryId": "m-0000000000000000"})
+	}
+	evs := []events.Envelope{rem(1, "first"), noop(2), rem(3, "second"), noop(4), noop(5), rem(6, "third")}
+	want := []string{HistoryPath(ws, 1), HistoryPath(ws, 3), HistoryPath(ws, 6)}
+	for _, split := range []int{1, 2, len(evs)} {
+		root := t.TempDir()
+		p := New(openStore(t))
+		p.Root = root
+		for i := 0; i < len(evs); i += split {
+			mustFold(t, p, evs[i:min(i+split, len(evs))])
+		}
+		got, _ := filepath.Glob(filepath.Join(root, ScopesDir, ws, HistoryDir, "*.md"))
+		if len(got) != len(want) {
+			t.Fatalf("split %d: got versions %v, want %v", split, got, want)
+		}
+		for i, g := range got {
+			if rel, _ := filepath.Rel(root, g); filepath.ToSlash(rel) != want[i] {
+				t.Errorf("split %d: got version %s, want %s", split, rel, want[i])
+			}
+		}
+		last, _ := os.ReadFile(got[len(got)-1])
+		r, ok, err := Render(context.Background(), p.s.DB(), SummaryPath(ws))
+		if err != nil || !ok || string(r.Data) != string(last) {
+			t.Errorf("split %d: the newest version differs from the summary (%v)", split, err)
+		}
+	}
+}
