@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"dshmem/events"
 )
 
 // Open trusts a sealed segment by its seal and the index's folded seqs
@@ -48,12 +50,12 @@ func (c *logChecker) get() *LogCheck {
 // run walks every segment the log had committed when it started,
 // checking every frame's checksum, the seqs and the hash chain, and
 // decoding every event, while the server goes on writing.
-func (c *logChecker) run(ctx context.Context, e *Engine) {
+func (c *logChecker) run(ctx context.Context, lg *events.Log) {
 	c.mu.Lock()
 	c.state = LogCheck{State: "running"}
 	c.mu.Unlock()
 	start := time.Now()
-	problems, checked, err := e.log.Verify(ctx)
+	problems, checked, err := lg.Verify(ctx)
 	st := LogCheck{State: "ok", Count: len(problems), Streams: checked.Streams, Segments: checked.Segments,
 		Events: checked.Events, Seconds: time.Since(start).Seconds()}
 	for i, p := range problems {

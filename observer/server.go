@@ -198,7 +198,8 @@ func (s *Server) Start() {
 		// Read the word tables now, not in the first recall.
 		s.goBackground(func(context.Context) { zhdict.Load(); enfreq.Load() })
 		s.goBackground(s.broker.run)
-		s.goBackground(func(ctx context.Context) { s.logCheck.run(ctx, s.eng) }) // logcheck.go
+		lg := s.eng.Log()
+		s.goBackground(func(ctx context.Context) { s.logCheck.run(ctx, lg) }) // logcheck.go
 		if s.watcher != nil {
 			s.goBackground(s.watcher.Run)
 		}

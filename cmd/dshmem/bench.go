@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,6 +68,9 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 
 func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
+	// Hidden: --write-file PATH writes the N synthetic events as a JSONL
+	// file and exits, for timing `dshmem ingest PATH` end to end.
+	args, file := cutHiddenFlag(args, "write-file")
 	fs := newFlags(c)
 	n := fs.Int("events", 100_000, "events to write")
 	size := fs.Int("size", 300, "bytes per event line")
@@ -79,6 +83,9 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *size < 120 || *size > 200_000 {
 		return usageError{fmt.Sprintf("--size %d is out of range (120..200000)", *size)}
+	}
+	if file != "" {
+		return writeBenchFile(file, *n, *size)
 	}
 	progress := benchProgress(env, "events")
 	opts := observer.BenchOptions{Events: *n, Size: *size, Progress: progress}
@@ -182,4 +189,24 @@ func benchProgress(env *cliEnv, unit string) func(phase string, done, total int)
 			}
 		}
 	}
+}
+
+// writeBenchFile writes n synthetic event lines of about size bytes, the
+// ones bench ingest sends, to path.
+func writeBenchFile(path string, n, size int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	syn := observer.NewSynth(1)
+	for i := 0; i < n; i++ {
+		w.Write(syn.Line(i, size, 4))
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
