@@ -82,9 +82,10 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 		now = time.Now()
 	}
 	sc := SessionContext{Scope: GlobalStream, Maintenance: []string{}, Notes: []string{}}
-	if err := e.WriteFiles(ctx); err != nil { // the layers are read from the files: bring them up to the index
-		return sc, err
-	}
+	// The layers are read from the files: bring them up to the index
+	// first. If that fails (the index is busy) the files as last written
+	// are served; the file writer tries again.
+	_ = e.WriteFiles(ctx)
 	if req.Cwd != "" {
 		sc.Scope = StreamForCwd(req.Cwd)
 	}

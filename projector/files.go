@@ -420,6 +420,8 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 
 // record runs fn in a write transaction and commits it.
 func (p *Projector) record(ctx context.Context, fn func(*sql.Tx) error) error {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
 	tx, err := p.s.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record files: %w", err)
@@ -468,9 +470,13 @@ func Files(ctx context.Context, q queryer) ([]File, error) {
 	return out, nil
 }
 
-// filesUnder lists the recorded paths that start with prefix.
+// filesUnder lists the paths that start with prefix which dshmem wrote:
+// those the files table records, and those files_intent says a write
+// put in place without recording them (it failed, or a crash came,
+// between the two), so that a file no longer rendered is removed either way.
 func filesUnder(ctx context.Context, q queryer, prefix string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT path FROM files WHERE substr(path, 1, ?) = ? ORDER BY path`, len(prefix), prefix)
+	rows, err := q.QueryContext(ctx, `SELECT path FROM files WHERE substr(path, 1, ?1) = ?2
+		UNION SELECT path FROM files_intent WHERE substr(path, 1, ?1) = ?2 ORDER BY path`, len(prefix), prefix)
 	if err != nil {
 		return nil, fmt.Errorf("read files under %s: %w", prefix, err)
 	}

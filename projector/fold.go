@@ -53,6 +53,10 @@ type Projector struct {
 	Defer    bool
 	OnQueued func()
 	filesMu  sync.Mutex // serializes writing files (put)
+	// txMu serializes this projector's write transactions (folds, the
+	// files rows), so the file writer queues behind folds in Go instead
+	// of starving on SQLite's busy handler while folds keep the lock.
+	txMu sync.Mutex
 
 	// Statements prepared on the pool, so each connection parses a
 	// fold's queries once, not in every fold (a fold of one event would
@@ -112,8 +116,17 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	if len(evs) == 0 {
 		return nil
 	}
+	p.txMu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			p.txMu.Unlock()
+		}
+	}
 	tx, err := p.s.DB().BeginTx(ctx, nil)
 	if err != nil {
+		unlock()
 		return fmt.Errorf("fold: begin: %w", err)
 	}
 	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
@@ -125,6 +138,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		if err != nil {
 			tx.Rollback()
 		}
+		unlock()
 		f.prepareLater()
 	}()
 	for i := range evs {
@@ -166,6 +180,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fold: commit: %w", err)
 	}
+	unlock()
 	if !f.files.on || !f.files.global && len(f.files.scopes) == 0 && len(f.files.days) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,5 +44,44 @@ func TestHistoryOnTextChange(t *testing.T) {
 		if err != nil || !ok || string(r.Data) != string(last) {
 			t.Errorf("split %d: the newest version differs from the summary (%v)", split, err)
 		}
+	}
+}
+
+// TestUnrecordedFileRemoved: a history file a write put in place but
+// failed to record (its files_intent row is all that says it is ours) is
+// removed once it is no longer kept, not left behind for ever.
+func TestUnrecordedFileRemoved(t *testing.T) {
+	const ws = "ws-dddddddddddddddddddd"
+	ctx := context.Background()
+	root := t.TempDir()
+	p := New(openStore(t))
+	p.Root = root
+	var evs []events.Envelope
+	for seq := uint64(1); seq <= 12; seq++ {
+		evs = append(evs, ev(ws, seq, events.TypeMemoryRemember, "", map[string]any{"content": fmt.Sprintf("fact %d", seq), "type": "fact"}))
+	}
+	mustFold(t, p, evs)
+	orphan := HistoryPath(ws, 1) // older than the 10 kept (3..12)
+	data := []byte("a version written, never recorded\n")
+	abs := filepath.Join(root, filepath.FromSlash(orphan))
+	if err := os.WriteFile(abs, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.s.DB().Exec(`INSERT INTO files_intent (path, sha256) VALUES (?, ?)`, orphan, SHA256(data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.enqueue(ctx, []string{groupScope + ws}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteQueued(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); !os.IsNotExist(err) {
+		t.Errorf("%s: got %v, want it removed", orphan, err)
+	}
+	var n int
+	p.s.DB().Get(&n, `SELECT count(*) FROM files_intent`)
+	if n != 0 {
+		t.Errorf("got %d files_intent rows left, want 0", n)
 	}
 }
