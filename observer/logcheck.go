@@ -33,6 +33,7 @@ const maxLogProblems = 10
 
 // logChecker holds the result of the walk for healthz.
 type logChecker struct {
+	log   *events.Log // set by NewServer, before anything runs
 	mu    sync.Mutex
 	state LogCheck
 }
@@ -50,12 +51,12 @@ func (c *logChecker) get() *LogCheck {
 // run walks every segment the log had committed when it started,
 // checking every frame's checksum, the seqs and the hash chain, and
 // decoding every event, while the server goes on writing.
-func (c *logChecker) run(ctx context.Context, lg *events.Log) {
+func (c *logChecker) run(ctx context.Context) {
 	c.mu.Lock()
 	c.state = LogCheck{State: "running"}
 	c.mu.Unlock()
 	start := time.Now()
-	problems, checked, err := lg.Verify(ctx)
+	problems, checked, err := c.log.Verify(ctx)
 	st := LogCheck{State: "ok", Count: len(problems), Streams: checked.Streams, Segments: checked.Segments,
 		Events: checked.Events, Seconds: time.Since(start).Seconds()}
 	for i, p := range problems {

@@ -146,6 +146,7 @@ func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
 	if s.index == nil {
 		s.index = engineIndex{e}
 	}
+	s.logCheck.log = e.log
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.broker = newBroker(s.index, opts.Packets, s.metrics, opts.Now, opts.Logf)
 	if opts.DSHSessions != "" {
@@ -198,8 +199,7 @@ func (s *Server) Start() {
 		// Read the word tables now, not in the first recall.
 		s.goBackground(func(context.Context) { zhdict.Load(); enfreq.Load() })
 		s.goBackground(s.broker.run)
-		lg := s.eng.Log()
-		s.goBackground(func(ctx context.Context) { s.logCheck.run(ctx, lg) }) // logcheck.go
+		s.goBackground(s.logCheck.run) // logcheck.go
 		if s.watcher != nil {
 			s.goBackground(s.watcher.Run)
 		}
