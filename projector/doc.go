@@ -80,10 +80,13 @@
 // first cwd; a day after a fold of one of its blocks. These are exactly
 // the files Refresh renders from the index, so a live root and a
 // rebuild (which ends with Refresh) hold the same set of files. Summary
-// versions are rendered inside the transaction, right after their event,
+// versions are decided inside the transaction, right after their event,
 // for every memory event, and kept in summary_versions (the newest 10)
 // when the text changed, so the set kept never depends on how the log
-// was split into folds. Every file and every files row is a function of
+// was split into folds. A remember that adds an entry is a version
+// without rendering (the count it changes is in the text); one that a
+// fold's later remembers push out of the newest 10 is not rendered at
+// all (fileTrack.plan), so a rebuild renders about 10 per stream and fold. Every file and every files row is a function of
 // the event prefix: replay writes the same bytes.
 //
 // A fold does not write the files: it queues their groups in

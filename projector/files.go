@@ -48,6 +48,17 @@ type fileTrack struct {
 	days   map[string]bool
 	scoped map[string]bool   // workspace streams whose scopes row this call wrote or saw
 	last   map[string]string // stream → sha256 of its newest summary version, once read
+	shown  map[string]int    // stream → its entry_counts.shown before the current event
+	// unrendered are remembers whose summary version need not be
+	// rendered: at least HistoryKeep later remembers of the call, each a
+	// version, push it out of the kept set, and no other memory event
+	// after it needs its text to compare with (plan).
+	unrendered map[streamSeq]bool
+}
+
+type streamSeq struct {
+	stream string
+	seq    uint64
 }
 
 // ChangesEntries reports whether an event of type typ may change entries:
@@ -59,12 +70,79 @@ func ChangesEntries(typ string) bool {
 
 func (p *Projector) newFileTrack() *fileTrack {
 	return &fileTrack{
-		on:     p.Root != "",
-		scopes: map[string]bool{},
-		days:   map[string]bool{},
-		scoped: map[string]bool{},
-		last:   map[string]string{},
+		on:         p.Root != "",
+		scopes:     map[string]bool{},
+		days:       map[string]bool{},
+		scoped:     map[string]bool{},
+		last:       map[string]string{},
+		shown:      map[string]int{},
+		unrendered: map[streamSeq]bool{},
 	}
+}
+
+// plan finds the memory events of the call whose summary version need
+// not be rendered. A remember that adds an entry raises the scope's
+// shown count, so it changes the summary's text (the text gives the
+// count: its blocks plus its "N more" line): it is a version, known
+// without rendering. Walking the call backwards, a remember with at
+// least HistoryKeep entry-adding remembers after it, and no other memory
+// event of its stream after it (whose comparison would need the newest
+// version's text), can only be dropped from summary_history/ before the
+// call ends. Events at or below cursor (folded before) do not count.
+func (t *fileTrack) plan(evs []events.Envelope, cursor func(string) (uint64, error)) error {
+	if !t.on {
+		return nil
+	}
+	later := map[string]int{}
+	other := map[string]bool{}
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := &evs[i]
+		if !IsWorkspace(ev.Stream) || !ChangesEntries(ev.Type) {
+			continue
+		}
+		cur, err := cursor(ev.Stream)
+		if err != nil {
+			return err
+		}
+		if ev.Seq <= cur {
+			continue
+		}
+		if ev.Type != events.TypeMemoryRemember {
+			other[ev.Stream] = true
+			continue
+		}
+		if _, adds := decodeRemember(ev); !adds {
+			continue
+		}
+		if !other[ev.Stream] && later[ev.Stream] >= HistoryKeep {
+			t.unrendered[streamSeq{ev.Stream, ev.Seq}] = true
+		}
+		later[ev.Stream]++
+	}
+	return nil
+}
+
+// before runs before an event is applied: it reads the scope's shown
+// count the first time the call meets a memory event of the stream.
+func (t *fileTrack) before(f *fold, ev *events.Envelope) error {
+	if !t.on || !IsWorkspace(ev.Stream) || !ChangesEntries(ev.Type) {
+		return nil
+	}
+	if _, ok := t.shown[ev.Stream]; ok {
+		return nil
+	}
+	n, err := shownCount(foldQueryer{f}, ev.Stream)
+	t.shown[ev.Stream] = n
+	return err
+}
+
+func shownCount(q queryer, scope string) (int, error) {
+	var n int
+	err := q.QueryRowContext(context.Background(), `SELECT coalesce((SELECT shown FROM entry_counts WHERE scope = ?), 0)`, scope).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count entries of %s: %w", scope, err)
+	}
+	return n, nil
 }
 
 // track notes what a folded event changes in the files, records the
@@ -113,6 +191,21 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 // function of the event prefix, never of how the log was split into
 // folds. Only the newest HistoryKeep versions are kept.
 func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
+	n, err := shownCount(foldQueryer{f}, ev.Stream)
+	if err != nil {
+		return err
+	}
+	changed := n != t.shown[ev.Stream]
+	t.shown[ev.Stream] = n
+	if !changed && ev.Type == events.TypeMemoryRemember {
+		return nil // it added no entry, so nothing changed
+	}
+	if changed && t.unrendered[streamSeq{ev.Stream, ev.Seq}] {
+		// A version, dropped again before this call ends (plan): its
+		// text is never needed. (t.last goes stale, but no comparison
+		// follows in this call.)
+		return nil
+	}
 	r, err := renderSummary(context.Background(), foldQueryer{f}, ev.Stream)
 	if err != nil {
 		return err

@@ -132,6 +132,13 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
 	f.files = p.newFileTrack()
 	pre := startPrepare(evs)
+	if err := f.files.plan(evs, f.cursor); err != nil {
+		pre.stop()
+		f.close()
+		tx.Rollback()
+		unlock()
+		return err
+	}
 	defer func() {
 		pre.stop()
 		f.close()
@@ -161,6 +168,9 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		}
 		if ev.Seq != cur+1 && !p.Sparse {
 			return &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
+		}
+		if err := f.files.before(f, ev); err != nil {
+			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
 		}
 		if err := f.apply(ev, pr); err != nil {
 			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)

@@ -1,10 +1,12 @@
 package projector
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"dshmem/events"
@@ -83,5 +85,56 @@ func TestUnrecordedFileRemoved(t *testing.T) {
 	p.s.DB().Get(&n, `SELECT count(*) FROM files_intent`)
 	if n != 0 {
 		t.Errorf("got %d files_intent rows left, want 0", n)
+	}
+}
+
+// TestHistorySplitIndependent: which summary versions exist, and their
+// bytes, do not depend on how the log is split into folds, with remembers
+// that add nothing, forgets that change the count or nothing, and more
+// than HistoryKeep versions in one fold (whose older ones are never
+// rendered).
+func TestHistorySplitIndependent(t *testing.T) {
+	const ws = "ws-eeeeeeeeeeeeeeeeeeee"
+	var evs []events.Envelope
+	seq := uint64(0)
+	add := func(typ string, data map[string]any) {
+		seq++
+		evs = append(evs, ev(ws, seq, typ, "", data))
+	}
+	for i := 0; i < 40; i++ {
+		switch {
+		case i%7 == 3:
+			add(events.TypeMemoryRemember, map[string]any{"content": "  "}) // adds nothing
+		case i == 20:
+			add(events.TypeMemoryForget, map[string]any{"entryId": EntryID(ws, 2, 0)}) // count −1
+		case i == 21:
+			add(events.TypeMemoryForget, map[string]any{"entryId": EntryID(ws, 2, 0)}) // already forgotten
+		default:
+			add(events.TypeMemoryRemember, map[string]any{"content": fmt.Sprintf("fact %d", i), "type": "fact", "importance": i % 4})
+		}
+	}
+	var want string
+	for _, split := range []int{1, 3, 11, len(evs)} {
+		root := t.TempDir()
+		s := openStore(t)
+		p := New(s)
+		p.Root = root
+		for i := 0; i < len(evs); i += split {
+			mustFold(t, p, evs[i:min(i+split, len(evs))])
+		}
+		var b bytes.Buffer
+		if err := DumpFiles(context.Background(), s, &b); err != nil {
+			t.Fatal(err)
+		}
+		if want == "" {
+			want = b.String()
+			continue
+		}
+		if b.String() != want {
+			t.Errorf("split %d: the files and summary versions differ from the one-event folds", split)
+		}
+	}
+	if n := strings.Count(want, "summary_versions\t"); n != HistoryKeep {
+		t.Errorf("got %d summary versions, want %d", n, HistoryKeep)
 	}
 }
