@@ -224,8 +224,91 @@ func TestCorruption(t *testing.T) {
 				t.Fatalf("Verify: got %v, want a problem in %s at offset %d", problems, seg, off)
 			}
 
+			if c.opts.SegmentSize > 0 && c.batch >= 0 {
+				// A sealed segment is trusted by its seal at open; the
+				// damage is still found by Verify (above) and by every
+				// read of the batch.
+				trustedButNeverServed(t, dir, seg, off, bs[c.batch].Header.FirstSeq, Options{}, damaged)
+				return
+			}
 			refusedUntouched(t, dir, seg, off, damaged)
 		})
+	}
+}
+
+// TestTrustedTail: batches of the active segment at or below
+// Options.Trusted are checked by their headers at open, not read; damage
+// in their data frames is found by Verify and by any read, never served.
+// Damage past Trusted is refused at open as before.
+func TestTrustedTail(t *testing.T) {
+	dir, _ := writeBatches(t, Options{}, 3, 3, 3, 3, 3)
+	seg := segmentPaths(t, dir, "global")[0]
+	bs := readBatches(t, seg)
+	orig, _ := os.ReadFile(seg)
+	damage := func(t *testing.T, b Batch) (string, []byte) {
+		d := t.TempDir()
+		copyDir(t, dir, d)
+		damaged := bytes.Clone(orig)
+		damaged[b.Offset+recordFrameSize+int64(b.Header.Length)/2] ^= 0x40
+		p := filepath.Join(d, "global", filepath.Base(seg))
+		os.WriteFile(p, damaged, 0o644)
+		return d, damaged
+	}
+	t.Run("Trusted", func(t *testing.T) {
+		d, damaged := damage(t, bs[1])
+		p := filepath.Join(d, "global", filepath.Base(seg))
+		problems, err := Verify(d)
+		if err != nil || len(problems) == 0 || problems[0].Offset != bs[1].Offset || problems[0].Repairable {
+			t.Fatalf("Verify: got %v, %v; want corruption first at offset %d", problems, err, bs[1].Offset)
+		}
+		trustedButNeverServed(t, d, p, bs[1].Offset, bs[1].Header.FirstSeq, Options{Trusted: map[string]uint64{"global": 15}}, damaged)
+	})
+	t.Run("PastTrusted", func(t *testing.T) {
+		d, damaged := damage(t, bs[3])
+		p := filepath.Join(d, "global", filepath.Base(seg))
+		_, err := OpenLog(d, Options{Trusted: map[string]uint64{"global": 6}})
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Segment != p || ce.Offset != bs[3].Offset {
+			t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
+		}
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, damaged) {
+			t.Fatal("the damaged segment was changed")
+		}
+	})
+}
+
+// trustedButNeverServed checks a log whose damage at seg:off (in the
+// batch starting at seq bad) open does not read: OpenLog succeeds, a
+// scan of the stream yields only the events before the bad batch and
+// then a *CorruptError at seg:off, Repair refuses, and nothing changed
+// on disk.
+func trustedButNeverServed(t *testing.T, dir, seg string, off int64, bad uint64, opts Options, damaged []byte) {
+	t.Helper()
+	l, err := OpenLog(dir, opts)
+	if err != nil {
+		t.Fatalf("OpenLog: %v (a trusted batch is checked by its header only)", err)
+	}
+	var last uint64
+	err = l.Scan("global", 1, func(e Envelope) error {
+		if e.Seq >= bad {
+			t.Errorf("scan served seq %d of the damaged batch (starts at %d)", e.Seq, bad)
+		}
+		last = e.Seq
+		return nil
+	})
+	l.Close()
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off {
+		t.Fatalf("Scan: got %v after seq %d, want a *CorruptError at %s:%d", err, last, seg, off)
+	}
+	if last != bad-1 {
+		t.Errorf("scan stopped after seq %d, want %d (every event before the damage)", last, bad-1)
+	}
+	if _, err := Repair(dir); !errors.As(err, &ce) {
+		t.Fatalf("Repair: got %v, want a *CorruptError", err)
+	}
+	if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
+		t.Fatal("the damaged segment was changed")
 	}
 }
 

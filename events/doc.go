@@ -76,5 +76,16 @@
 //     on open (after a copy to .broken) and reported by Log.Repairs. A
 //     damaged frame followed by a valid one, or any damage in a sealed
 //     segment, is corruption: reported as a *CorruptError with segment and
-//     offset, never skipped or truncated; OpenLog refuses such a log.
+//     offset, never skipped or truncated; OpenLog refuses a log with
+//     corruption it reads.
+//   - OpenLog does not read every byte: a sealed segment before the last
+//     is trusted by its stream header and seal record (checked against
+//     the segment before it), and in the last segment the batches at or
+//     below Options.Trusted (seqs the index folded, so fsynced) are
+//     checked by their batch headers and the hash chain, their data
+//     frames skipped. A crash tears only what came after the last fsync,
+//     so nothing a torn-tail repair needs is skipped. Damage in a skipped
+//     frame is found by Verify (and Log.Verify, which serve runs in the
+//     background) and by every read, which checks each frame's sha256
+//     before it decodes a byte of it.
 package events

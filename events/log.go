@@ -15,6 +15,13 @@ type Options struct {
 	SegmentSize int64 // roll threshold in bytes; 0 → 64 MiB
 	MaxBatch    int   // max events per frame (batch); 0 → 1024
 	FS          FS    // fault seam; nil → the OS file system
+	// Trusted gives, per stream, a seq up to which every event is known
+	// to be durable (the index folded it, and folds come after the
+	// fsync): open checks those batches by their headers and hash chain
+	// only, without reading their data frames. A crash can tear only
+	// what came after the last fsync, so the torn-tail check loses
+	// nothing; damage to older bytes is for Verify to find.
+	Trusted map[string]uint64
 }
 
 func (o Options) withDefaults() Options {
@@ -59,10 +66,13 @@ type Log struct {
 	repairs []Repaired
 }
 
-// OpenLog opens (creating if needed) the log in dir. It walks every
-// segment of every stream, checking each frame's checksum, the seqs and
-// the hash chain (JSON is not decoded), cuts off torn tails (keeping a
-// .broken copy) and refuses to open a log with corruption.
+// OpenLog opens (creating if needed) the log in dir. A sealed segment is
+// trusted by its seal record (checked against its header and the segment
+// before it); the last segment of each stream is walked, checking each
+// frame's checksum (past Options.Trusted), the seqs and the hash chain
+// (JSON is not decoded). It cuts off torn tails (keeping a .broken copy)
+// and refuses to open a log with corruption it met. Verify reads every
+// byte of every segment.
 func OpenLog(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, streams: map[string]*stream{}}
@@ -74,7 +84,7 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	for _, name := range names {
-		rec, err := recoverStream(l.fs, dir, name)
+		rec, err := recoverStream(l.fs, dir, name, opts.Trusted[name], false)
 		l.repairs = append(l.repairs, rec.repairs...)
 		if err != nil {
 			var ce *CorruptError
@@ -117,11 +127,16 @@ type recovered struct {
 	repairs []Repaired
 }
 
-// recoverStream finds the end of a stream. It walks every segment,
-// checking frame checksums, seq order and the hash chain without decoding
-// JSON (sha256 runs at disk speed), and cuts off a torn tail of the last
-// segment. Corruption anywhere is returned, never repaired.
-func recoverStream(fsys FS, dir, name string) (recovered, error) {
+// recoverStream finds the end of a stream. A sealed segment before the
+// last is trusted by its seal (trustSealed); one whose seal does not fit
+// is walked, and the walk reports why. The last segment is walked,
+// checking frame checksums (of batches past trusted), seq order and the
+// hash chain without decoding JSON, and its torn tail is cut off.
+// Corruption met is returned, never repaired.
+//
+// walkAll walks every segment whole (Repair: a stream with corruption
+// anywhere is left as it is).
+func recoverStream(fsys FS, dir, name string, trusted uint64, walkAll bool) (recovered, error) {
 	var rec recovered
 	sdir := filepath.Join(dir, name)
 	segs, err := listSegments(fsys, sdir)
@@ -132,9 +147,17 @@ func recoverStream(fsys FS, dir, name string) (recovered, error) {
 	for i := 0; i < len(segs); i++ {
 		seg := segs[i]
 		prev := state.last
+		if i < len(segs)-1 && !walkAll {
+			if st, ok := trustSealed(fsys, seg, name, state.next, prev); ok {
+				segs[i].sealed = true
+				state = st
+				continue
+			}
+		}
 		st, err := walkSegment(fsys, seg, walkOpts{
 			stream: name, skipBelow: ^uint64(0), expNext: state.next, expPrev: &prev,
-			report: func(ce *CorruptError) error { return ce },
+			trustThrough: trusted,
+			report:       func(ce *CorruptError) error { return ce },
 		})
 		if err != nil {
 			return rec, err

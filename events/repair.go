@@ -1,9 +1,11 @@
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 )
 
 // Problem is one finding of Verify.
@@ -44,14 +46,42 @@ func VerifyCounted(dir string) ([]Problem, Checked, error) {
 }
 
 func verify(fsys FS, dir string) ([]Problem, Checked, error) {
-	var c Checked
 	names, err := listStreams(fsys, dir)
 	if err != nil {
-		return nil, c, fmt.Errorf("verify log %s: %w", dir, err)
+		return nil, Checked{}, fmt.Errorf("verify log %s: %w", dir, err)
 	}
+	return verifyStreams(context.Background(), fsys, dir, names, func(name string) ([]segRef, error) {
+		return listSegments(fsys, filepath.Join(dir, name))
+	})
+}
+
+// Verify is the package Verify for an open log, safe while it is
+// written: it reads every segment of every stream as far as was
+// committed when it reached the stream, so a batch being written is not
+// mistaken for a torn tail. It stops early (with ctx.Err()) when ctx
+// ends. `dshmem serve` runs it in the background at start.
+func (l *Log) Verify(ctx context.Context) ([]Problem, Checked, error) {
+	l.mu.Lock()
+	names := make([]string, 0, len(l.streams))
+	for name := range l.streams {
+		names = append(names, name)
+	}
+	l.mu.Unlock()
+	sort.Strings(names)
+	return verifyStreams(ctx, l.fs, l.dir, names, func(name string) ([]segRef, error) {
+		l.mu.Lock()
+		s := l.streams[name]
+		l.mu.Unlock()
+		segs, _ := s.snapshot()
+		return segs, nil
+	})
+}
+
+func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, segments func(string) ([]segRef, error)) ([]Problem, Checked, error) {
+	var c Checked
 	var problems []Problem
 	for _, name := range names {
-		segs, err := listSegments(fsys, filepath.Join(dir, name))
+		segs, err := segments(name)
 		if err != nil {
 			return problems, c, fmt.Errorf("verify log %s: %w", dir, err)
 		}
@@ -66,7 +96,11 @@ func verify(fsys FS, dir string) ([]Problem, Checked, error) {
 					problems = append(problems, corruptProblem(ce))
 					return nil
 				},
+				onBatch: func(Batch) error { return ctx.Err() },
 			})
+			if err != nil && ctx.Err() != nil {
+				return problems, c, ctx.Err()
+			}
 			if err != nil {
 				return problems, c, fmt.Errorf("verify log %s: %w", dir, err)
 			}
@@ -108,7 +142,7 @@ func repair(fsys FS, dir string) ([]Repaired, error) {
 		errs    []error
 	)
 	for _, name := range names {
-		rec, err := recoverStream(fsys, dir, name)
+		rec, err := recoverStream(fsys, dir, name, 0, true)
 		repairs = append(repairs, rec.repairs...)
 		if err != nil {
 			var ce *CorruptError

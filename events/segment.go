@@ -57,7 +57,10 @@ type walkOpts struct {
 	skipBelow uint64    // do not decode batches wholly below this seq
 	expNext   uint64    // seq the segment must start at; 0 = unknown
 	expPrev   *[32]byte // hash the header's prev must equal; nil = unknown
-	onBatch   func(Batch) error
+	// trustThrough: batches ending at or below this seq are checked by
+	// their headers only (see Reader.trustThrough).
+	trustThrough uint64
+	onBatch      func(Batch) error
 	// report receives each problem; a non-nil return stops the walk.
 	report func(*CorruptError) error
 }
@@ -78,6 +81,7 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 	defer f.Close()
 	r := NewReader(io.NewSectionReader(f, 0, seg.size))
 	r.skipBelow = o.skipBelow
+	r.trustThrough = o.trustThrough
 	problem := func(off int64, err error) error {
 		return o.report(&CorruptError{Segment: seg.path, Offset: off, Err: err})
 	}
@@ -205,4 +209,46 @@ func chainError(got, want uint64) error {
 		return fmt.Errorf("%w: duplicated or reordered batch: starts at seq %d, but seqs up to %d were already read", ErrChain, got, want-1)
 	}
 	return fmt.Errorf("%w: missing events: seqs %d..%d are absent", ErrChain, want, got-1)
+}
+
+// trustSealed reads what open needs of a sealed segment that is not the
+// last of its stream: its stream header (one small frame, checked by
+// zstd's checksum) and its seal record (the last 96 bytes, CRC-checked).
+// It checks them against the stream's name, the file name and the end of
+// the segment before (expNext, expPrev), and returns the state after the
+// segment: the seal's count gives the next seq, its hash the last batch.
+// ok is false when the segment does not end in a seal that fits: the
+// caller then walks it whole, which reports what is wrong. The batches
+// in between are not read here: `dshmem verify` (and serve, in the
+// background) reads every byte, and every reader checks each frame's
+// checksum as it decodes it.
+func trustSealed(fsys FS, seg segRef, stream string, expNext uint64, expPrev [32]byte) (segState, bool) {
+	st := segState{torn: -1}
+	if seg.size < 2*recordFrameSize {
+		return st, false
+	}
+	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
+	if err != nil {
+		return st, false
+	}
+	defer f.Close()
+	r := NewReader(io.NewSectionReader(f, 0, min(seg.size-recordFrameSize, maxHeaderFrame)))
+	h, err := r.Header()
+	if err != nil || h.Stream != stream || h.FirstSeq != seg.first || seg.first != expNext || r.headerPrev != expPrev {
+		return st, false
+	}
+	var rec [recordFrameSize]byte
+	if _, err := f.ReadAt(rec[:], seg.size-recordFrameSize); err != nil {
+		return st, false
+	}
+	sh, kind, err := parseRecord(rec[:])
+	if err != nil || kind != kindSeal || sh.FirstSeq != seg.first || sh.Count == 0 {
+		return st, false
+	}
+	st.next = seg.first + uint64(sh.Count)
+	st.last = sh.Prev
+	st.events = uint64(sh.Count)
+	st.sealed = true
+	st.end = seg.size
+	return st, true
 }

@@ -136,6 +136,30 @@ func (l *Log) writerFor(name string) (*stream, error) {
 // Append to the stream fails with an error wrapping ErrStreamFailed and
 // the cause, until the log is reopened.
 func (l *Log) Append(ctx context.Context, stream string, evs []Envelope) ([]Envelope, error) {
+	p, err := l.Enqueue(ctx, stream, evs)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is an append whose place in its stream is fixed — it is queued
+// behind every Enqueue that returned before it — but whose commit may
+// still be in flight. Wait returns it stamped once it is durable.
+type Pending struct {
+	req *appendReq
+	out []Envelope
+	err error
+	got bool
+}
+
+// Enqueue is the first half of Append: it marshals evs and queues them
+// on the stream's writer, then returns without waiting for the fsync.
+// Callers that must fix the order of their appends under a lock of
+// their own (the engine's intake) enqueue under it and Wait after
+// releasing it, so concurrent single-event calls share one fsync. A nil
+// *Pending with a nil error means evs was empty.
+func (l *Log) Enqueue(ctx context.Context, stream string, evs []Envelope) (*Pending, error) {
 	if !ValidStream(stream) {
 		return nil, fmt.Errorf("append to stream %q: invalid stream name (want 1-128 of [A-Za-z0-9._-], not starting with '.')", stream)
 	}
@@ -184,18 +208,35 @@ func (l *Log) Append(ctx context.Context, stream string, evs []Envelope) ([]Enve
 		s.sendMu.RUnlock()
 		return nil, ctx.Err()
 	}
-	select {
-	case err := <-req.done:
-		if err != nil {
-			return nil, err
+	return &Pending{req: req, out: out}, nil
+}
+
+// Events returns the queued events, without their seqs until Wait has
+// returned.
+func (p *Pending) Events() []Envelope { return p.out }
+
+// Wait blocks until the queued events are fsynced (or their commit
+// failed) and returns them stamped with their seqs. If ctx ends first it
+// returns ctx.Err(); the events may or may not be written, and a later
+// Wait still learns which.
+func (p *Pending) Wait(ctx context.Context) ([]Envelope, error) {
+	if !p.got {
+		select {
+		case p.err = <-p.req.done:
+			p.got = true
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		if p.err == nil {
+			for i := range p.out {
+				p.out[i].Seq = p.req.first + uint64(i)
+			}
+		}
 	}
-	for i := range out {
-		out[i].Seq = req.first + uint64(i)
+	if p.err != nil {
+		return nil, p.err
 	}
-	return out, nil
+	return p.out, nil
 }
 
 // The costly part of marshalling runs in the appending goroutine; the

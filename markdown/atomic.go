@@ -17,8 +17,20 @@ import (
 // untouched. An error from the final directory fsync means the new file is
 // in place but may not survive a crash.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return writeFileAtomic(osFS{}, path, data, perm)
+	return writeFileAtomic(osFS{}, path, data, perm, true)
 }
+
+// WriteFileAtomicNoDirSync is WriteFileAtomic without the final fsync of
+// the directory, for a writer that puts several files in place and then
+// makes their renames durable with one SyncDir per directory. The file's
+// bytes are fsynced before the rename, so a crash at any point leaves
+// the old file or the whole new one, never a part.
+func WriteFileAtomicNoDirSync(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(osFS{}, path, data, perm, false)
+}
+
+// SyncDir fsyncs a directory, making the renames into it durable.
+func SyncDir(dir string) error { return osFS{}.SyncDir(dir) }
 
 // atomicFS is the file-system seam of WriteFileAtomic, so tests can fail
 // any step.
@@ -68,7 +80,7 @@ func (osFS) SyncDir(dir string) error {
 	return d.Close()
 }
 
-func writeFileAtomic(fsys atomicFS, path string, data []byte, perm os.FileMode) (err error) {
+func writeFileAtomic(fsys atomicFS, path string, data []byte, perm os.FileMode, syncDir bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -110,6 +122,9 @@ func writeFileAtomic(fsys atomicFS, path string, data []byte, perm os.FileMode) 
 		return fmt.Errorf("write %s: rename temporary file over it: %w", path, err)
 	}
 	renamed = true
+	if !syncDir {
+		return nil
+	}
 	if err = fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("write %s: sync directory: %w", path, err)
 	}

@@ -55,7 +55,7 @@ func TestWriteFileAtomicFaults(t *testing.T) {
 			if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err := writeFileAtomic(faultFS{step: step, err: errInjected}, path, []byte("new"), 0o644)
+			err := writeFileAtomic(faultFS{step: step, err: errInjected}, path, []byte("new"), 0o644, true)
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("got %v, want the injected error", err)
 			}
@@ -66,7 +66,7 @@ func TestWriteFileAtomicFaults(t *testing.T) {
 	t.Run("ErrSyncDir", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "global.md")
-		err := writeFileAtomic(faultFS{step: "syncdir", err: errInjected}, path, []byte("new"), 0o644)
+		err := writeFileAtomic(faultFS{step: "syncdir", err: errInjected}, path, []byte("new"), 0o644, true)
 		if !errors.Is(err, errInjected) {
 			t.Fatalf("got %v, want the injected error", err)
 		}

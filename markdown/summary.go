@@ -47,6 +47,16 @@ type SummaryInput struct {
 // entries carry "conflict" in their meta line. Only if even the header and
 // that last line do not fit is the text cut at a UTF-8 boundary.
 func RenderSummary(in SummaryInput) []byte {
+	b, _ := RenderSummaryKept(in)
+	return b
+}
+
+// RenderSummaryKept is RenderSummary that also says how many of
+// in.Entries the file shows. A caller that passes only the top of the
+// ranking (with Omitted counting the rest) has passed enough when kept
+// is less than len(in.Entries) or nothing was omitted: otherwise more
+// entries might have fit.
+func RenderSummaryKept(in SummaryInput) (_ []byte, kept int) {
 	limit := in.MaxBytes
 	if limit <= 0 {
 		limit = DefaultSummaryBytes
@@ -64,27 +74,49 @@ func RenderSummary(in SummaryInput) []byte {
 	})
 	head := summaryHeader(in)
 	omitted := max(in.Omitted, 0)
-	render := func(k int) []byte { return renderSummaryBody(head, ranked[:k], len(ranked)-k+omitted) }
-
-	if out := render(len(ranked)); len(out) <= limit {
-		return out
+	// Each block is rendered once; the size of the file keeping the top k
+	// is then a sum (header, the section headings of the types among
+	// them, their blocks, the last line), so finding the largest k that
+	// fits costs no rendering.
+	blocks := make([][]byte, len(ranked))
+	for i, e := range ranked {
+		blocks[i] = summaryBlock(e)
 	}
-	// The size grows with k for k < len(ranked) (each block adds bytes and
-	// the last line is always there), so search the largest k that fits.
-	lo, hi := 0, len(ranked)-1 // render(lo) is tried last if nothing fits
-	best := -1
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		if len(render(mid)) <= limit {
-			best, lo = mid, mid+1
-		} else {
-			hi = mid - 1
+	size := len(head)
+	seen := map[string]bool{}
+	for _, e := range ranked {
+		if !seen[e.Type] {
+			seen[e.Type] = true
+			size += len(sectionLine(e.Type))
+		}
+	}
+	for _, b := range blocks {
+		size += len(b)
+	}
+	if size+len(lastLine(omitted)) <= limit {
+		return renderSummaryBody(head, ranked, blocks, omitted), len(ranked)
+	}
+	size, best := len(head), -1
+	clear(seen)
+	for k := 0; k < len(ranked); k++ {
+		if k > 0 {
+			e := ranked[k-1]
+			if !seen[e.Type] {
+				seen[e.Type] = true
+				size += len(sectionLine(e.Type))
+			}
+			size += len(blocks[k-1])
+		}
+		if size+len(lastLine(len(ranked)-k+omitted)) <= limit {
+			best = k
+		} else if k > 0 {
+			break // the size only grows with k
 		}
 	}
 	if best >= 0 {
-		return render(best)
+		return renderSummaryBody(head, ranked[:best], blocks[:best], len(ranked)-best+omitted), best
 	}
-	return []byte(cutUTF8(string(render(0)), limit))
+	return []byte(cutUTF8(string(renderSummaryBody(head, nil, nil, len(ranked)+omitted)), limit)), 0
 }
 
 func summaryHeader(in SummaryInput) string {
@@ -109,39 +141,58 @@ func summaryHeader(in SummaryInput) string {
 
 // renderSummaryBody writes the header, the kept entries grouped by type
 // (in the ranking's order inside a group) and, when dropped > 0, the last
-// line. The kept slice is re-sorted on a copy.
-func renderSummaryBody(head string, kept []Entry, dropped int) []byte {
+// line. blocks[i] is summaryBlock(kept[i]).
+func renderSummaryBody(head string, kept []Entry, blocks [][]byte, dropped int) []byte {
 	var b bytes.Buffer
 	b.WriteString(head)
-	es := slices.Clone(kept)
-	slices.SortStableFunc(es, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(typeRank(a.Type), typeRank(b.Type)), strings.Compare(a.Type, b.Type))
+	idx := make([]int, len(kept))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(i, j int) int {
+		a, c := kept[i], kept[j]
+		return cmp.Or(cmp.Compare(typeRank(a.Type), typeRank(c.Type)), strings.Compare(a.Type, c.Type))
 	})
 	section := "\x00"
-	for _, e := range es {
-		if e.Type != section {
-			section = e.Type
-			b.WriteString("\n## " + sectionTitle(e.Type) + "\n")
+	for _, i := range idx {
+		if t := kept[i].Type; t != section {
+			section = t
+			b.WriteString(sectionLine(t))
 		}
-		b.WriteString("\n")
-		e.Title = shorten(e.Title, summaryTitleBytes, 1)
-		text := e.Description
-		if text == "" {
-			text = e.Content
-		}
-		e.Description = ""
-		writeEntryBlock(&b, e, shorten(text, summaryTextBytes, summaryTextLines))
+		b.Write(blocks[i])
 	}
-	if dropped > 0 {
-		// a comment line ends the last block, so the note is not read as its text
-		b.WriteString("\n<!-- end of entries -->\n")
-		noun := "entries"
-		if dropped == 1 {
-			noun = "entry"
-		}
-		b.WriteString("*" + strconv.Itoa(dropped) + " more " + noun + " not shown.*\n")
-	}
+	b.WriteString(lastLine(dropped))
 	return b.Bytes()
+}
+
+// sectionLine opens the section of entries of type t.
+func sectionLine(t string) string { return "\n## " + sectionTitle(t) + "\n" }
+
+// summaryBlock is one entry of the summary, with the blank line before it.
+func summaryBlock(e Entry) []byte {
+	var b bytes.Buffer
+	b.WriteString("\n")
+	e.Title = shorten(e.Title, summaryTitleBytes, 1)
+	text := e.Description
+	if text == "" {
+		text = e.Content
+	}
+	e.Description = ""
+	writeEntryBlock(&b, e, shorten(text, summaryTextBytes, summaryTextLines))
+	return b.Bytes()
+}
+
+// lastLine says how many entries were left out ("" for none).
+func lastLine(dropped int) string {
+	if dropped <= 0 {
+		return ""
+	}
+	// a comment line ends the last block, so the note is not read as its text
+	noun := "entries"
+	if dropped == 1 {
+		noun = "entry"
+	}
+	return "\n<!-- end of entries -->\n*" + strconv.Itoa(dropped) + " more " + noun + " not shown.*\n"
 }
 
 // shorten keeps at most maxLines lines and maxBytes bytes of s, cut at a

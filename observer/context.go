@@ -86,6 +86,10 @@ func (e *Engine) SessionContext(ctx context.Context, req ContextRequest) (Sessio
 		now = time.Now()
 	}
 	sc := SessionContext{Scope: GlobalStream, Maintenance: []string{}, Notes: []string{}}
+	// The layers are read from the files: bring them up to the index
+	// first. If that fails (the index is busy) the files as last written
+	// are served; the file writer tries again.
+	_ = e.WriteFiles(ctx)
 	if req.Cwd != "" {
 		sc.Scope = e.Scope(req.Cwd).Stream // a subdirectory reaches its project's memory
 	}

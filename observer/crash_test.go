@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 		crashChild(root)
 		return
 	}
+	if root := os.Getenv(filesChildEnv); root != "" {
+		filesChild(root) // crash_files_test.go
+		return
+	}
 	os.Exit(m.Run())
 }
 

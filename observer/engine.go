@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"dshmem/events"
 	"dshmem/projector"
@@ -27,6 +28,11 @@ type Options struct {
 	ReadOnly bool
 	// Progress, when set, is told about catch-up on open.
 	Progress func(stream string, seq uint64)
+	// FilesInterval is the least time between two writes of the Markdown
+	// files (each write renders every group queued since the last one);
+	// 0 means DefaultFilesInterval; < 0 holds them until WriteFiles or
+	// Close (tests that crash a writer before its files are written).
+	FilesInterval time.Duration
 }
 
 // Engine is one open root: the writer lock, the log, the index and the
@@ -45,15 +51,20 @@ type Engine struct {
 	// scopes caches resolved working directories (workspace.go).
 	scopes scopeCache
 
-	// Folding is pipelined with intake: a call appends under mu, takes a
-	// ticket, releases mu and folds in ticket order, so the next call's
-	// dedupe and append (with its fsync) overlap this call's fold. What
-	// is appended but not yet folded is in pendingIDs/pendingCwd, so
-	// dedupe and stream resolution still see it.
+	// Folding is pipelined with intake: a call queues its appends under
+	// mu, takes a ticket, releases mu, waits for its fsync and folds in
+	// ticket order, so concurrent calls share one fsync (the log's group
+	// commit) and the next call's dedupe overlaps this call's fold. The
+	// first caller whose turn has come folds every ready call after it in
+	// the same transaction (foldReady). What is appended but not yet
+	// folded is in pendingIDs/pendingCwd, so dedupe and stream resolution
+	// still see it.
 	foldMu     sync.Mutex
 	foldCond   *sync.Cond
-	nextTicket uint64 // guarded by foldMu; taken under mu
-	foldTurn   uint64 // guarded by foldMu
+	nextTicket uint64               // guarded by foldMu; taken under mu
+	foldTurn   uint64               // guarded by foldMu
+	folding    bool                 // guarded by foldMu: a caller is folding
+	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
 	pendingIDs map[string]map[string]bool // stream → ids appended, not yet folded
 	pendingCwd map[string]string          // session → cwd appended, not yet folded
@@ -61,6 +72,9 @@ type Engine struct {
 	// mu serializes intake: dedupe, append and fold happen as one step
 	// so that two callers can never both append the same id.
 	mu sync.Mutex
+
+	// files writes the Markdown projections off the intake's path.
+	files *fileWriter
 }
 
 // ErrReadOnly is returned by every write (intake, checkpoint, sync,
@@ -93,15 +107,25 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
-		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}}
+		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
-	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), opts.Log); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("open log: %w", err)
-	}
 	if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
+	}
+	// What the index folded was fsynced before it was folded: the log's
+	// recovery checks those batches by their headers only (a crash tears
+	// only what came after), which keeps open cheap on a large root.
+	logOpts := opts.Log
+	if logOpts.Trusted == nil {
+		if logOpts.Trusted, err = e.store.Cursors(); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("read index cursors: %w", err)
+		}
+	}
+	if e.log, err = events.OpenLog(filepath.Join(root, LogDir), logOpts); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("open log: %w", err)
 	}
 	if ahead, err := e.indexAhead(); err != nil {
 		e.Close()
@@ -127,14 +151,20 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	}
 	e.proj = projector.New(e.store)
 	e.proj.Root = root // the Markdown projections (projector/files.go)
+	// Folds commit and queue their files; the file writer writes them
+	// (files.go), so an acknowledgement waits for the log's fsync and
+	// the index commit only.
+	e.proj.Defer = true
 	if err := e.proj.CatchUp(ctx, e.log, opts.Progress); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("catch up index from log: %w", err)
 	}
-	if err := e.proj.Refresh(ctx); err != nil {
+	if err := e.proj.RepairFiles(ctx); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("write Markdown projections: %w", err)
 	}
+	e.files = startFileWriter(e.proj, opts.FilesInterval)
+	e.proj.OnQueued = e.files.kick
 	return e, nil
 }
 
@@ -179,9 +209,14 @@ func (e *Engine) Repairs() []events.Repaired {
 	return e.log.Repairs()
 }
 
-// Close flushes and closes the log, the index and the lock.
+// Close writes the queued Markdown files, then flushes and closes the
+// log, the index and the lock.
 func (e *Engine) Close() error {
 	var errs []error
+	if e.files != nil {
+		errs = append(errs, e.files.stop())
+		e.files = nil
+	}
 	if e.log != nil {
 		errs = append(errs, e.log.Close())
 		e.log = nil
@@ -235,20 +270,22 @@ func (e *Engine) IngestReader(ctx context.Context, r io.Reader) (IngestResult, [
 	if err != nil {
 		return IngestResult{}, nil, err
 	}
-	return e.ingestLines(ctx, lines, nums)
+	return e.ingestLines(ctx, lines, nums, nil)
 }
 
 // Ingest takes lines already split, one envelope each, as the HTTP API
 // and the importers send them. Each is validated exactly like a line of
 // `dshmem ingest`; Line in the outcomes is the 1-based position in lines.
 func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Outcome, error) {
-	return e.ingestLines(ctx, lines, nil)
+	return e.ingestLines(ctx, lines, nil, nil)
 }
 
 // ingestLines validates and redacts lines in parallel (both are pure and
 // CPU-bound), then resolves, dedupes, appends and folds in order.
-// nums are the input line numbers; nil means 1, 2, 3, ….
-func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (IngestResult, []Outcome, error) {
+// nums are the input line numbers; nil means 1, 2, 3, …. staged, if
+// set, is called under the intake lock once the call's place in the
+// order of calls is fixed (IngestStream keeps the input's order with it).
+func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int, staged func()) (IngestResult, []Outcome, error) {
 	if e.log == nil {
 		return IngestResult{}, nil, ErrReadOnly
 	}
@@ -278,7 +315,7 @@ func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (I
 		}
 		items = append(items, intakeItem{line: lineNo(i), env: envs[i], outcome: i})
 	}
-	return e.ingest(ctx, items, out)
+	return e.ingest(ctx, items, out, staged)
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
@@ -317,14 +354,15 @@ type intakeItem struct {
 	outcome int
 }
 
-func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) (res IngestResult, _ []Outcome, err error) {
+// queued is one stream's batch of a call, queued on the log.
+type queued struct {
+	stream string
+	p      *events.Pending
+	items  []int // indexes into the call's items, in batch order
+}
+
+func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, staged func()) (res IngestResult, _ []Outcome, err error) {
 	e.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			e.mu.Unlock()
-		}
-	}()
 	// The ticket is taken before anything is appended and always used,
 	// so folds run in append order and a failed call never stalls the
 	// ones after it.
@@ -332,17 +370,49 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 	ticket := e.nextTicket
 	e.nextTicket++
 	e.foldMu.Unlock()
-	var folded []events.Envelope
-	defer func() {
-		if locked {
-			e.mu.Unlock()
-			locked = false
-		}
-		if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
-			err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
-		}
-	}()
+	if staged != nil {
+		staged()
+	}
+	qs, err := e.stage(ctx, items, out, &res)
+	e.mu.Unlock()
 
+	// The appends' order is fixed; wait for their fsync outside mu, so
+	// the next call can queue behind them and share the fsync. The wait
+	// ignores ctx: once queued, an event is written or failed, and
+	// folding must learn its seq either way.
+	var folded []events.Envelope
+	for _, q := range qs {
+		stamped, werr := q.p.Wait(context.WithoutCancel(ctx))
+		if werr != nil {
+			e.unmarkPending(q.stream, q.p)
+			if err == nil {
+				err = fmt.Errorf("append to stream %s: %w", q.stream, werr)
+			}
+			continue
+		}
+		own := stamped[len(stamped)-len(q.items):] // after a scope/register
+		for k, i := range q.items {
+			n := items[i].outcome
+			out[n].Status = StatusAppended
+			out[n].Stream = q.stream
+			out[n].Seq = own[k].Seq
+		}
+		res.Appended += len(own)
+		folded = append(folded, stamped...)
+	}
+	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
+		err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
+	}
+	e.tally(&res, out)
+	if err != nil && res.Appended == 0 && res.Duplicates == 0 && qs == nil {
+		return res, nil, err
+	}
+	return res, out, err
+}
+
+// stage resolves streams, dedupes and queues the appends of one call.
+// It runs under mu, which fixes the order of the queued batches.
+func (e *Engine) stage(ctx context.Context, items []intakeItem, out []Outcome, res *IngestResult) ([]queued, error) {
 	// Resolve streams. A session's cwd learnt earlier in this call wins
 	// over the index, so a session/start and its messages may arrive
 	// together. A workspace stream this call creates counts as existing
@@ -379,7 +449,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 				sc = c
 				sessCwd[env.Session] = c
 			} else if c, ok, err := e.store.SessionCwd(ctx, env.Session); err != nil {
-				return IngestResult{}, nil, fmt.Errorf("look up session %s: %w", env.Session, err)
+				return nil, fmt.Errorf("look up session %s: %w", env.Session, err)
 			} else if ok {
 				sc = c
 				sessCwd[env.Session] = c
@@ -412,6 +482,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		byStream[s] = append(byStream[s], i)
 	}
 	sort.Strings(order)
+	var qs []queued
 	for _, stream := range order {
 		idx := byStream[stream]
 		ids := make([]string, len(idx))
@@ -431,7 +502,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		e.pendMu.Unlock()
 		seen, err := e.store.ExistingIDs(ctx, stream, ids)
 		if err != nil {
-			return res, nil, fmt.Errorf("dedupe stream %s: %w", stream, err)
+			return qs, fmt.Errorf("dedupe stream %s: %w", stream, err)
 		}
 		for _, id := range pending {
 			seen[id] = true
@@ -460,24 +531,14 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome) 
 		if len(batch) == 0 {
 			continue
 		}
-		stamped, err := e.log.Append(ctx, stream, batch)
+		p, err := e.log.Enqueue(ctx, stream, batch)
 		if err != nil {
-			e.tally(&res, out)
-			return res, out, fmt.Errorf("append to stream %s: %w", stream, err)
+			return qs, fmt.Errorf("append to stream %s: %w", stream, err)
 		}
-		own := stamped[len(stamped)-len(batchItems):] // after a scope/register
-		for k, i := range batchItems {
-			n := items[i].outcome
-			out[n].Status = StatusAppended
-			out[n].Stream = stream
-			out[n].Seq = own[k].Seq
-		}
-		res.Appended += len(own)
-		folded = append(folded, stamped...)
-		e.markPending(stream, stamped)
+		e.markPending(stream, batch)
+		qs = append(qs, queued{stream: stream, p: p, items: batchItems})
 	}
-	e.tally(&res, out)
-	return res, out, nil
+	return qs, nil
 }
 
 // markPending records appended events until they are folded.
@@ -499,56 +560,21 @@ func (e *Engine) markPending(stream string, evs []events.Envelope) {
 	}
 }
 
+// unmarkPending forgets the ids of a queued batch whose commit failed:
+// they are not in the log.
+func (e *Engine) unmarkPending(stream string, p *events.Pending) {
+	e.pendMu.Lock()
+	defer e.pendMu.Unlock()
+	for _, ev := range p.Events() {
+		delete(e.pendingIDs[stream], ev.ID)
+	}
+}
+
 func (e *Engine) pendingSessionCwd(session string) (string, bool) {
 	e.pendMu.Lock()
 	defer e.pendMu.Unlock()
 	c, ok := e.pendingCwd[session]
 	return c, ok
-}
-
-// foldInTurn waits for the folds of earlier tickets, folds evs, takes
-// them out of the pending sets and passes the turn on. The events are
-// durable before this runs: an index failure here is repaired by the
-// catch-up on the next open.
-func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
-	e.foldMu.Lock()
-	for e.foldTurn != ticket {
-		e.foldCond.Wait()
-	}
-	e.foldMu.Unlock()
-	var err error
-	if len(evs) > 0 {
-		err = e.proj.Fold(context.WithoutCancel(ctx), evs)
-	}
-	if err == nil {
-		// Now in the index. (After a failed fold they stay pending: the
-		// index lacks them until the next open catches up.)
-		e.pendMu.Lock()
-		for _, ev := range evs {
-			delete(e.pendingIDs[ev.Stream], ev.ID)
-			if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
-				delete(e.pendingCwd, ev.Session)
-			}
-		}
-		e.pendMu.Unlock()
-	}
-	e.foldMu.Lock()
-	e.foldTurn++
-	e.foldCond.Broadcast()
-	e.foldMu.Unlock()
-	return err
-}
-
-// lockSettled takes the intake mutex and waits until every appended
-// event is folded, for readers that need the index to equal the log
-// (a checkpoint's claim, sync's rewrite).
-func (e *Engine) lockSettled() {
-	e.mu.Lock()
-	e.foldMu.Lock()
-	for e.foldTurn != e.nextTicket {
-		e.foldCond.Wait()
-	}
-	e.foldMu.Unlock()
 }
 
 func (e *Engine) tally(res *IngestResult, out []Outcome) {

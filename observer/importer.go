@@ -40,6 +40,9 @@ type ImportOptions struct {
 	// Progress, when set, is called before each file with its 1-based
 	// number, the number of files and its path.
 	Progress func(n, total int, path string)
+	// Events, when set, is told after each intake call how many events
+	// that call decided (appended, duplicate or rejected).
+	Events func(n int)
 }
 
 func (o ImportOptions) batch() int {
@@ -277,6 +280,9 @@ func (e *Engine) ingestBatches(ctx context.Context, lines [][]byte, f *FileImpor
 		f.Appended += res.Appended
 		f.Duplicates += res.Duplicates
 		f.Rejected += res.Rejected
+		if opts.Events != nil {
+			opts.Events(res.Appended + res.Duplicates + res.Rejected)
+		}
 		for _, o := range outs {
 			o.Line += start
 			if o.Stream != "" {

@@ -643,19 +643,21 @@ func (s *Server) handleForget(w http.ResponseWriter, r *http.Request) (int, erro
 
 // Health is the answer of GET /v1/healthz.
 type Health struct {
-	OK       bool   `json:"ok"`
-	API      string `json:"api"`
-	PID      int    `json:"pid"`
-	Root     string `json:"root"`
-	Sessions int    `json:"sessions"`           // live session runtimes
-	Watching string `json:"watching,omitempty"` // the DSH sessions root followed
+	OK       bool      `json:"ok"`
+	API      string    `json:"api"`
+	PID      int       `json:"pid"`
+	Root     string    `json:"root"`
+	Sessions int       `json:"sessions"`           // live session runtimes
+	Watching string    `json:"watching,omitempty"` // the DSH sessions root followed
+	Log      *LogCheck `json:"log,omitempty"`      // the background walk of the log (logcheck.go)
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
 	if session := r.URL.Query().Get("session"); session != "" {
 		s.broker.Touch(session)
 	}
-	h := Health{OK: true, API: "v1", PID: os.Getpid(), Root: s.eng.root, Sessions: s.broker.Sessions(), Watching: s.opts.DSHSessions}
+	h := Health{OK: true, API: "v1", PID: os.Getpid(), Root: s.eng.root, Sessions: s.broker.Sessions(), Watching: s.opts.DSHSessions,
+		Log: s.logCheck.get()}
 	return writeJSON(w, http.StatusOK, h)
 }
 

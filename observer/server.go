@@ -113,6 +113,8 @@ type Server struct {
 	intakeWG   sync.WaitGroup
 	lastShown  int64 // newest memory/shown id time, under intakeMu
 
+	logCheck logChecker // the background walk of the log (logcheck.go)
+
 	topMu    sync.Mutex
 	firstTop string // the session that got the maintenance reminder
 	topTaken bool
@@ -155,6 +157,7 @@ func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
 	if s.index == nil {
 		s.index = engineIndex{e}
 	}
+	s.logCheck.log = e.log
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.broker = newBroker(s.index, opts.Packets, s.metrics, opts.Now, opts.Logf)
 	if opts.DSHSessions != "" {
@@ -207,6 +210,7 @@ func (s *Server) Start() {
 		// Read the word tables now, not in the first recall.
 		s.goBackground(func(context.Context) { zhdict.Load(); enfreq.Load() })
 		s.goBackground(s.broker.run)
+		s.goBackground(s.logCheck.run) // logcheck.go
 		if s.watcher != nil {
 			s.goBackground(s.watcher.Run)
 		}

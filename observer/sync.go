@@ -92,6 +92,14 @@ func (e *Engine) Sync(ctx context.Context) (SyncReport, error) {
 		return SyncReport{}, ErrReadOnly
 	}
 	var rep SyncReport
+	// Compare the files as the index now says they read, not as the
+	// file writer last left them.
+	e.lockSettled()
+	err := e.WriteFiles(ctx)
+	e.mu.Unlock()
+	if err != nil {
+		return rep, fmt.Errorf("sync: %w", err)
+	}
 	rows, err := projector.Files(ctx, e.store.DB())
 	if err != nil {
 		return rep, err

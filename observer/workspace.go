@@ -74,7 +74,15 @@ func (e *Engine) resolveScope(cwd string, created map[string]string) Scope {
 // HasStream reports whether the root's log holds events of stream.
 func (e *Engine) HasStream(stream string) bool {
 	if e.log != nil {
-		return e.log.LastSeq(stream) > 0
+		if e.log.LastSeq(stream) > 0 {
+			return true
+		}
+		// Appends are queued under mu and written after it: a stream whose
+		// first batch waits for its fsync exists already for the calls
+		// queued behind it.
+		e.pendMu.Lock()
+		defer e.pendMu.Unlock()
+		return len(e.pendingIDs[stream]) > 0
 	}
 	// A read-only engine has no log open: a stream is a directory of it.
 	fi, err := os.Stat(filepath.Join(e.root, LogDir, stream))

@@ -144,9 +144,13 @@ func wsConv(session, cwd, text string) [][]byte {
 }
 
 // scopeJSONOf reads scopes/<stream>/scope.json under root.
-func scopeJSONOf(t *testing.T, root, stream string) scopeFile {
+func scopeJSONOf(t *testing.T, eng *Engine, stream string) scopeFile {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(projector.ScopePath(stream))))
+	// The Markdown files are written in the background after a fold.
+	if err := eng.WriteFiles(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(eng.root, filepath.FromSlash(projector.ScopePath(stream))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +189,7 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		if strings.Join(cwds, " ") != strings.Join(want, " ") {
 			t.Fatalf("log holds %v, want %v", cwds, want)
 		}
-		if sj := scopeJSONOf(t, root, pstream); sj.Key != pstream || sj.Cwd != proj {
+		if sj := scopeJSONOf(t, eng, pstream); sj.Key != pstream || sj.Cwd != proj {
 			t.Fatalf("scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
 		}
 		if c, ok, _ := eng.Store().SessionCwd(ctx, "s1"); !ok || c != proj+"/cmd/tool" {
@@ -212,7 +216,7 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 			t.Fatalf("notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
 		}
 		// The first event named the directory: no scope/register.
-		if sj := scopeJSONOf(t, root, n); sj.Cwd != base+"/notes" {
+		if sj := scopeJSONOf(t, eng, n); sj.Cwd != base+"/notes" {
 			t.Fatalf("scope.json = %+v", sj)
 		}
 	})

@@ -69,8 +69,9 @@
 //	scopes/ws-<id>/      memory_summary.md (the workspace's entries, ≤ 3000 bytes),
 //	                     scope.json {"key","cwd"} (cwd: the dir of the stream's scope/register
 //	                     event, else the first cwd the stream carried),
-//	                     summary_history/<seq, 20 digits>.md: the summary as of each of the
-//	                     newest 10 memory events (memory/ except memory/shown) of the stream
+//	                     summary_history/<seq, 20 digits>.md: the newest 10 versions of the
+//	                     summary, a version being the summary as of a memory event (memory/
+//	                     except memory/shown) whose text differs from the version before
 //	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a
 //	                     "summary" (block id the session) of that day — the date in the
 //	                     event's own offset — in (event time, stream, seq) order
@@ -81,11 +82,22 @@
 // first cwd; a day after a fold of one of its blocks. These are exactly
 // the files Refresh renders from the index, so a live root and a
 // rebuild (which ends with Refresh) hold the same set of files. Summary
-// versions are rendered inside the transaction, right after their event,
-// and only for the last 10 memory events of each stream in the call, so
-// the set kept never depends on how the log was split into folds. Every
-// file and every files row is a function of the event prefix: replay
-// writes the same bytes.
+// versions are decided inside the transaction, right after their event,
+// for every memory event, and kept in summary_versions (the newest 10)
+// when the text changed, so the set kept never depends on how the log
+// was split into folds. A remember that adds an entry is a version
+// without rendering (the count it changes is in the text); one that a
+// fold's later remembers push out of the newest 10 is not rendered at
+// all (fileTrack.plan), so a rebuild renders about 10 per stream and fold. Every file and every files row is a function of
+// the event prefix: replay writes the same bytes.
+//
+// A fold does not write the files: it queues their groups in
+// projection_queue in its own transaction, and WriteQueued (at once,
+// or in the background with Defer) renders each queued group from one
+// snapshot of the index and writes it (queue.go). A summary render reads
+// the top of the ranking through the entries_summary index and the
+// count from entry_counts, so it costs the same at 300 entries and at
+// 30,000.
 //
 // A file whose bytes on disk are not what the files table says dshmem
 // wrote is a hand edit not yet captured: it is never overwritten (Held

@@ -72,18 +72,26 @@ type rememberData struct {
 	Importance  json.RawMessage `json:"importance"` // likewise
 }
 
+// decodeRemember reads a memory/remember event's data; ok is false when
+// the event adds no entry (no content, or data that does not decode).
+// Every other remember adds one active entry: the summary's history
+// relies on that (fileTrack.plan).
+func decodeRemember(ev *events.Envelope) (d rememberData, ok bool) {
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return d, false
+	}
+	return d, strings.TrimSpace(d.Content) != ""
+}
+
 // remember adds the entry a memory/remember event asks for. Data the
 // intake should have refused (no content) records nothing rather than
 // failing replay; values out of range are brought into it.
 func (f *fold) remember(ev *events.Envelope) error {
-	var d rememberData
-	if json.Unmarshal(ev.Data, &d) != nil {
+	d, ok := decodeRemember(ev)
+	if !ok {
 		return nil
 	}
 	content := strings.TrimSpace(d.Content)
-	if content == "" {
-		return nil
-	}
 	e := entry{
 		id:          EntryID(ev.Stream, ev.Seq, 0),
 		scope:       ev.Stream,

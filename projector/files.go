@@ -39,14 +39,21 @@ func SHA256(b []byte) string {
 }
 
 // fileTrack is what one Fold call changed that the Markdown files show.
-// It is filled while folding and written out after the commit.
+// It is filled while folding and queued (projection_queue) in the same
+// transaction; the files are written after the commit (queue.go).
 type fileTrack struct {
-	global  bool
-	scopes  map[string]bool
-	days    map[string]bool
-	scoped  map[string]bool       // workspace streams whose scopes row this call wrote or saw
-	keep    map[streamSeq]bool    // memory events whose summary version is rendered; nil without a Root
-	history map[string][]Rendered // scope → versions rendered in this call
+	on     bool // the projector has a Root: files and summary versions are kept
+	global bool
+	scopes map[string]bool
+	days   map[string]bool
+	scoped map[string]bool   // workspace streams whose scopes row this call wrote or saw
+	last   map[string]string // stream → sha256 of its newest summary version, once read
+	shown  map[string]int    // stream → its entry_counts.shown before the current event
+	// unrendered are remembers whose summary version need not be
+	// rendered: at least HistoryKeep later remembers of the call, each a
+	// version, push it out of the kept set, and no other memory event
+	// after it needs its text to compare with (plan).
+	unrendered map[streamSeq]bool
 }
 
 type streamSeq struct {
@@ -56,41 +63,26 @@ type streamSeq struct {
 
 // ChangesEntries reports whether an event of type typ may change entries:
 // the memory/ events except memory/shown. Each such event of a workspace
-// stream makes a summary version (summary_history/<seq>.md).
+// stream may make a summary version (summary_history/<seq>.md).
 func ChangesEntries(typ string) bool {
 	return strings.HasPrefix(typ, "memory/") && typ != events.TypeMemoryShown
 }
 
-// newFileTrack prepares the tracking of one Fold call over evs. A summary
-// version is rendered for each of the last HistoryKeep memory events of
-// each workspace stream in evs: older ones would be dropped from
-// summary_history/ at once, so which versions exist does not depend on
-// how the log was split into folds.
-func (p *Projector) newFileTrack(evs []events.Envelope) *fileTrack {
-	t := &fileTrack{
-		scopes:  map[string]bool{},
-		days:    map[string]bool{},
-		scoped:  map[string]bool{},
-		history: map[string][]Rendered{},
+func (p *Projector) newFileTrack() *fileTrack {
+	return &fileTrack{
+		on:         p.Root != "",
+		scopes:     map[string]bool{},
+		days:       map[string]bool{},
+		scoped:     map[string]bool{},
+		last:       map[string]string{},
+		shown:      map[string]int{},
+		unrendered: map[streamSeq]bool{},
 	}
-	if p.Root == "" {
-		return t
-	}
-	t.keep = map[streamSeq]bool{}
-	left := map[string]int{}
-	for i := len(evs) - 1; i >= 0; i-- {
-		ev := &evs[i]
-		if ChangesEntries(ev.Type) && IsWorkspace(ev.Stream) && left[ev.Stream] < HistoryKeep {
-			left[ev.Stream]++
-			t.keep[streamSeq{ev.Stream, ev.Seq}] = true
-		}
-	}
-	return t
 }
 
 // track notes what a folded event changes in the files, records the
-// cwd of a workspace the first time one is seen, and renders the
-// workspace summary as of this event when it is a kept version. It runs
+// cwd of a workspace the first time one is seen, and makes a summary
+// version when the event changed the workspace summary's text. It runs
 // inside the fold's transaction, after the event's rows are written, so
 // it sees the index exactly as of this event.
 func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
@@ -132,14 +124,8 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 	if day, _, ok := BlockOf(ev); ok {
 		t.days[day] = true
 	}
-	if ws && t.keep[streamSeq{ev.Stream, ev.Seq}] {
-		r, err := renderSummary(context.Background(), f.tx, ev.Stream)
-		if err != nil {
-			return err
-		}
-		r.Path = HistoryPath(ev.Stream, ev.Seq)
-		r.Meta = FileMeta{Stream: ev.Stream, Seq: ev.Seq, Time: ev.Time}
-		t.history[ev.Stream] = append(t.history[ev.Stream], r)
+	if ws && t.on && ChangesEntries(ev.Type) {
+		return t.version(f, ev)
 	}
 	return nil
 }
@@ -160,68 +146,34 @@ func registeredDir(ev *events.Envelope) (string, bool) {
 	return d.Dir, true
 }
 
-// writeFiles renders and writes what a committed Fold call changed.
-func (p *Projector) writeFiles(ctx context.Context, t *fileTrack) error {
-	if p.Root == "" {
+// queue records, in the fold's transaction, the groups of files the fold
+// changed.
+func (t *fileTrack) queue(f *fold) error {
+	if !t.on {
 		return nil
 	}
-	db := p.s.DB()
-	var rs []Rendered
-	var gone []string
+	var keys []string
 	if t.global {
-		g, old, err := renderGlobalFiles(ctx, db)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, g...)
-		gone = append(gone, old...)
+		keys = append(keys, groupGlobal)
 	}
-	for _, scope := range sortedKeys(t.scopes) {
-		ws, err := renderScopeFiles(ctx, db, scope)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, ws...)
-		if vs := t.history[scope]; len(vs) > 0 {
-			old, err := filesUnder(ctx, db, ScopesDir+"/"+scope+"/"+HistoryDir+"/")
-			if err != nil {
-				return err
-			}
-			// Paths end in the 20-digit seq: sorting them sorts by seq.
-			all := slices.Clone(old)
-			for _, v := range vs {
-				all = append(all, v.Path)
-			}
-			slices.Sort(all)
-			all = slices.Compact(all)
-			kept := all[max(0, len(all)-HistoryKeep):]
-			for _, v := range vs {
-				if slices.Contains(kept, v.Path) {
-					rs = append(rs, v)
-				}
-			}
-			for _, o := range old {
-				if !slices.Contains(kept, o) {
-					gone = append(gone, o)
-				}
-			}
+	for _, s := range sortedKeys(t.scopes) {
+		keys = append(keys, groupScope+s)
+	}
+	for _, d := range sortedKeys(t.days) {
+		keys = append(keys, groupDay+d)
+	}
+	for _, k := range keys {
+		if _, err := f.exec(queueSQL, k); err != nil {
+			return fmt.Errorf("queue files %s: %w", k, err)
 		}
 	}
-	for _, day := range sortedKeys(t.days) {
-		r, err := renderDay(ctx, db, day)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, r)
-	}
-	return p.put(ctx, rs, gone, nil)
+	return nil
 }
 
-// Refresh renders every projection the index holds (except summary
-// history, which exists only as folded) and writes the files that
-// differ from it, with the same care as after a fold. Open runs it after
-// catching up, so files lost to a crash between a fold's commit and its
-// writes come back, and a root made before the files existed gets them.
+// Refresh renders every projection the index holds and writes the files
+// that differ from it, with the same care as after a fold. A rebuild
+// ends with it (its folds only queue), and Open runs it for a root whose
+// files table is empty (made before the files existed).
 func (p *Projector) Refresh(ctx context.Context) error {
 	if p.Root == "" {
 		return nil
@@ -231,25 +183,14 @@ func (p *Projector) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("refresh files: %w", err)
 	}
-	var rs []Rendered
-	var gone []string
+	var keys []string
 	if cursors[globalStream] > 0 {
-		g, old, err := renderGlobalFiles(ctx, db)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, g...)
-		gone = append(gone, old...)
+		keys = append(keys, groupGlobal)
 	}
 	for _, scope := range sortedKeys(cursors) {
-		if !IsWorkspace(scope) || cursors[scope] == 0 {
-			continue
+		if IsWorkspace(scope) && cursors[scope] > 0 {
+			keys = append(keys, groupScope+scope)
 		}
-		ws, err := renderScopeFiles(ctx, db, scope)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, ws...)
 	}
 	var days []string
 	if err := db.SelectContext(ctx, &days, `SELECT DISTINCT substr(time, 1, 10) FROM events
@@ -257,15 +198,12 @@ func (p *Projector) Refresh(ctx context.Context) error {
 		return fmt.Errorf("refresh files: list days: %w", err)
 	}
 	for _, day := range days {
-		r, err := renderDay(ctx, db, day)
-		if err != nil {
-			return err
-		}
-		if len(r.Meta.Positions) > 0 {
-			rs = append(rs, r)
-		}
+		keys = append(keys, groupDay+day)
 	}
-	return p.put(ctx, rs, gone, nil)
+	if err := p.enqueue(ctx, keys); err != nil {
+		return fmt.Errorf("refresh files: %w", err)
+	}
+	return p.WriteQueued(ctx)
 }
 
 // Rewrite renders the given projection paths from the index and writes
@@ -292,18 +230,26 @@ func (p *Projector) Rewrite(ctx context.Context, expect map[string]string) error
 			gone = append(gone, rel)
 		}
 	}
-	return p.put(ctx, rs, gone, expect)
+	p.filesMu.Lock()
+	defer p.filesMu.Unlock()
+	return p.put(ctx, rs, gone, expect, nil)
 }
 
-// put writes rs and removes gone, then records them in the files table.
+// put writes rs and removes gone, then records them in the files table
+// and takes the queue rows done off projection_queue.
 //
 // A file is written only when its bytes on disk are what dshmem last
-// wrote there (the files table's sha256), or it does not exist, or its
-// bytes hash to force[path]. Anything else is a hand edit not yet
-// captured: the file is left as it is, its row is not touched, and
-// Held (if set) is told. Sync captures the edit and then calls Rewrite.
-func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force map[string]string) error {
-	if len(rs) == 0 && len(gone) == 0 {
+// wrote there (the files table's sha256, or the files_intent one of a
+// write a crash interrupted), or it does not exist, or its bytes hash
+// to force[path]. Anything else is a hand edit not yet captured: the
+// file is left as it is, its row is not touched, and Held (if set) is
+// told. Sync captures the edit and then calls Rewrite.
+//
+// Each file is written to a temporary file, fsynced and renamed over
+// the old one; the directories are fsynced once each at the end, before
+// the rows are committed. Callers hold filesMu.
+func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force map[string]string, done []queueRow) error {
+	if len(rs) == 0 && len(gone) == 0 && len(done) == 0 {
 		return nil
 	}
 	db := p.s.DB()
@@ -311,16 +257,18 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 		r      Rendered
 		sum    string
 		remove bool
+		write  bool
 	}
-	var done []change
+	var changes []change
 	may := func(rel string, disk []byte) (bool, error) {
-		var row string
-		err := db.QueryRowContext(ctx, `SELECT sha256 FROM files WHERE path = ?`, rel).Scan(&row)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		var row, intent string
+		err := db.QueryRowContext(ctx, `SELECT coalesce((SELECT sha256 FROM files WHERE path = ?1), ''),
+			coalesce((SELECT sha256 FROM files_intent WHERE path = ?1), '')`, rel).Scan(&row, &intent)
+		if err != nil {
 			return false, fmt.Errorf("read files row of %s: %w", rel, err)
 		}
 		s := SHA256(disk)
-		return s == row || force != nil && force[rel] == s, nil
+		return s == row || s == intent || force != nil && force[rel] == s, nil
 	}
 	for _, r := range rs {
 		abs := filepath.Join(p.Root, filepath.FromSlash(r.Path))
@@ -329,6 +277,7 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 		switch {
 		case err == nil && SHA256(disk) == sum:
 			// already there (written before a crash, or unchanged)
+			changes = append(changes, change{r: r, sum: sum})
 		case err == nil:
 			ok, err := may(r.Path, disk)
 			if err != nil {
@@ -338,23 +287,19 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 				p.held(r.Path)
 				continue
 			}
-			if err := markdown.WriteFileAtomic(abs, r.Data, FileMode); err != nil {
-				return err
-			}
+			changes = append(changes, change{r: r, sum: sum, write: true})
 		case errors.Is(err, fs.ErrNotExist):
-			if err := markdown.WriteFileAtomic(abs, r.Data, FileMode); err != nil {
-				return err
-			}
+			changes = append(changes, change{r: r, sum: sum, write: true})
 		default:
 			return fmt.Errorf("read %s: %w", r.Path, err)
 		}
-		done = append(done, change{r: r, sum: sum})
 	}
 	for _, rel := range gone {
 		abs := filepath.Join(p.Root, filepath.FromSlash(rel))
 		disk, err := os.ReadFile(abs)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			changes = append(changes, change{r: Rendered{Path: rel}, remove: true}) // the row only
 		case err != nil:
 			return fmt.Errorf("read %s: %w", rel, err)
 		default:
@@ -366,46 +311,106 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 				p.held(rel)
 				continue
 			}
-			if err := os.Remove(abs); err != nil {
-				return fmt.Errorf("remove %s: %w", rel, err)
+			changes = append(changes, change{r: Rendered{Path: rel}, remove: true, write: true})
+		}
+	}
+	// Say what is about to be written before writing it: after a crash
+	// in the middle, a file holding these bytes is ours.
+	var intents [][2]string
+	for _, c := range changes {
+		if c.write && !c.remove {
+			intents = append(intents, [2]string{c.r.Path, c.sum})
+		}
+	}
+	if len(intents) > 0 {
+		if err := p.record(ctx, func(tx *sql.Tx) error {
+			for _, in := range intents {
+				if _, err := tx.Exec(`INSERT INTO files_intent (path, sha256) VALUES (?, ?)
+					ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256`, in[0], in[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("record files to write: %w", err)
+		}
+	}
+	dirs := map[string]bool{}
+	for _, c := range changes {
+		if !c.write {
+			continue
+		}
+		abs := filepath.Join(p.Root, filepath.FromSlash(c.r.Path))
+		dirs[filepath.Dir(abs)] = true
+		if c.remove {
+			if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", c.r.Path, err)
+			}
+			continue
+		}
+		if err := markdown.WriteFileAtomicNoDirSync(abs, c.r.Data, FileMode); err != nil {
+			return err
+		}
+	}
+	for _, d := range sortedKeys(dirs) {
+		if err := markdown.SyncDir(d); err != nil {
+			return fmt.Errorf("sync directory %s: %w", d, err)
+		}
+	}
+	return p.record(ctx, func(tx *sql.Tx) error {
+		for _, c := range changes {
+			if _, err := tx.Exec(`DELETE FROM files_intent WHERE path = ?`, c.r.Path); err != nil {
+				return err
+			}
+			if c.remove {
+				if _, err := tx.Exec(`DELETE FROM files WHERE path = ?`, c.r.Path); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(`DELETE FROM file_texts WHERE path = ?`, c.r.Path); err != nil {
+					return err
+				}
+				continue
+			}
+			m := c.r.Meta
+			pos := "{}"
+			if len(m.Positions) > 0 {
+				b, _ := json.Marshal(m.Positions) // map keys are sorted
+				pos = string(b)
+			}
+			if _, err := tx.Exec(`INSERT INTO files (path, sha256, bytes, stream, seq, positions, time)
+				VALUES (?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256, bytes = excluded.bytes,
+					stream = excluded.stream, seq = excluded.seq, positions = excluded.positions, time = excluded.time`,
+				c.r.Path, c.sum, int64(len(c.r.Data)), m.Stream, int64(m.Seq), pos, m.Time); err != nil {
+				return fmt.Errorf("record file %s: %w", c.r.Path, err)
+			}
+			if c.r.Text {
+				if _, err := tx.Exec(`INSERT INTO file_texts (path, content) VALUES (?, ?)
+					ON CONFLICT (path) DO UPDATE SET content = excluded.content`, c.r.Path, string(c.r.Data)); err != nil {
+					return fmt.Errorf("record file %s: %w", c.r.Path, err)
+				}
 			}
 		}
-		done = append(done, change{r: Rendered{Path: rel}, remove: true})
-	}
-	tx, err := db.BeginTx(ctx, nil)
+		for _, q := range done {
+			if _, err := tx.Exec(`DELETE FROM projection_queue WHERE key = ? AND gen = ?`, q.key, q.gen); err != nil {
+				return fmt.Errorf("take %s off the queue: %w", q.key, err)
+			}
+		}
+		return nil
+	})
+}
+
+// record runs fn in a write transaction and commits it.
+func (p *Projector) record(ctx context.Context, fn func(*sql.Tx) error) error {
+	p.txMu.Lock()
+	defer p.txMu.Unlock()
+	tx, err := p.s.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record files: %w", err)
 	}
 	defer tx.Rollback()
-	for _, c := range done {
-		if c.remove {
-			if _, err := tx.Exec(`DELETE FROM files WHERE path = ?`, c.r.Path); err != nil {
-				return fmt.Errorf("record files: %w", err)
-			}
-			if _, err := tx.Exec(`DELETE FROM file_texts WHERE path = ?`, c.r.Path); err != nil {
-				return fmt.Errorf("record files: %w", err)
-			}
-			continue
-		}
-		m := c.r.Meta
-		pos := "{}"
-		if len(m.Positions) > 0 {
-			b, _ := json.Marshal(m.Positions) // map keys are sorted
-			pos = string(b)
-		}
-		if _, err := tx.Exec(`INSERT INTO files (path, sha256, bytes, stream, seq, positions, time)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256, bytes = excluded.bytes,
-				stream = excluded.stream, seq = excluded.seq, positions = excluded.positions, time = excluded.time`,
-			c.r.Path, c.sum, int64(len(c.r.Data)), m.Stream, int64(m.Seq), pos, m.Time); err != nil {
-			return fmt.Errorf("record file %s: %w", c.r.Path, err)
-		}
-		if c.r.Text {
-			if _, err := tx.Exec(`INSERT INTO file_texts (path, content) VALUES (?, ?)
-				ON CONFLICT (path) DO UPDATE SET content = excluded.content`, c.r.Path, string(c.r.Data)); err != nil {
-				return fmt.Errorf("record file %s: %w", c.r.Path, err)
-			}
-		}
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("record files: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record files: %w", err)
@@ -447,9 +452,13 @@ func Files(ctx context.Context, q queryer) ([]File, error) {
 	return out, nil
 }
 
-// filesUnder lists the recorded paths that start with prefix.
+// filesUnder lists the paths that start with prefix which dshmem wrote:
+// those the files table records, and those files_intent says a write
+// put in place without recording them (it failed, or a crash came,
+// between the two), so that a file no longer rendered is removed either way.
 func filesUnder(ctx context.Context, q queryer, prefix string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT path FROM files WHERE substr(path, 1, ?) = ? ORDER BY path`, len(prefix), prefix)
+	rows, err := q.QueryContext(ctx, `SELECT path FROM files WHERE substr(path, 1, ?1) = ?2
+		UNION SELECT path FROM files_intent WHERE substr(path, 1, ?1) = ?2 ORDER BY path`, len(prefix), prefix)
 	if err != nil {
 		return nil, fmt.Errorf("read files under %s: %w", prefix, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"dshmem/events"
 	"dshmem/sqlstore"
@@ -45,6 +46,24 @@ type Projector struct {
 	// because it holds a hand edit not yet captured (see put).
 	Held func(path string)
 
+	// Defer leaves the Markdown files of a fold queued (queue.go) for
+	// WriteQueued instead of writing them before Fold returns, so the
+	// caller acknowledges on the commit and writes files off its path;
+	// OnQueued, if set, is called after each commit that queued some.
+	Defer    bool
+	OnQueued func()
+	filesMu  sync.Mutex // serializes writing files (put)
+	// txMu serializes this projector's write transactions (folds, the
+	// files rows), so the file writer queues behind folds in Go instead
+	// of starving on SQLite's busy handler while folds keep the lock.
+	txMu sync.Mutex
+
+	// Statements prepared on the pool, so each connection parses a
+	// fold's queries once, not in every fold (a fold of one event would
+	// spend more on parsing than on inserting).
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
 	// Sparse lets a fold skip seqs: restore folds only the events that
 	// change what one file shows, and the rest change nothing there.
 	// Seqs must still rise. Never set for the index of a root.
@@ -54,6 +73,32 @@ type Projector struct {
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
 // flush) against memory held per fold.
 const DefaultChunkSize = 10000
+
+// preparedOnPool returns query prepared on the pool, or nil; Tx.Stmt
+// then uses the connection's own prepared copy.
+func (p *Projector) preparedOnPool(query string) *sql.Stmt {
+	p.stmtMu.Lock()
+	defer p.stmtMu.Unlock()
+	return p.stmts[query]
+}
+
+// prepare prepares query on the pool for the next folds. It must not
+// run inside a fold: it may need a connection of its own.
+func (p *Projector) prepare(query string) {
+	p.stmtMu.Lock()
+	defer p.stmtMu.Unlock()
+	if _, ok := p.stmts[query]; ok {
+		return
+	}
+	st, err := p.s.DB().Prepare(query)
+	if err != nil {
+		return // the next fold prepares it on its transaction again
+	}
+	if p.stmts == nil {
+		p.stmts = map[string]*sql.Stmt{}
+	}
+	p.stmts[query] = st
+}
 
 // New returns a projector writing to s.
 func New(s *sqlstore.Store) *Projector { return &Projector{s: s} }
@@ -71,19 +116,37 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	if len(evs) == 0 {
 		return nil
 	}
+	p.txMu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			p.txMu.Unlock()
+		}
+	}
 	tx, err := p.s.DB().BeginTx(ctx, nil)
 	if err != nil {
+		unlock()
 		return fmt.Errorf("fold: begin: %w", err)
 	}
-	f := &fold{tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
-	f.files = p.newFileTrack(evs)
+	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
+	f.files = p.newFileTrack()
 	pre := startPrepare(evs)
+	if err := f.files.plan(evs, f.cursor); err != nil {
+		pre.stop()
+		f.close()
+		tx.Rollback()
+		unlock()
+		return err
+	}
 	defer func() {
 		pre.stop()
 		f.close()
 		if err != nil {
 			tx.Rollback()
 		}
+		unlock()
+		f.prepareLater()
 	}()
 	for i := range evs {
 		if i%1024 == 0 {
@@ -106,6 +169,9 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		if ev.Seq != cur+1 && !p.Sparse {
 			return &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
 		}
+		if err := f.files.before(f, ev); err != nil {
+			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+		}
 		if err := f.apply(ev, pr); err != nil {
 			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
 		}
@@ -118,11 +184,24 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	if err := f.finish(); err != nil {
 		return err
 	}
+	if err := f.files.queue(f); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("fold: commit: %w", err)
 	}
-	if err := p.writeFiles(ctx, f.files); err != nil {
-		return fmt.Errorf("fold committed; write its Markdown files: %w", err)
+	unlock()
+	if !f.files.on || !f.files.global && len(f.files.scopes) == 0 && len(f.files.days) == 0 {
+		return nil
+	}
+	if p.Defer {
+		if p.OnQueued != nil {
+			p.OnQueued()
+		}
+		return nil
+	}
+	if err := p.WriteQueued(ctx); err != nil {
+		return fmt.Errorf("fold committed: %w", err)
 	}
 	return nil
 }
@@ -134,12 +213,14 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 // goroutine per statement to watch a cancellable context, which would
 // cost more than the insert. Fold checks its context between events.
 type fold struct {
-	tx       *sql.Tx
-	stmts    map[string]*sql.Stmt
-	cursors  map[string]uint64
-	advanced map[string]bool
-	sessions map[sessionKey]*sessionAcc
-	files    *fileTrack
+	p          *Projector
+	unprepared []string // queries to prepare on the pool once the fold ends
+	tx         *sql.Tx
+	stmts      map[string]*sql.Stmt
+	cursors    map[string]uint64
+	advanced   map[string]bool
+	sessions   map[sessionKey]*sessionAcc
+	files      *fileTrack
 }
 
 // stmt returns the statement for query, prepared on the fold's
@@ -148,9 +229,17 @@ func (f *fold) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := f.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := f.tx.Prepare(query)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	var st *sql.Stmt
+	if ps := f.p.preparedOnPool(query); ps != nil {
+		st = f.tx.Stmt(ps) // the connection's own copy, prepared once
+	} else {
+		// Prepare on the pool after the fold: the transaction may hold
+		// the pool's only connection (a rebuild's).
+		var err error
+		if st, err = f.tx.Prepare(query); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		f.unprepared = append(f.unprepared, query)
 	}
 	if f.stmts == nil {
 		f.stmts = map[string]*sql.Stmt{}
@@ -170,6 +259,14 @@ func (f *fold) exec(query string, args ...any) (sql.Result, error) {
 func (f *fold) close() {
 	for _, st := range f.stmts {
 		st.Close()
+	}
+}
+
+// prepareLater prepares on the pool the queries this fold prepared on
+// its transaction; it runs after the transaction ended.
+func (f *fold) prepareLater() {
+	for _, q := range f.unprepared {
+		f.p.prepare(q)
 	}
 }
 

@@ -302,39 +302,50 @@ func scopeCwd(ctx context.Context, q queryer, scope string) (cwd string, seq uin
 	return cwd, uint64(s), at, nil
 }
 
-// renderSummary renders scopes/<scope>/memory_summary.md.
+// renderSummary renders scopes/<scope>/memory_summary.md from the top of
+// the scope's ranking: it reads summaryPool entries in the summary's
+// order (the entries_summary index), and more only when every one of
+// them fit, so a render costs the same at 300 entries and at 30,000.
 func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, error) {
-	es, meta, omitted, err := loadSummaryEntries(ctx, q, scope)
-	if err != nil {
-		return Rendered{}, err
-	}
 	cwd, _, _, err := scopeCwd(ctx, q, scope)
 	if err != nil {
 		return Rendered{}, err
 	}
-	in := markdown.SummaryInput{ScopeKey: scope, Cwd: cwd, Entries: es, Omitted: omitted}
-	return Rendered{Path: SummaryPath(scope), Data: markdown.RenderSummary(in), Meta: meta}, nil
+	for pool := summaryPool; ; pool *= 4 {
+		es, meta, omitted, err := loadSummaryEntries(ctx, q, scope, pool)
+		if err != nil {
+			return Rendered{}, err
+		}
+		in := markdown.SummaryInput{ScopeKey: scope, Cwd: cwd, Entries: es, Omitted: omitted}
+		data, kept := markdown.RenderSummaryKept(in)
+		if kept < len(es) || omitted <= 0 {
+			return Rendered{Path: SummaryPath(scope), Data: data, Meta: meta}, nil
+		}
+	}
 }
 
-// summaryPool bounds the entries read for a summary. A block takes at
-// least ~60 bytes (anchor, heading, meta line), so no more than ~50 fit
-// in the 3000-byte budget; reading the top of the ranking only keeps a
-// render O(1) in the size of a workspace with thousands of entries.
-const summaryPool = 256
+// summaryPool is how many entries a summary render reads first; it
+// reads four times as many each time all of them fit, until one does
+// not (or none is left). Ordinary entries take 150–300 bytes of the
+// 3000-byte budget, so the first read is usually the last. (A block
+// takes at least ~60 bytes, so fewer than 50 ever fit.)
+const summaryPool = 16
 
 // summaryOrder is markdown.RenderSummary's ranking in SQL: active before
 // conflict, importance high first, the type order of global.md, then id.
-const summaryOrder = `CASE status WHEN 'conflict' THEN 1 ELSE 0 END,
+// The entries_summary index (migration 00007) holds these expressions
+// character for character; a change here must change it too.
+const summaryOrder = `(CASE status WHEN 'conflict' THEN 1 ELSE 0 END),
 	importance DESC,
-	CASE type WHEN 'preference' THEN 0 WHEN 'rule' THEN 1 WHEN 'decision' THEN 2
+	(CASE type WHEN 'preference' THEN 0 WHEN 'rule' THEN 1 WHEN 'decision' THEN 2
 		WHEN 'architecture' THEN 3 WHEN 'procedure' THEN 4 WHEN 'fix' THEN 5
-		WHEN 'fact' THEN 6 WHEN '' THEN 8 ELSE 7 END,
+		WHEN 'fact' THEN 6 WHEN '' THEN 8 ELSE 7 END),
 	type, id`
 
-// loadSummaryEntries reads the top of a scope's shown entries in the
-// summary's ranking, how many shown entries it left out, and the seq
-// and time of the scope's last entry change.
-func loadSummaryEntries(ctx context.Context, q queryer, scope string) ([]markdown.Entry, FileMeta, int, error) {
+// loadSummaryEntries reads the first pool of a scope's shown entries in
+// the summary's ranking, how many shown entries it left out
+// (entry_counts), and the seq and time of the scope's last entry change.
+func loadSummaryEntries(ctx context.Context, q queryer, scope string, pool int) ([]markdown.Entry, FileMeta, int, error) {
 	meta := FileMeta{Stream: scope}
 	var seq sql.NullInt64
 	var at sql.NullString
@@ -345,14 +356,14 @@ func loadSummaryEntries(ctx context.Context, q queryer, scope string) ([]markdow
 	}
 	meta.Seq, meta.Time = uint64(seq.Int64), at.String
 	var total int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE scope = ? AND status IN ('active', 'conflict')`,
+	if err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT shown FROM entry_counts WHERE scope = ?), 0)`,
 		scope).Scan(&total); err != nil {
 		return nil, meta, 0, fmt.Errorf("count entries of %s: %w", scope, err)
 	}
 	rows, err := q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
 			status, conflict_group
-		FROM entries WHERE scope = ? AND status IN ('active', 'conflict')
-		ORDER BY `+summaryOrder+` LIMIT ?`, scope, summaryPool)
+		FROM entries INDEXED BY entries_summary WHERE scope = ? AND status IN ('active', 'conflict')
+		ORDER BY `+summaryOrder+` LIMIT ?`, scope, pool)
 	if err != nil {
 		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
 	}

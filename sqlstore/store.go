@@ -19,6 +19,10 @@ type Store struct {
 	db       *sqlx.DB
 	path     string
 	readOnly bool
+
+	// The checkpointer of a read-write store (checkpoint.go).
+	ckptStop chan struct{}
+	ckptDone chan struct{}
 }
 
 // writerPragmas are set on every connection of a read-write Store. They go
@@ -28,6 +32,11 @@ type Store struct {
 var writerPragmas = []string{
 	"journal_mode(WAL)",
 	"synchronous(NORMAL)",
+	// No checkpoint inside a commit: the commit that crossed the
+	// threshold would copy the WAL into the database and fsync it on
+	// the write path. The store's checkpointer does it in the
+	// background (checkpoint.go).
+	"wal_autocheckpoint(0)",
 	"busy_timeout(5000)",
 	"foreign_keys(1)",
 	"temp_store(MEMORY)",
@@ -65,8 +74,14 @@ func openWriter(path string) (*sqlx.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
+	// Keep the connections concurrent requests use: a new one costs the
+	// pragmas and a read of the schema (database/sql keeps 2 by default).
+	db.SetMaxIdleConns(maxIdleConns)
 	return db, nil
 }
+
+// maxIdleConns is how many idle connections a Store keeps open.
+const maxIdleConns = 16
 
 // Open opens (creating if needed) the index at path in WAL mode and
 // applies every pending migration.
@@ -84,7 +99,9 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate index %s: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	st := &Store{db: db, path: path}
+	st.startCheckpointer()
+	return st, nil
 }
 
 // OpenReadOnly opens an existing index for audit queries. The connection
@@ -113,6 +130,7 @@ func OpenReadOnly(path string) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stopCheckpointer()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close index %s: %w", s.path, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ func init() {
 		usage: `bench ingest [--events N] [--size B] [--json]
        bench recall [--records N] [--queries Q] [--json]
        bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
+       bench remember [--entries N] [--callers C] (see 'dshmem bench remember --help')
 
 ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
         and code identifiers, fixed seed) twice, each time into a fresh
@@ -45,7 +47,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			return usageError{"needs a benchmark name: ingest, recall or serve"}
+			return usageError{"needs a benchmark name: ingest, recall, serve or remember"}
 		}
 		printCommandUsage(env.stdout, c)
 		return nil
@@ -57,13 +59,18 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return benchRecall(ctx, env, args[1:])
 	case "serve":
 		return benchServe(ctx, env, args[1:]) // bench_serve.go
+	case "remember":
+		return benchRemember(ctx, env, args[1:]) // bench_remember.go
 	default:
-		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall or serve", args[0])}
+		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall, serve or remember", args[0])}
 	}
 }
 
 func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
+	// Hidden: --write-file PATH writes the N synthetic events as a JSONL
+	// file and exits, for timing `dshmem ingest PATH` end to end.
+	args, file := cutHiddenFlag(args, "write-file")
 	fs := newFlags(c)
 	n := fs.Int("events", 100_000, "events to write")
 	size := fs.Int("size", 300, "bytes per event line")
@@ -76,6 +83,9 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *size < 120 || *size > 200_000 {
 		return usageError{fmt.Sprintf("--size %d is out of range (120..200000)", *size)}
+	}
+	if file != "" {
+		return writeBenchFile(file, *n, *size)
 	}
 	progress := benchProgress(env, "events")
 	opts := observer.BenchOptions{Events: *n, Size: *size, Progress: progress}
@@ -179,4 +189,24 @@ func benchProgress(env *cliEnv, unit string) func(phase string, done, total int)
 			}
 		}
 	}
+}
+
+// writeBenchFile writes n synthetic event lines of about size bytes, the
+// ones bench ingest sends, to path.
+func writeBenchFile(path string, n, size int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	syn := observer.NewSynth(1)
+	for i := 0; i < n; i++ {
+		w.Write(syn.Line(i, size, 4))
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

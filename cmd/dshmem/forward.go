@@ -92,33 +92,54 @@ func (e *forwardError) Error() string {
 	return fmt.Sprintf("the server holding the root refused it (%d %s): %s", e.status, e.code, e.msg)
 }
 
-// forwardIngest sends the input of `dshmem ingest` to the server as JSONL.
-func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader, name string) error {
+// forwardIngest sends the input of `dshmem ingest` to the server as
+// JSONL, in calls under the server's cap, one after the other (so the
+// server sees them in input order). Line numbers in the errors are those
+// of the whole input.
+func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader, name string, size int64) error {
 	info, ok := servingServer(env.root, openErr)
 	if !ok {
 		return notForwarded(env.root, openErr)
 	}
-	body, err := io.ReadAll(io.LimitReader(in, observer.MaxIngestBytes+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
+	fmt.Fprintf(env.stderr, "dshmem: sending to the server holding the root (pid %d, %s)\n", info.PID, info.Addr)
+	m := newMeter(env, "ingest:", size)
+	var total observer.IngestResult
+	var warning string
+	err := observer.SplitCalls(in, 0, 0, func(c observer.Call) error {
+		var resp observer.EventsResponse
+		if err := forward(ctx, info, "/v1/events", c.Body(), &resp); err != nil {
+			return err
+		}
+		for _, r := range resp.Results {
+			if r.Status == observer.StatusRejected {
+				line := r.Line
+				if line >= 1 && line <= len(c.Nums) {
+					line = c.Nums[line-1]
+				}
+				reportRejected(env, m, name, &observer.LineError{Line: line, Field: r.Field, Msg: r.Error})
+			}
+		}
+		total.Appended += resp.Appended
+		total.Duplicates += resp.Duplicates
+		total.Rejected += resp.Rejected
+		if resp.Warning != "" {
+			warning = resp.Warning
+		}
+		m.set(int64(total.Appended+total.Duplicates+total.Rejected), c.Read)
+		return nil
+	})
+	m.done()
+	if total != (observer.IngestResult{}) || err == nil {
+		b, _ := json.Marshal(total)
+		fmt.Fprintln(env.stdout, string(b))
 	}
-	var resp observer.EventsResponse
-	if err := forward(ctx, info, "/v1/events", body, &resp); err != nil {
+	if err != nil {
 		return fmt.Errorf("ingest %s: %w", name, err)
 	}
-	fmt.Fprintf(env.stderr, "dshmem: sent to the server holding the root (pid %d, %s)\n", info.PID, info.Addr)
-	for _, r := range resp.Results {
-		if r.Status == observer.StatusRejected {
-			le := &observer.LineError{Line: r.Line, Field: r.Field, Msg: r.Error}
-			fmt.Fprintf(env.stderr, "%s: %v\n", name, le)
-		}
+	if warning != "" {
+		fmt.Fprintf(env.stderr, "dshmem: %s\n", warning)
 	}
-	b, _ := json.Marshal(resp.IngestResult)
-	fmt.Fprintln(env.stdout, string(b))
-	if resp.Warning != "" {
-		fmt.Fprintf(env.stderr, "dshmem: %s\n", resp.Warning)
-	}
-	if resp.Rejected > 0 {
+	if total.Rejected > 0 {
 		return exitError{1}
 	}
 	return nil

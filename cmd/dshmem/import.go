@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -87,8 +88,8 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	progress, done := importProgress(env)
-	opts := observer.ImportOptions{Batch: *batch, Progress: progress}
+	progress, events, done := importProgress(env, path)
+	opts := observer.ImportOptions{Batch: *batch, Progress: progress, Events: events}
 	var rep observer.ImportReport
 	if kind == "dsh" {
 		rep, err = eng.ImportDSH(ctx, path, opts)
@@ -114,23 +115,33 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// importProgress shows "importing n/total: file" on a terminal only.
-func importProgress(env *cliEnv) (progress func(n, total int, path string), done func()) {
-	if !isTerminal(env.stderr) {
-		return nil, func() {}
-	}
-	printed := false
-	return func(n, total int, path string) {
-			if total < 2 {
-				return
-			}
-			printed = true
-			fmt.Fprintf(env.stderr, "\r\033[Kimporting %d/%d: %s", n, total, filepath.Base(path))
-		}, func() {
-			if printed {
-				fmt.Fprint(env.stderr, "\r\033[K")
+// importProgress shows, on a terminal only, the events imported, their
+// rate, the bytes of the source files done (a file counts once it is
+// done) of the bytes under path, and the time left at that pace.
+func importProgress(env *cliEnv, path string) (progress func(n, total int, path string), events func(int), done func()) {
+	var total int64
+	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
 			}
 		}
+		return nil
+	})
+	m := newMeter(env, "import:", total)
+	if m == nil {
+		return nil, nil, func() {}
+	}
+	var current string
+	return func(n, total int, path string) {
+			if current != "" {
+				if info, err := os.Stat(current); err == nil {
+					m.add(0, info.Size())
+				}
+			}
+			current = path
+		}, func(n int) { m.add(int64(n), 0) },
+		m.done
 }
 
 func printImportReport(w io.Writer, rep *observer.ImportReport) {

@@ -25,9 +25,14 @@ are acknowledged. Envelopes carry no seq: dshmem assigns it.
 Each line: {"id":"…","type":"user/message","time":"2026-08-18T10:00:00Z",
 "session":"s1","cwd":"/home/u/proj","data":{"text":"…"}}
 
-Each rejected line is reported on stderr with its line number and field.
-Prints {"appended":N,"duplicates":M,"rejected":K} on stdout; exits 1 when
-any line was rejected.
+Input of any size is read as a stream and sent in calls of at most
+8 MiB and 5,000 lines (one fsync and one index commit each), in input
+order; on a terminal a progress line shows events done, events/s, bytes
+read and the time left.
+
+Each rejected line is reported on stderr with its line number in the
+whole input and its field. Prints {"appended":N,"duplicates":M,"rejected":K}
+on stdout; exits 1 when any line was rejected.
 `,
 		run: runIngest,
 	})
@@ -45,6 +50,7 @@ func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var in io.Reader = env.stdin
 	name := "standard input"
+	var size int64
 	if len(pos) == 1 && pos[0] != "-" {
 		f, err := os.Open(pos[0])
 		if err != nil {
@@ -53,18 +59,23 @@ func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 		defer f.Close()
 		in, name = f, pos[0]
 	}
-	eng, err := openEngine(ctx, env)
-	if err != nil {
-		return forwardIngest(ctx, env, err, in, name) // a server holds the root (forward.go)
-	}
-	defer eng.Close()
-	res, outcomes, err := eng.IngestReader(ctx, in)
-	for _, o := range outcomes {
-		if o.Status == observer.StatusRejected && o.Error != nil {
-			fmt.Fprintf(env.stderr, "%s: %v\n", name, o.Error)
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
 		}
 	}
-	if outcomes != nil || err == nil {
+	eng, err := openEngine(ctx, env)
+	if err != nil {
+		return forwardIngest(ctx, env, err, in, name, size) // a server holds the root (forward.go)
+	}
+	defer eng.Close()
+	m := newMeter(env, "ingest:", size)
+	res, err := eng.IngestStream(ctx, in, observer.StreamOptions{
+		Progress: func(events, read int64) { m.set(events, read) },
+		Rejected: func(o observer.Outcome) { reportRejected(env, m, name, o.Error) },
+	})
+	m.done()
+	if res != (observer.IngestResult{}) || err == nil {
 		b, _ := json.Marshal(res)
 		fmt.Fprintln(env.stdout, string(b))
 	}
@@ -78,4 +89,17 @@ func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// reportRejected prints one rejected line on stderr, above the progress
+// line when there is one.
+func reportRejected(env *cliEnv, m *meter, name string, le *observer.LineError) {
+	if le == nil {
+		return
+	}
+	if m != nil {
+		m.say("%s: %v", name, le)
+		return
+	}
+	fmt.Fprintf(env.stderr, "%s: %v\n", name, le)
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"dshmem/observer"
+)
+
+// bigInput writes a JSONL file over the 8 MiB cap of one call: n events
+// of ~300 bytes over two sessions, the line at bad (1-based) malformed.
+func bigInput(t *testing.T, n, bad int) string {
+	t.Helper()
+	var b strings.Builder
+	pad := strings.Repeat("lorem ipsum dolor sit amet ", 8)
+	for i := 1; i <= n; i++ {
+		switch {
+		case i == bad:
+			b.WriteString(`{"id":"big:bad","type":"user/message"` + "\n") // cut short
+		case i%1000 == 1:
+			fmt.Fprintf(&b, `{"id":"big:%d","type":"session/start","time":"2026-08-18T10:00:00Z","session":"s%d","cwd":"/home/u/big%d","data":{"origin":"top"}}`+"\n", i, (i-1)/1000, (i-1)/1000%2)
+		default:
+			fmt.Fprintf(&b, `{"id":"big:%d","type":"user/message","time":"2026-08-18T10:00:01Z","session":"s%d","data":{"text":"message %d %s"}}`+"\n", i, (i-1)/1000, i, pad)
+		}
+		if i%5000 == 0 {
+			b.WriteString("\n") // blank lines count in the numbering
+		}
+	}
+	path := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestIngestLargerThanOneCall: a file over the cap of one call is
+// ingested whole, every event once, in input order (a session's cwd in
+// one call resolves its messages in the next), and the bad line is
+// named by its number in the whole file.
+func TestIngestLargerThanOneCall(t *testing.T) {
+	const n, bad = 36000, 30002 // bad is past the 30000th line, so past a blank one
+	path := bigInput(t, n, bad)
+	if st, _ := os.Stat(path); st.Size() <= observer.MaxIngestBytes {
+		t.Fatalf("input is %d bytes; the test needs more than %d", st.Size(), observer.MaxIngestBytes)
+	}
+	wantLine := bad + (bad-1)/5000 // the blank lines before it
+	check := func(t *testing.T, root string, code int, out, errs string, appended, dups int) {
+		t.Helper()
+		want := fmt.Sprintf(`{"appended":%d,"duplicates":%d,"rejected":1}`, appended, dups)
+		if code != 1 || strings.TrimSpace(out) != want {
+			t.Fatalf("exit %d, out %s, want %s; stderr %s", code, out, want, errs)
+		}
+		if !strings.Contains(errs, fmt.Sprintf("line %d:", wantLine)) || len(lineRE.FindAllString(errs, -1)) != 1 {
+			t.Errorf("stderr %q: want the one bad line named as line %d of the whole file", errs, wantLine)
+		}
+		eng, err := observer.Open(context.Background(), root, observer.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		var total, distinct, global int
+		db := eng.Store().DB()
+		db.Get(&total, `SELECT count(*) FROM events`)
+		db.Get(&distinct, `SELECT count(DISTINCT id) FROM events`)
+		db.Get(&global, `SELECT count(*) FROM events WHERE stream = 'global'`)
+		if total != n-1 || distinct != n-1 || global != 0 {
+			t.Errorf("index holds %d events (%d ids, %d in global); want %d, each once, none in global", total, distinct, global, n-1)
+		}
+	}
+	t.Run("Local", func(t *testing.T) {
+		root := t.TempDir()
+		code, out, errs := cli(t, "", "--root", root, "ingest", path)
+		check(t, root, code, out, errs, n-1, 0)
+		code, out, errs = cli(t, "", "--root", root, "ingest", path)
+		check(t, root, code, out, errs, 0, n-1)
+	})
+	t.Run("Forwarded", func(t *testing.T) {
+		root := t.TempDir()
+		srv := startInProcess(t, root)
+		code, out, errs := cli(t, "", "--root", root, "ingest", path)
+		if code != 1 || !strings.Contains(errs, fmt.Sprintf("line %d:", wantLine)) ||
+			strings.TrimSpace(out) != fmt.Sprintf(`{"appended":%d,"duplicates":0,"rejected":1}`, n-1) {
+			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
+		}
+		_ = srv
+	})
+}
+
+var lineRE = regexp.MustCompile(`line [0-9]+:`)
+
+func TestSplitCalls(t *testing.T) {
+	long := `{"id":"x","data":"` + strings.Repeat("a", observer.MaxEventBytes) + `"}`
+	in := "\uFEFF" + `{"id":"1"}` + "\r\n\n" + `{"id":"3"}` + "\n" + long + "\n" + `{"id":"5"}`
+	var calls []observer.Call
+	err := observer.SplitCalls(strings.NewReader(in), 40, 0, func(c observer.Call) error {
+		calls = append(calls, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range calls {
+		var parts []string
+		for i, l := range c.Lines {
+			parts = append(parts, fmt.Sprintf("%d:%d", c.Nums[i], len(l)))
+		}
+		got = append(got, strings.Join(parts, ","))
+	}
+	// 40 bytes a call: lines 1 and 3 share one; the long line, cut to
+	// MaxEventBytes+1 so that Validate names the limit, goes alone.
+	want := []string{"1:10,3:10", fmt.Sprintf("4:%d", observer.MaxEventBytes+1), "5:10"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got calls %v, want %v", got, want)
+	}
+	if last := calls[len(calls)-1].Read; last != int64(len(in)) {
+		t.Errorf("got %d bytes read, want %d", last, len(in))
+	}
+}

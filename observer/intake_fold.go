@@ -1,0 +1,95 @@
+package observer
+
+import (
+	"context"
+
+	"dshmem/events"
+	"dshmem/projector"
+)
+
+// The fold side of intake: calls fold in the order they appended, and
+// the calls ready at a time fold together in one transaction.
+
+// foldSlot is one call's events waiting for their turn to fold.
+type foldSlot struct {
+	evs  []events.Envelope
+	done bool
+	err  error
+}
+
+// maxJoinedFold caps the events of calls folded together in one
+// transaction.
+const maxJoinedFold = projector.DefaultChunkSize
+
+// foldInTurn folds evs after the events of every earlier ticket, takes
+// them out of the pending sets and passes the turn on. The caller whose
+// turn it is folds its events together with those of every later call
+// already waiting (one transaction for all: the index's group commit),
+// and the others return with its result. The events are durable before
+// this runs: an index failure here is repaired by the catch-up on the
+// next open.
+func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
+	e.foldMu.Lock()
+	defer e.foldMu.Unlock()
+	me := &foldSlot{evs: evs}
+	e.foldSlots[ticket] = me
+	for !me.done {
+		if e.folding || e.foldSlots[e.foldTurn] == nil {
+			e.foldCond.Wait()
+			continue
+		}
+		// Take the run of ready calls from the turn on.
+		var run []*foldSlot
+		var all []events.Envelope
+		for t := e.foldTurn; e.foldSlots[t] != nil && (len(run) == 0 || len(all)+len(e.foldSlots[t].evs) <= maxJoinedFold); t++ {
+			sl := e.foldSlots[t]
+			delete(e.foldSlots, t)
+			run = append(run, sl)
+			all = append(all, sl.evs...)
+		}
+		e.folding = true
+		e.foldMu.Unlock()
+		err := e.foldEvents(ctx, all)
+		e.foldMu.Lock()
+		for _, sl := range run {
+			sl.done, sl.err = true, err
+		}
+		e.foldTurn += uint64(len(run))
+		e.folding = false
+		e.foldCond.Broadcast()
+	}
+	return me.err
+}
+
+// foldEvents folds evs and, once they are in the index, takes them out
+// of the pending sets. (After a failed fold they stay pending: the index
+// lacks them until the next open catches up.)
+func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := e.proj.Fold(context.WithoutCancel(ctx), evs); err != nil {
+		return err
+	}
+	e.pendMu.Lock()
+	for _, ev := range evs {
+		delete(e.pendingIDs[ev.Stream], ev.ID)
+		if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
+			delete(e.pendingCwd, ev.Session)
+		}
+	}
+	e.pendMu.Unlock()
+	return nil
+}
+
+// lockSettled takes the intake mutex and waits until every appended
+// event is folded, for readers that need the index to equal the log
+// (a checkpoint's claim, sync's rewrite).
+func (e *Engine) lockSettled() {
+	e.mu.Lock()
+	e.foldMu.Lock()
+	for e.foldTurn != e.nextTicket {
+		e.foldCond.Wait()
+	}
+	e.foldMu.Unlock()
+}

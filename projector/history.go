@@ -1,0 +1,151 @@
+package projector
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"dshmem/events"
+)
+
+// The versions of a workspace summary that summary_history/ keeps: one
+// when a memory event changes the summary's text, decided in the fold's
+// transaction right after the event.
+
+// plan finds the memory events of the call whose summary version need
+// not be rendered. A remember that adds an entry raises the scope's
+// shown count, so it changes the summary's text (the text gives the
+// count: its blocks plus its "N more" line): it is a version, known
+// without rendering. Walking the call backwards, a remember with at
+// least HistoryKeep entry-adding remembers after it, and no other memory
+// event of its stream after it (whose comparison would need the newest
+// version's text), can only be dropped from summary_history/ before the
+// call ends. Events at or below cursor (folded before) do not count.
+func (t *fileTrack) plan(evs []events.Envelope, cursor func(string) (uint64, error)) error {
+	if !t.on {
+		return nil
+	}
+	later := map[string]int{}
+	other := map[string]bool{}
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := &evs[i]
+		if !IsWorkspace(ev.Stream) || !ChangesEntries(ev.Type) {
+			continue
+		}
+		cur, err := cursor(ev.Stream)
+		if err != nil {
+			return err
+		}
+		if ev.Seq <= cur {
+			continue
+		}
+		if ev.Type != events.TypeMemoryRemember {
+			other[ev.Stream] = true
+			continue
+		}
+		if _, adds := decodeRemember(ev); !adds {
+			continue
+		}
+		if !other[ev.Stream] && later[ev.Stream] >= HistoryKeep {
+			t.unrendered[streamSeq{ev.Stream, ev.Seq}] = true
+		}
+		later[ev.Stream]++
+	}
+	return nil
+}
+
+// before runs before an event is applied: it reads the scope's shown
+// count the first time the call meets a memory event of the stream.
+func (t *fileTrack) before(f *fold, ev *events.Envelope) error {
+	if !t.on || !IsWorkspace(ev.Stream) || !ChangesEntries(ev.Type) {
+		return nil
+	}
+	if _, ok := t.shown[ev.Stream]; ok {
+		return nil
+	}
+	n, err := shownCount(foldQueryer{f}, ev.Stream)
+	t.shown[ev.Stream] = n
+	return err
+}
+
+func shownCount(q queryer, scope string) (int, error) {
+	var n int
+	err := q.QueryRowContext(context.Background(), `SELECT coalesce((SELECT shown FROM entry_counts WHERE scope = ?), 0)`, scope).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count entries of %s: %w", scope, err)
+	}
+	return n, nil
+}
+
+// version renders the workspace summary as of ev and keeps it as a
+// version when its text differs from the newest version's. Every memory
+// event is compared, in every fold, so which versions exist is a
+// function of the event prefix, never of how the log was split into
+// folds. Only the newest HistoryKeep versions are kept.
+func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
+	n, err := shownCount(foldQueryer{f}, ev.Stream)
+	if err != nil {
+		return err
+	}
+	changed := n != t.shown[ev.Stream]
+	t.shown[ev.Stream] = n
+	if !changed && ev.Type == events.TypeMemoryRemember {
+		return nil // it added no entry, so nothing changed
+	}
+	if changed && t.unrendered[streamSeq{ev.Stream, ev.Seq}] {
+		// A version, dropped again before this call ends (plan): its
+		// text is never needed. (t.last goes stale, but no comparison
+		// follows in this call.)
+		return nil
+	}
+	r, err := renderSummary(context.Background(), foldQueryer{f}, ev.Stream)
+	if err != nil {
+		return err
+	}
+	sum := SHA256(r.Data)
+	last, ok := t.last[ev.Stream]
+	if !ok {
+		err := f.tx.QueryRow(`SELECT sha256 FROM summary_versions WHERE stream = ? ORDER BY seq DESC LIMIT 1`,
+			ev.Stream).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read summary versions of %s: %w", ev.Stream, err)
+		}
+	}
+	if sum == last {
+		t.last[ev.Stream] = last
+		return nil
+	}
+	t.last[ev.Stream] = sum
+	if _, err := f.exec(`INSERT INTO summary_versions (stream, seq, time, sha256, content) VALUES (?, ?, ?, ?, ?)`,
+		ev.Stream, int64(ev.Seq), ev.Time, sum, string(r.Data)); err != nil {
+		return fmt.Errorf("record summary version %s seq %d: %w", ev.Stream, ev.Seq, err)
+	}
+	if _, err := f.exec(`DELETE FROM summary_versions WHERE stream = ?1 AND seq <= (
+			SELECT seq FROM summary_versions WHERE stream = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,
+		ev.Stream, HistoryKeep); err != nil {
+		return fmt.Errorf("drop old summary versions of %s: %w", ev.Stream, err)
+	}
+	return nil
+}
+
+// foldQueryer runs the renderers' queries on a fold's transaction
+// through statements prepared once per fold: a fold of many memory
+// events renders a summary after each.
+type foldQueryer struct{ f *fold }
+
+func (q foldQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := q.f.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (q foldQueryer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := q.f.stmt(query)
+	if err != nil {
+		return q.f.tx.QueryRowContext(ctx, query, args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}

@@ -1,0 +1,229 @@
+package projector
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The Markdown files are written after the fold that changed them has
+// committed, from projection_queue: a fold queues the groups of files it
+// changed in its own transaction, and WriteQueued renders each queued
+// group from the index as it then stands (the newest state wins), writes
+// the files that differ and takes the group off the queue. A crash
+// between the commit and the write leaves the group queued; Open writes
+// it (RepairFiles). Rendering reads one snapshot of the index, so every
+// file of a write agrees with the others and with its files row.
+
+// Group keys of projection_queue. Part of the index format.
+const (
+	groupGlobal = "global" // global.md, index.md, knowledge/
+	groupScope  = "scope/" // + stream: memory_summary.md, scope.json, summary_history/
+	groupDay    = "day/"   // + YYYY-MM-DD: sessions/<day>.md
+	queueSQL    = `INSERT INTO projection_queue (key, gen) VALUES (?, 1)
+		ON CONFLICT (key) DO UPDATE SET gen = gen + 1`
+)
+
+// queueRow is one queued group as WriteQueued read it.
+type queueRow struct {
+	key string
+	gen int64
+}
+
+// groupOf names the group whose write renders the projection path rel.
+func groupOf(rel string) (string, bool) {
+	info, ok := ParsePath(rel)
+	if !ok {
+		return "", false
+	}
+	switch info.Kind {
+	case KindGlobal, KindIndex, KindKnowledge:
+		return groupGlobal, true
+	case KindSummary, KindScope, KindHistory:
+		return groupScope + info.Scope, true
+	case KindDay:
+		return groupDay + info.Day, true
+	}
+	return "", false
+}
+
+// enqueue queues groups outside a fold.
+func (p *Projector) enqueue(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return p.record(ctx, func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if _, err := tx.Exec(queueSQL, k); err != nil {
+				return fmt.Errorf("queue files %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Queued reports whether any group of files waits to be written.
+func (p *Projector) Queued(ctx context.Context) (bool, error) {
+	var n int
+	if err := p.s.DB().QueryRowContext(ctx, `SELECT count(*) FROM projection_queue`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read projection queue: %w", err)
+	}
+	return n > 0, nil
+}
+
+// WriteQueued renders every queued group of files from one snapshot of
+// the index and writes them (see put). A group queued again while this
+// runs stays queued for the next call.
+func (p *Projector) WriteQueued(ctx context.Context) error {
+	if p.Root == "" {
+		return nil
+	}
+	p.filesMu.Lock()
+	defer p.filesMu.Unlock()
+	rs, gone, done, err := p.renderQueued(ctx)
+	if err != nil {
+		return fmt.Errorf("write Markdown files: %w", err)
+	}
+	if err := p.put(ctx, rs, gone, nil, done); err != nil {
+		return fmt.Errorf("write Markdown files: %w", err)
+	}
+	return nil
+}
+
+// renderQueued reads the queue and renders its groups in one read
+// transaction, so they all show the same moment of the index.
+func (p *Projector) renderQueued(ctx context.Context) (rs []Rendered, gone []string, done []queueRow, err error) {
+	tx, err := p.s.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT key, gen FROM projection_queue ORDER BY key`)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read projection queue: %w", err)
+	}
+	for rows.Next() {
+		var q queueRow
+		if err := rows.Scan(&q.key, &q.gen); err != nil {
+			rows.Close()
+			return nil, nil, nil, fmt.Errorf("read projection queue: %w", err)
+		}
+		done = append(done, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("read projection queue: %w", err)
+	}
+	for _, q := range done {
+		grs, ggone, err := renderGroup(ctx, tx, q.key)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		rs = append(rs, grs...)
+		gone = append(gone, ggone...)
+	}
+	return rs, gone, done, nil
+}
+
+// renderGroup renders the files of one group and lists the recorded
+// files of the group that it no longer has.
+func renderGroup(ctx context.Context, q queryer, key string) ([]Rendered, []string, error) {
+	switch {
+	case key == groupGlobal:
+		return renderGlobalFiles(ctx, q)
+	case strings.HasPrefix(key, groupScope):
+		scope := strings.TrimPrefix(key, groupScope)
+		rs, err := renderScopeFiles(ctx, q, scope)
+		if err != nil {
+			return nil, nil, err
+		}
+		vs, err := summaryVersions(ctx, q, scope)
+		if err != nil {
+			return nil, nil, err
+		}
+		old, err := filesUnder(ctx, q, ScopesDir+"/"+scope+"/"+HistoryDir+"/")
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(rs, vs...), missing(old, vs), nil
+	case strings.HasPrefix(key, groupDay):
+		r, err := renderDay(ctx, q, strings.TrimPrefix(key, groupDay))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(r.Meta.Positions) == 0 {
+			return nil, nil, nil // no block that day
+		}
+		return []Rendered{r}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("projection queue holds unknown group %q", key)
+}
+
+// summaryVersions returns the kept summary versions of scope as files.
+func summaryVersions(ctx context.Context, q queryer, scope string) ([]Rendered, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, time, content FROM summary_versions WHERE stream = ? ORDER BY seq`, scope)
+	if err != nil {
+		return nil, fmt.Errorf("read summary versions of %s: %w", scope, err)
+	}
+	defer rows.Close()
+	var out []Rendered
+	for rows.Next() {
+		var seq int64
+		var at, content string
+		if err := rows.Scan(&seq, &at, &content); err != nil {
+			return nil, fmt.Errorf("read summary versions of %s: %w", scope, err)
+		}
+		out = append(out, Rendered{Path: HistoryPath(scope, uint64(seq)), Data: []byte(content),
+			Meta: FileMeta{Stream: scope, Seq: uint64(seq), Time: at}})
+	}
+	return out, rows.Err()
+}
+
+// RepairFiles brings the files up to the index on open: it queues the
+// group of every recorded file that is missing from disk, then writes
+// every queued group, including those a crash left queued after their
+// fold committed. A root whose files table is empty though the index
+// holds events (made before the files existed) gets every file
+// (Refresh). It reads the files table and stats each recorded file; it
+// renders only what is queued.
+func (p *Projector) RepairFiles(ctx context.Context) error {
+	if p.Root == "" {
+		return nil
+	}
+	var paths []string
+	if err := p.s.DB().SelectContext(ctx, &paths, `SELECT path FROM files ORDER BY path`); err != nil {
+		return fmt.Errorf("repair files: %w", err)
+	}
+	if len(paths) == 0 {
+		cursors, err := p.s.Cursors()
+		if err != nil {
+			return fmt.Errorf("repair files: %w", err)
+		}
+		for _, c := range cursors {
+			if c > 0 {
+				return p.Refresh(ctx)
+			}
+		}
+	}
+	var keys []string
+	for _, rel := range paths {
+		_, err := os.Lstat(filepath.Join(p.Root, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
+			if k, ok := groupOf(rel); ok && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		} else if err != nil {
+			return fmt.Errorf("repair files: %w", err)
+		}
+	}
+	if err := p.enqueue(ctx, keys); err != nil {
+		return fmt.Errorf("repair files: %w", err)
+	}
+	return p.WriteQueued(ctx)
+}
