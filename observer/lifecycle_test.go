@@ -187,3 +187,86 @@ func TestEndedSessionStaysEnded(t *testing.T) {
 		t.Fatalf("%d runtimes after a resumed session's event, want 1", n)
 	}
 }
+
+func TestPacketLongPoll(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	const cwd = "/work/poll"
+	ts.must(200, "POST", "/v1/remember", map[string]any{"content": "When the billing migration fails with a lock timeout, rerun it with --lock-wait 60",
+		"cwd": cwd, "type": "fix", "importance": 3}, nil)
+	ts.must(200, "POST", "/v1/events", []any{event("lp:0", "session/start", "lp", cwd, map[string]any{"origin": "top"})}, nil)
+	ts.srv.Broker().Settle()
+
+	t.Run("AnsweredWhenAPacketIsComputed", func(t *testing.T) {
+		got := make(chan int, 1)
+		go func() {
+			code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait=10000", nil)
+			got <- code
+		}()
+		select {
+		case code := <-got:
+			t.Fatalf("the poll answered %d before anything happened", code)
+		case <-time.After(200 * time.Millisecond):
+		}
+		ts.must(200, "POST", "/v1/events", []any{event("lp:1", "user/message", "lp", cwd, map[string]any{"text": "the billing migration fails with a lock timeout"})}, nil)
+		select {
+		case code := <-got:
+			if code != 200 {
+				t.Fatalf("status %d, want 200 with the packet", code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the poll was not answered when the packet was computed")
+		}
+	})
+
+	t.Run("TimesOut", func(t *testing.T) {
+		code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait=100", nil)
+		if code != http.StatusNoContent {
+			t.Fatalf("status %d, want 204 once wait is over", code)
+		}
+	})
+
+	t.Run("BadWait", func(t *testing.T) {
+		for _, w := range []string{"-1", "abc", "30001"} {
+			if code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait="+w, nil); code != http.StatusBadRequest {
+				t.Errorf("wait=%s: status %d, want 400", w, code)
+			}
+		}
+	})
+
+	t.Run("SessionEndAnswers", func(t *testing.T) {
+		got := make(chan int, 1)
+		go func() {
+			code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait=20000", nil)
+			got <- code
+		}()
+		time.Sleep(100 * time.Millisecond)
+		ts.must(200, "POST", "/v1/events", []any{event("lp:end", "session/end", "lp", cwd, map[string]any{})}, nil)
+		select {
+		case code := <-got:
+			if code != http.StatusNoContent {
+				t.Fatalf("status %d, want 204", code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the poll outlived its session")
+		}
+	})
+
+	t.Run("ShutdownAnswers", func(t *testing.T) {
+		ts.must(200, "POST", "/v1/events", []any{event("lq:0", "session/start", "lq", cwd, map[string]any{"origin": "top"})}, nil)
+		req, _ := http.NewRequest("GET", ts.url+"/v1/sessions/lq/packet?wait=30000", nil)
+		req.Header.Set("Authorization", "Bearer "+ts.token)
+		go func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(100 * time.Millisecond)
+		done := make(chan struct{})
+		go func() { ts.stop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("shutdown waited for a long poll")
+		}
+	})
+}

@@ -131,6 +131,8 @@ type sessionRuntime struct {
 	claimedID string
 	msgIDs    []string
 
+	notify chan struct{} // closed at the next packet (FetchOrWait)
+
 	compacted bool // a compaction since the last context
 	packet    *Packet
 	served    bool           // packet was served already
@@ -210,6 +212,7 @@ func (b *Broker) Observe(evs []events.Envelope) {
 		}
 		rt.seen = now
 		if ev.Type == events.TypeSessionEnd {
+			rt.wakeLocked()
 			delete(b.sessions, ev.Session)
 			b.markEnded(ev, now)
 			continue
@@ -572,6 +575,7 @@ func (b *Broker) computeLocked(ctx context.Context, sid string) {
 	rt.computing = false
 	if b.sessions[sid] == rt && rt.ver == snap.ver && err == nil {
 		rt.packet, rt.served = p, false
+		rt.wakeLocked()
 	} else if err == nil {
 		b.metrics.PacketsDiscarded.Add(1)
 	}
@@ -719,6 +723,40 @@ type fetchResult struct {
 func (b *Broker) Fetch(session string, ver uint64, hasVer bool, step int, hasStep bool) fetchResult {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.fetchLocked(session, ver, hasVer, step, hasStep)
+}
+
+// FetchOrWait is Fetch, and when there is no packet to serve it also
+// returns a channel that is closed when the session gets its next packet
+// or its runtime ends (nil for a session the broker does not know): a
+// host can wait for memory instead of asking at every step.
+func (b *Broker) FetchOrWait(session string, step int, hasStep bool) (fetchResult, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	res := b.fetchLocked(session, 0, false, step, hasStep)
+	if res.packet != nil {
+		return res, nil
+	}
+	rt := b.sessions[session]
+	if rt == nil {
+		return res, nil
+	}
+	if rt.notify == nil {
+		rt.notify = make(chan struct{})
+	}
+	return res, rt.notify
+}
+
+// wakeLocked closes rt's notify channel: a packet was computed, or the
+// runtime ends. b.mu is held.
+func (rt *sessionRuntime) wakeLocked() {
+	if rt.notify != nil {
+		close(rt.notify)
+		rt.notify = nil
+	}
+}
+
+func (b *Broker) fetchLocked(session string, ver uint64, hasVer bool, step int, hasStep bool) fetchResult {
 	rt := b.sessions[session]
 	if rt == nil {
 		return fetchResult{reason: "unknown-session"}
@@ -784,6 +822,7 @@ func (b *Broker) Sweep() int {
 	n := 0
 	for id, rt := range b.sessions {
 		if rt.seen.Before(cut) {
+			rt.wakeLocked()
 			delete(b.sessions, id)
 			n++
 		}

@@ -89,13 +89,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		code, _ = writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, rt.method, r.Method))
 		return
 	}
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	default:
-		w.Header().Set("Retry-After", "1")
-		code, _ = writeError(w, http.StatusTooManyRequests, CodeTooMany, fmt.Sprintf("more than %d requests in flight; retry shortly", cap(s.slots)))
-		return
+	// A packet long poll waits without a slot: it has a cap of its own
+	// (MaxPacketWaiters), and holding slots it would starve the rest.
+	if longPoll := rt.name == "packet" && r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0"; !longPoll {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			code, _ = writeError(w, http.StatusTooManyRequests, CodeTooMany, fmt.Sprintf("more than %d requests in flight; retry shortly", cap(s.slots)))
+			return
+		}
 	}
 	limit := int64(MaxRequestBytes)
 	if rt.name == "events" {

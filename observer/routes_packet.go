@@ -11,9 +11,22 @@ import (
 // The packet routes: GET /v1/sessions/{id}/packet and POST
 // /v1/sessions/{id}/prompt.
 
+// MaxPacketWait is the longest a GET /v1/sessions/{id}/packet?wait=MS
+// holds on; MaxPacketWaiters how many may wait at once (more are
+// answered at once, as without wait).
+const (
+	MaxPacketWait    = 30 * time.Second
+	MaxPacketWaiters = 1024
+)
+
 func (s *Server) handlePacket(w http.ResponseWriter, r *http.Request) (int, error) {
 	t0 := time.Now()
-	defer func() { s.metrics.packet.observe(time.Since(t0)) }()
+	waited := false
+	defer func() {
+		if !waited {
+			s.metrics.packet.observe(time.Since(t0))
+		}
+	}()
 	session := r.PathValue("id")
 	if session == "" {
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, "no session id in the path")
@@ -36,7 +49,44 @@ func (s *Server) handlePacket(w http.ResponseWriter, r *http.Request) (int, erro
 		}
 		step = v
 	}
-	return s.writePacket(w, session, s.broker.Fetch(session, ver, hasVer, step, hasStep))
+	var wait time.Duration
+	if q.Has("wait") {
+		ms, err := strconv.Atoi(q.Get("wait"))
+		if err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > MaxPacketWait {
+			return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("wait %q: give milliseconds, 0..%d", q.Get("wait"), MaxPacketWait.Milliseconds()))
+		}
+		wait = time.Duration(ms) * time.Millisecond
+	}
+	if wait == 0 || hasVer {
+		return s.writePacket(w, session, s.broker.Fetch(session, ver, hasVer, step, hasStep))
+	}
+	select {
+	case s.waiters <- struct{}{}:
+		defer func() { <-s.waiters }()
+	default:
+		return s.writePacket(w, session, s.broker.Fetch(session, ver, hasVer, step, hasStep))
+	}
+	// A long poll: answer as soon as the session has a packet to serve,
+	// else with 204 when wait is over, the session ends, the client goes
+	// or the server stops.
+	waited = true
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		res, ch := s.broker.FetchOrWait(session, step, hasStep)
+		if res.packet != nil || ch == nil {
+			return s.writePacket(w, session, res)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return s.writePacket(w, session, res)
+		case <-r.Context().Done():
+			return s.writePacket(w, session, res)
+		case <-s.quit:
+			return s.writePacket(w, session, res)
+		}
+	}
 }
 
 // writePacket answers a fetch: 200 with the packet (logged as

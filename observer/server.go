@@ -120,6 +120,10 @@ type Server struct {
 	topTaken bool
 
 	life *lifecycle
+
+	waiters chan struct{} // packet long polls in flight (MaxPacketWaiters)
+	quit    chan struct{} // closed when Shutdown begins: long polls answer
+	quitted sync.Once
 }
 
 // NewServer prepares a server over e.
@@ -153,7 +157,8 @@ func NewServer(e *Engine, opts ServerOptions) (*Server, error) {
 		opts.AutoCheckpoint = time.Minute
 	}
 	s := &Server{eng: e, index: opts.index, opts: opts, token: []byte(opts.Token), metrics: newMetrics(),
-		slots: make(chan struct{}, opts.MaxInFlight), life: newLifecycle(opts.Now())}
+		slots: make(chan struct{}, opts.MaxInFlight), life: newLifecycle(opts.Now()),
+		waiters: make(chan struct{}, MaxPacketWaiters), quit: make(chan struct{})}
 	if s.index == nil {
 		s.index = engineIndex{e}
 	}
@@ -288,6 +293,7 @@ func (s *Server) Serve(l net.Listener) error {
 // the memory/shown events still queued. The engine stays open: closing
 // it (which flushes and fsyncs the log) is the caller's.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.quitted.Do(func() { close(s.quit) })
 	err := s.http.Shutdown(ctx)
 	s.cancel()
 	s.wg.Wait()

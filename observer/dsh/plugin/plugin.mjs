@@ -47,6 +47,8 @@ const TOOL_RESULT_BYTES = 4096; // the most a tool result hands the model
 const IDLE_EXIT = '30m'; // a server this plugin starts stops after this long idle
 const HEARTBEAT_MS = 5 * 60 * 1000; // an open session tells the server it is alive this often
 const PROBE_GAP_MS = 2000; // with no server known, serve.json is looked at again at most this often
+const POLL_WAIT_MS = 25000; // a packet long poll holds on this long
+const POLL_RETRY_MS = 1000; // after a failed or pointless poll, wait this long
 
 // Prompt variables that render a literal "{{": the host treats every
 // "{{name}}" in a section or context as a template reference and fails the
@@ -147,8 +149,12 @@ function setup(ctx, config) {
   // request, not a TCP handshake. Idle sockets close after 30 s, before
   // the server's own 2-minute idle timeout could cut one in use.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8, timeout: 30000 });
+  // Long polls have a pool of their own: one per open session, held for
+  // up to POLL_WAIT_MS, they must never make a step's call wait for a
+  // socket.
+  const pollAgent = new http.Agent({ keepAlive: true, timeout: POLL_WAIT_MS + 10000 });
 
-  const request = (srv, method, path, payload, ms) => new Promise((resolve, reject) => {
+  const request = (srv, method, path, payload, ms, background = false) => new Promise((resolve, reject) => {
     const colon = srv.addr.lastIndexOf(':');
     const headers = { Authorization: `Bearer ${srv.token}` };
     if (payload !== undefined) {
@@ -156,10 +162,10 @@ function setup(ctx, config) {
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
     const req = http.request({ host: srv.addr.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(srv.addr.slice(colon + 1)),
-      path, method, headers, agent }, (res) => {
+      path, method, headers, agent: background ? pollAgent : agent }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => { clearTimeout(timer); resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }); });
+      res.on('end', () => { clearTimeout(timer); resolve({ status: res.statusCode, reason: res.headers['x-dshmem-reason'] ?? '', text: Buffer.concat(chunks).toString('utf8') }); });
       res.on('error', (err) => { clearTimeout(timer); reject(err); });
     });
     const timer = setTimeout(() => {
@@ -167,23 +173,28 @@ function setup(ctx, config) {
       err.name = 'TimeoutError';
       req.destroy(err);
     }, ms);
+    if (background) {
+      // A long poll never keeps the host process alive.
+      timer.unref?.();
+      req.on('socket', (sock) => sock.unref?.());
+    }
     req.on('error', (err) => { clearTimeout(timer); reject(err); });
     req.end(payload);
   });
 
-  const rawCall = async (srv, method, path, body, ms) => {
+  const rawCall = async (srv, method, path, body, ms, background = false) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     let res;
     try {
-      res = await request(srv, method, path, payload, ms);
+      res = await request(srv, method, path, payload, ms, background);
     } catch (err) {
       // A kept-alive socket the server had just closed: try once afresh.
       if (err?.code !== 'ECONNRESET' && err?.code !== 'EPIPE') throw err;
-      res = await request(srv, method, path, payload, ms);
+      res = await request(srv, method, path, payload, ms, background);
     }
     let json = null;
     if (res.text) { try { json = JSON.parse(res.text); } catch { json = null; } }
-    return { status: res.status, json };
+    return { status: res.status, reason: res.reason, json };
   };
 
   const healthy = async (srv, ms) => {
@@ -280,11 +291,11 @@ function setup(ctx, config) {
   // call talks to the server; it never starts one and never throws. A call
   // that timed out keeps the server (it is busy, not gone); a refused
   // connection forgets it, and the next call looks in serve.json again.
-  const call = async (method, path, body, ms = CALL_MS, force = false) => {
+  const call = async (method, path, body, ms = CALL_MS, force = false, background = false) => {
     const srv = server ?? await rediscover(force);
     if (!srv) return null;
     try {
-      return await rawCall(srv, method, path, body, ms);
+      return await rawCall(srv, method, path, body, ms, background);
     } catch (err) {
       const timedOut = err?.name === 'TimeoutError' || err?.name === 'AbortError';
       if (!timedOut && server === srv) server = null;
@@ -308,7 +319,8 @@ function setup(ctx, config) {
     if (!st) {
       const h = headerOf(agent);
       st = { id, cwd: h.cwd ?? '', sub: isSubagent(h), parent: h.parentSession ?? '', ready: null, online: false,
-        section: '', recent: '', maintenance: '', packet: '', packetIds: [], prompt: null, promptId: '', step: 0, ended: false };
+        section: '', recent: '', maintenance: '', packet: '', packetIds: [], pushed: null, polling: false,
+        prompt: null, promptId: '', step: 0, ended: false };
       sessions.set(id, st);
     }
     return st;
@@ -364,6 +376,7 @@ function setup(ctx, config) {
   // served packet with new text replaces the one in the context.
   const nextPacket = async (st, step) => {
     let res;
+    st.called = st.prompt !== null;
     if (st.prompt !== null) {
       const text = st.prompt;
       const messageId = st.promptId;
@@ -372,11 +385,18 @@ function setup(ctx, config) {
       // The server may be gone since the last turn (idle exit, a crash):
       // a turn's first step may start it again, within one call's time.
       if (!server && !await rediscover(true)) await within(ensureServer(CALL_MS), CALL_MS);
+      const pushed = st.pushed; // older than the prompt: the prompt's packet wins
+      st.pushed = null;
       res = await call('POST', `/v1/sessions/${encodeURIComponent(st.id)}/prompt`,
         { text, messageId: messageId || undefined, cwd: st.cwd || undefined, origin: st.sub ? 'subagent' : 'top', step });
-    } else {
-      res = await call('GET', `/v1/sessions/${encodeURIComponent(st.id)}/packet?step=${step}`);
+      if (res?.status !== 200 && pushed) res = { status: 200, json: pushed };
+    } else if (st.pushed) {
+      // What the long poll brought since the last step: no call on the
+      // step's path.
+      res = { status: 200, json: st.pushed };
+      st.pushed = null;
     }
+    if (!st.polling && server) void pollPackets(st);
     if (res?.status === 200 && res.json && typeof res.json.text === 'string' && res.json.text.trim()) {
       const changed = res.json.text !== st.packet;
       st.packet = res.json.text;
@@ -384,6 +404,28 @@ function setup(ctx, config) {
       return changed;
     }
     return false;
+  };
+
+  // pollPackets keeps one long poll per open session: the server answers
+  // it as soon as it has computed a packet for the session (after the
+  // watcher read new events), and the next step takes it from st.pushed.
+  const sleep = (ms) => new Promise((r) => { const t = setTimeout(r, ms); t.unref?.(); });
+  const pollPackets = async (st) => {
+    st.polling = true;
+    try {
+      while (!st.ended && sessions.get(st.id) === st) {
+        const res = await call('GET', `/v1/sessions/${encodeURIComponent(st.id)}/packet?wait=${POLL_WAIT_MS}&step=${st.step}`,
+          undefined, POLL_WAIT_MS + 5000, false, true);
+        if (st.ended) break;
+        if (res?.status === 200 && res.json && typeof res.json.text === 'string') {
+          st.pushed = res.json;
+        } else if (!res || res.status !== 204 || res.reason === 'unknown-session') {
+          await sleep(POLL_RETRY_MS); // no server, an error, or a session the server has not seen yet
+        }
+      }
+    } catch { /* never throw */ } finally {
+      st.polling = false;
+    }
   };
 
   ctx.on('agent/inbox/claimed', ({ agent, message }) => {
@@ -422,7 +464,8 @@ function setup(ctx, config) {
       if (st.recent) out.contexts.push({ name: 'dshmem:recent', text: esc(st.recent) });
       if (st.maintenance) out.contexts.push({ name: 'dshmem:maintenance', text: esc(st.maintenance) });
       if (st.packet) out.contexts.push({ name: 'dshmem:packet', text: esc(st.packet) });
-      trace('step', { session: st.id, step: st.step, startMs: t1 - t0, stepMs: performance.now() - t1, changed });
+      trace('step', { session: st.id, step: st.step, startMs: t1 - t0, stepMs: performance.now() - t1, called: !!st.called, changed });
+      st.called = false;
     } catch (err) {
       trace('assemble-failed', { error: String(err?.stack ?? err) });
     }
