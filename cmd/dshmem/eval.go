@@ -99,40 +99,6 @@ func evalModel() (*encoder.Model, string) {
 		encoder.ModelID, encoder.ModelVersion, sqlstore.DefaultWeights.DenseBlend)
 }
 
-// newEvalDense ranks by the encoder's cosines: memories and queries that
-// are not English (encoder.English) get no vector, so a Chinese case
-// ranks with the words alone. A query is the dialogue up to the test
-// turn, its last MaxPieces pieces when longer (EncodeTail).
-func newEvalDense(m *encoder.Model) madial.Dense {
-	e := m.NewEncoder()
-	vecs := map[int][]float32{}
-	queries := map[int][]float32{}
-	return madial.Dense{
-		Query: func(c madial.Case) []float32 {
-			if v, ok := queries[c.ID]; ok {
-				return v
-			}
-			var v []float32
-			if encoder.English(c.Query) {
-				v = e.EncodeTail(nil, c.Query)
-			}
-			queries[c.ID] = v
-			return v
-		},
-		Memory: func(mm madial.Memory) []float32 {
-			if v, ok := vecs[mm.ID]; ok {
-				return v
-			}
-			var v []float32
-			if encoder.English(mm.Text) {
-				v = e.Encode(nil, mm.Text)
-			}
-			vecs[mm.ID] = v
-			return v
-		},
-	}
-}
-
 // evalRow is one retriever's figures on one language.
 type evalRow struct {
 	Lang      string             `json:"lang"`
@@ -184,7 +150,7 @@ func evalMADialWith(ctx context.Context, dir string, w *sqlstore.Weights, model 
 		ranked := madial.Run(r, memories, cases, 20)
 		rows = append(rows, newEvalRow(lang, "dshmem recall", madial.Evaluate(ranked, cases)))
 		if model != nil {
-			d := newEvalDense(model)
+			d := madial.EncoderDense(model)
 			if lang == "en" {
 				rows = append(rows, newEvalRow(lang, "dense "+encoder.ModelID, madial.Evaluate(madial.Run(d, memories, cases, 20), cases)))
 			}

@@ -47,7 +47,7 @@ func TestFusedChineseUnchanged(t *testing.T) {
 			byUser[mm.UserID] = append(byUser[mm.UserID], mm)
 		}
 		r := &recallRetriever{ctx: context.Background(), dir: filepath.Join(t.TempDir(), "zh")}
-		d := newEvalDense(m)
+		d := madial.EncoderDense(m)
 		for _, c := range cases {
 			if got := d.Scores(c, byUser[c.UserID], 20); got != nil {
 				t.Errorf("%s zh case %d: dense scores %v, want none", dir, c.ID, got)
@@ -72,7 +72,7 @@ func TestFusedChineseUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newEvalDense(m)
+	d := madial.EncoderDense(m)
 	scored := 0
 	for _, c := range cases {
 		if len(d.Scores(c, memories, 5)) > 0 {

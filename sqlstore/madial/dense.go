@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/encoder"
 )
 
 // Dense ranks a user's memories by the cosine of unit vectors (an
@@ -78,4 +79,28 @@ func ids(rs []sqlstore.Ranked[int]) []int {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// EncoderDense ranks by the sentence encoder's cosines. Memories and
+// queries that are not English (encoder.English) get no vector, so a
+// Chinese case ranks with the words alone. A query is the dialogue up to
+// the test turn, its last encoder.MaxPieces pieces when longer.
+func EncoderDense(m *encoder.Model) Dense {
+	e := m.NewEncoder()
+	queries, memories := map[int][]float32{}, map[int][]float32{}
+	// vector encodes text once per id; nil when it is not English.
+	vector := func(seen map[int][]float32, id int, text string, encode func([]float32, string) []float32) []float32 {
+		v, ok := seen[id]
+		if !ok {
+			if encoder.English(text) {
+				v = encode(nil, text)
+			}
+			seen[id] = v
+		}
+		return v
+	}
+	return Dense{
+		Query:  func(c Case) []float32 { return vector(queries, c.ID, c.Query, e.EncodeTail) },
+		Memory: func(mm Memory) []float32 { return vector(memories, mm.ID, mm.Text, e.Encode) },
+	}
 }
