@@ -80,6 +80,13 @@ func Install(dir, from string, log io.Writer) error {
 	if log == nil {
 		log = io.Discard
 	}
+	if from != "" {
+		// A --from that is not there is a mistake to name, even when the
+		// model is installed already.
+		if _, err := os.Stat(from); err != nil {
+			return fmt.Errorf("model install --from %s: %w", from, err)
+		}
+	}
 	if err := Verify(dir); err == nil {
 		fmt.Fprintf(log, "already installed and verified in %s\n", dir)
 		return nil

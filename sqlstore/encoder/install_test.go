@@ -60,6 +60,10 @@ func TestInstall(t *testing.T) {
 		if err := Install(dir, tgz, &log); err != nil || !strings.Contains(log.String(), "already installed") {
 			t.Errorf("second Install: %v, %q; want already installed", err, log.String())
 		}
+		// A --from that is not there is named, installed model or not.
+		if err := Install(dir, filepath.Join(t.TempDir(), "missing.tgz"), nil); err == nil || !strings.Contains(err.Error(), "missing.tgz") {
+			t.Errorf("Install --from a missing file over an installed model: %v; want an error naming it", err)
+		}
 		// From a folder: the installed one.
 		dir2 := filepath.Join(t.TempDir(), ModelID)
 		if err := Install(dir2, dir, nil); err != nil {
