@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dshmem/observer"
 	"dshmem/projector"
 	"dshmem/replay"
 )
@@ -28,14 +29,14 @@ const filesChildEntries = 30
 
 func filesChild(root string) {
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{FilesInterval: -1})
+	eng, err := observer.Open(ctx, root, observer.Options{FilesInterval: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
 	}
 	for i := 0; i < filesChildEntries; i++ {
 		imp := i % 4
-		r := RememberRequest{Cwd: "/home/u/crash-files", Content: fmt.Sprintf("fact %d: the build uses cache %d", i, i), Type: "fact", Importance: &imp}
+		r := observer.RememberRequest{Cwd: "/home/u/crash-files", Content: fmt.Sprintf("fact %d: the build uses cache %d", i, i), Type: "fact", Importance: &imp}
 		if i%5 == 0 {
 			r.Cwd, r.Type = "", "preference" // global.md too
 		}
@@ -87,13 +88,13 @@ func TestCrashBeforeFiles(t *testing.T) {
 	if acks != filesChildEntries {
 		t.Fatalf("got %d acks, want %d", acks, filesChildEntries)
 	}
-	summary := filepath.Join(root, projector.SummaryPath(StreamForCwd("/home/u/crash-files")))
+	summary := filepath.Join(root, projector.SummaryPath(observer.StreamForCwd("/home/u/crash-files")))
 	if _, err := os.Stat(summary); !os.IsNotExist(err) {
 		t.Fatalf("the summary exists before the repair (%v): the kill did not land before the files", err)
 	}
 
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestCrashBeforeFiles(t *testing.T) {
 	if queued != 0 {
 		t.Errorf("open left %d groups of files queued", queued)
 	}
-	for _, rel := range []string{projector.GlobalFile, projector.IndexFile, projector.SummaryPath(StreamForCwd("/home/u/crash-files"))} {
+	for _, rel := range []string{projector.GlobalFile, projector.IndexFile, projector.SummaryPath(observer.StreamForCwd("/home/u/crash-files"))} {
 		r, ok, err := projector.Render(ctx, eng.Store().DB(), rel)
 		if err != nil || !ok {
 			t.Fatalf("render %s: %v %v", rel, ok, err)
@@ -117,7 +118,7 @@ func TestCrashBeforeFiles(t *testing.T) {
 }
 
 // verifyReplay runs replay --verify on an open engine's root.
-func verifyReplay(t *testing.T, eng *Engine) {
+func verifyReplay(t *testing.T, eng *observer.Engine) {
 	t.Helper()
 	rep, err := replay.Verify(context.Background(), eng.Log(), eng.Root(), eng.Store(), replay.VerifyOptions{})
 	if err != nil {
@@ -135,7 +136,7 @@ func verifyReplay(t *testing.T, eng *Engine) {
 func TestCoalescedFilesEndAtNewest(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestCoalescedFilesEndAtNewest(t *testing.T) {
 			defer wg.Done()
 			for i := c; i < n; i += callers {
 				imp := i % 4
-				r := RememberRequest{Cwd: "/home/u/burst", Content: fmt.Sprintf("burst fact %d", i), Type: "fact", Importance: &imp}
+				r := observer.RememberRequest{Cwd: "/home/u/burst", Content: fmt.Sprintf("burst fact %d", i), Type: "fact", Importance: &imp}
 				if i%50 == 0 {
 					r.Cwd, r.Type = "", "rule"
 				}
@@ -168,7 +169,7 @@ func TestCoalescedFilesEndAtNewest(t *testing.T) {
 	// Wait for the background writer to drain the queue (a state, not a
 	// time): nothing here writes the files but it.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		q, err := eng.proj.Queued(ctx)
+		q, err := eng.Projector().Queued(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +183,7 @@ func TestCoalescedFilesEndAtNewest(t *testing.T) {
 	if err := eng.FilesError(); err != nil {
 		t.Fatal(err)
 	}
-	hist, _ := filepath.Glob(filepath.Join(root, projector.ScopesDir, StreamForCwd("/home/u/burst"), projector.HistoryDir, "*.md"))
+	hist, _ := filepath.Glob(filepath.Join(root, projector.ScopesDir, observer.StreamForCwd("/home/u/burst"), projector.HistoryDir, "*.md"))
 	if len(hist) != projector.HistoryKeep {
 		t.Errorf("got %d summary versions, want %d", len(hist), projector.HistoryKeep)
 	}

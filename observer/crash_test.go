@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"bufio"
@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/bench"
+	"dshmem/observer/internal/enginetest"
 	"dshmem/projector"
 	"dshmem/sqlstore"
 )
@@ -42,12 +45,12 @@ func crashChild(root string) {
 	seed, _ := strconv.ParseUint(os.Getenv("DSHMEM_CRASH_SEED"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
 	}
-	syn := NewSynth(seed)
+	syn := bench.NewSynth(seed)
 	for n := start; ; {
 		size := 1 + rng.IntN(100)
 		lines := make([][]byte, size)
@@ -147,7 +150,7 @@ func TestCrashKill9(t *testing.T) {
 func checkCrashRoot(t *testing.T, root string, acked map[int]bool, k int, fresh *sqlstore.Store, last bool) {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		t.Fatalf("kill %d: reopen: %v", k, err)
 	}
@@ -183,7 +186,7 @@ func checkCrashRoot(t *testing.T, root string, acked map[int]bool, k int, fresh 
 		}
 	}
 	if last {
-		live, rebuilt := indexDumps(t, eng)
+		live, rebuilt := enginetest.IndexDumps(t, eng)
 		if !bytes.Equal(live, rebuilt) {
 			t.Fatalf("kill %d: live index differs from a rebuild of the log (%d vs %d bytes of dump)", k, len(live), len(rebuilt))
 		}

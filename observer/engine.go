@@ -188,6 +188,23 @@ func (e *Engine) indexAhead() (string, error) {
 	return "", nil
 }
 
+// ReadOnly reports whether e was opened with Options.ReadOnly; every
+// write of a read-only engine returns ErrReadOnly.
+func (e *Engine) ReadOnly() bool { return e.log == nil }
+
+// Settled runs fn between two intake calls, once every appended event is
+// folded, so that the index equals the log while fn reads it (a
+// checkpoint's claim, a sync's comparison). fn must not ingest: intake
+// waits until it returns.
+func (e *Engine) Settled(fn func() error) error {
+	e.lockSettled()
+	defer e.mu.Unlock()
+	return fn()
+}
+
+// Projector is the projector that folds e's log into its index and files.
+func (e *Engine) Projector() *projector.Projector { return e.proj }
+
 // Rebuilt says why the index was dropped and rebuilt from the log when
 // the root was opened, or "" when it was not.
 func (e *Engine) Rebuilt() string { return e.rebuilt }

@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/internal/enginetest"
 )
 
 // TestConcurrentIntake runs intake calls from many goroutines at once —
@@ -17,7 +19,7 @@ import (
 // and that the live index equals a rebuild of the log.
 func TestConcurrentIntake(t *testing.T) {
 	ctx := context.Background()
-	eng, err := Open(ctx, t.TempDir(), Options{})
+	eng, err := observer.Open(ctx, t.TempDir(), observer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestConcurrentIntake(t *testing.T) {
 			if _, err := fmt.Sscanf(e.Session, "s%d", &s); err != nil {
 				return err
 			}
-			if want := StreamForCwd(fmt.Sprintf("/w/%d", s)); st != want {
+			if want := observer.StreamForCwd(fmt.Sprintf("/w/%d", s)); st != want {
 				return fmt.Errorf("%s is in stream %s, want %s (its session's cwd)", e.ID, st, want)
 			}
 			return nil
@@ -82,7 +84,7 @@ func TestConcurrentIntake(t *testing.T) {
 			t.Fatalf("%s is in the log %d times", id, n)
 		}
 	}
-	if live, fresh := indexDumps(t, eng); !bytes.Equal(live, fresh) {
+	if live, fresh := enginetest.IndexDumps(t, eng); !bytes.Equal(live, fresh) {
 		t.Fatal("live index differs from a rebuild of the log")
 	}
 }

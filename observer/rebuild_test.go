@@ -1,8 +1,10 @@
-package observer
+package observer_test
 
 import (
 	"bytes"
 	"context"
+	"dshmem/observer"
+	"dshmem/observer/internal/enginetest"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -14,7 +16,7 @@ import (
 func TestLiveIndexEqualsRebuild(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestLiveIndexEqualsRebuild(t *testing.T) {
 	if res.Appended != len(lines) {
 		t.Fatalf("appended %d, want %d: %+v", res.Appended, len(lines), outs)
 	}
-	segs, _ := filepath.Glob(filepath.Join(root, LogDir, "*", "*.jsonl.zst"))
+	segs, _ := filepath.Glob(filepath.Join(root, observer.LogDir, "*", "*.jsonl.zst"))
 	raw, err := exec.Command("zstd", "-dc", segs[0]).Output()
 	if err != nil {
 		t.Fatalf("zstd -dc: %v", err)
@@ -40,7 +42,7 @@ func TestLiveIndexEqualsRebuild(t *testing.T) {
 	if !bytes.Contains(raw, []byte(`a < b && c > d`)) {
 		t.Fatalf("the log escaped the text instead of keeping it:\n%s", raw)
 	}
-	if live, fresh := indexDumps(t, eng); !bytes.Equal(live, fresh) {
+	if live, fresh := enginetest.IndexDumps(t, eng); !bytes.Equal(live, fresh) {
 		t.Fatalf("live index differs from a rebuild of the log:\nlive:\n%s\nfresh:\n%s", live, fresh)
 	}
 }

@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/httpapi"
 )
 
 // TestRecordShown: Engine.RecordShown writes one memory/shown event with
@@ -15,7 +17,7 @@ import (
 func TestRecordShown(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,12 +28,12 @@ func TestRecordShown(t *testing.T) {
 		}
 		var id, typ, stream, when, mode, session string
 		var n int
-		err := eng.store.DB().QueryRowContext(ctx, `SELECT id, type, stream, time, data ->> 'mode', data ->> 'session',
+		err := eng.Store().DB().QueryRowContext(ctx, `SELECT id, type, stream, time, data ->> 'mode', data ->> 'session',
 			json_array_length(data -> 'entries') FROM events WHERE session = 's1'`).Scan(&id, &typ, &stream, &when, &mode, &session, &n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"shown:s1:1787047200000000123", events.TypeMemoryShown, StreamForCwd("/work/shown"), "2026-08-18T10:00:00.000000123Z", "recall", "s1"}
+		want := []string{"shown:s1:1787047200000000123", events.TypeMemoryShown, observer.StreamForCwd("/work/shown"), "2026-08-18T10:00:00.000000123Z", "recall", "s1"}
 		got := []string{id, typ, stream, when, mode, session}
 		for i := range want {
 			if got[i] != want[i] {
@@ -47,7 +49,7 @@ func TestRecordShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		if err := eng.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n); err != nil || n != 0 {
+		if err := eng.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("got %d events (%v), want 0", n, err)
 		}
 	})
@@ -55,15 +57,15 @@ func TestRecordShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("ErrReadOnly", func(t *testing.T) {
-		ro, err := Open(ctx, root, Options{ReadOnly: true})
+		ro, err := observer.Open(ctx, root, observer.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ro.Close()
-		if err := ro.RecordShown(ctx, "s1", "", "recall", []string{"m-0000000000000001"}, at); !errors.Is(err, ErrReadOnly) {
+		if err := ro.RecordShown(ctx, "s1", "", "recall", []string{"m-0000000000000001"}, at); !errors.Is(err, observer.ErrReadOnly) {
 			t.Fatalf("got %v, want ErrReadOnly", err)
 		}
-		if _, err := NewServer(ro, ServerOptions{}); !errors.Is(err, ErrReadOnly) {
+		if _, err := httpapi.NewServer(ro, httpapi.ServerOptions{}); !errors.Is(err, observer.ErrReadOnly) {
 			t.Fatalf("NewServer: got %v, want ErrReadOnly", err)
 		}
 	})

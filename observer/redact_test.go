@@ -384,3 +384,5 @@ func countStrings(t *testing.T, data []byte) int {
 	}
 	return n
 }
+
+const dshFixtures = "../testdata/dsh-sessions"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 )
 
 // serveBenchTopics give each bench workspace its own words, so recalls
@@ -54,7 +55,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	srv, err := observer.NewServer(eng, observer.ServerOptions{AutoCheckpoint: -1, MaxInFlight: 4 * *sessions})
+	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1, MaxInFlight: 4 * *sessions})
 	if err != nil {
 		return err
 	}

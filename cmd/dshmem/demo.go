@@ -17,6 +17,9 @@ import (
 	"dshmem/events"
 	"dshmem/markdown"
 	"dshmem/observer"
+	"dshmem/observer/broker"
+	"dshmem/observer/checkpoint"
+	"dshmem/observer/importer"
 	"dshmem/replay"
 	"dshmem/sqlstore"
 )
@@ -349,7 +352,7 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 	if err := os.CopyFS(hostDir, sub); err != nil {
 		return fmt.Errorf("unpack the bundled host logs: %w", err)
 	}
-	rep, err := eng.ImportDSH(ctx, hostDir, observer.ImportOptions{})
+	rep, err := importer.ImportDSH(ctx, eng, hostDir, importer.Options{})
 	if err != nil {
 		return err
 	}
@@ -368,7 +371,7 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 		return err
 	}
 	fmt.Fprintf(w, "   user messages: %d typed by a person, %d injected by plugins (kept as context, never learnt from)\n", typed, injected)
-	rep, err = eng.ImportDSH(ctx, hostDir, observer.ImportOptions{})
+	rep, err = importer.ImportDSH(ctx, eng, hostDir, importer.Options{})
 	if err != nil {
 		return err
 	}
@@ -380,7 +383,7 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 		"Remember that the shop database is MySQL 8 on db.internal."); err != nil {
 		return err
 	}
-	results, err := eng.Checkpoint(ctx, observer.CheckpointRequest{Force: true, Now: at.Add(time.Minute)})
+	results, err := checkpoint.Run(ctx, eng, checkpoint.Request{Force: true, Now: at.Add(time.Minute)})
 	if err != nil {
 		return err
 	}
@@ -391,7 +394,7 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 		"Correction: the shop database is not MySQL but PostgreSQL 16 now."); err != nil {
 		return err
 	}
-	results, err = eng.Checkpoint(ctx, observer.CheckpointRequest{Force: true, Now: at.Add(3 * time.Minute)})
+	results, err = checkpoint.Run(ctx, eng, checkpoint.Request{Force: true, Now: at.Add(3 * time.Minute)})
 	if err != nil {
 		return err
 	}
@@ -414,7 +417,7 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 	}
 
 	say("What the DSH host plugin (dshmem dsh install) puts into the model's next request in that workspace.")
-	sc, err := eng.SessionContext(ctx, observer.ContextRequest{Cwd: "/home/dev/shop-api", Now: at.Add(5 * time.Minute)})
+	sc, err := broker.Context(ctx, eng, broker.ContextRequest{Cwd: "/home/dev/shop-api", Now: at.Add(5 * time.Minute)})
 	if err != nil {
 		return err
 	}
@@ -450,7 +453,7 @@ func demoSay(ctx context.Context, eng *observer.Engine, session, cwd string, t t
 	return nil
 }
 
-func demoCheckpoint(w io.Writer, results []observer.CheckpointResult) {
+func demoCheckpoint(w io.Writer, results []checkpoint.Result) {
 	for _, r := range results {
 		if len(r.Ops) == 0 {
 			continue

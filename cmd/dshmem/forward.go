@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 )
 
 // A write command that finds the root held by `dshmem serve` sends its
@@ -23,17 +24,17 @@ import (
 
 // servingServer returns the server that holds the root, when openErr is
 // the writer lock's *LockedError and serve.json names the holder.
-func servingServer(root string, openErr error) (observer.ServeInfo, bool) {
+func servingServer(root string, openErr error) (httpapi.ServeInfo, bool) {
 	var le *observer.LockedError
 	if !errors.As(openErr, &le) || le.PID <= 0 {
-		return observer.ServeInfo{}, false
+		return httpapi.ServeInfo{}, false
 	}
-	info, err := observer.ReadServeFile(root)
+	info, err := httpapi.ReadServeFile(root)
 	if err != nil || info.PID != le.PID {
-		return observer.ServeInfo{}, false
+		return httpapi.ServeInfo{}, false
 	}
 	if err := syscall.Kill(info.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return observer.ServeInfo{}, false
+		return httpapi.ServeInfo{}, false
 	}
 	return info, true
 }
@@ -45,7 +46,7 @@ func notForwarded(root string, openErr error) error {
 	if !errors.As(openErr, &le) {
 		return openErr
 	}
-	return fmt.Errorf("%w; no running 'dshmem serve' was found for it (%s names no live server holding the lock), so the change was not sent anywhere", openErr, observer.ServeFile)
+	return fmt.Errorf("%w; no running 'dshmem serve' was found for it (%s names no live server holding the lock), so the change was not sent anywhere", openErr, httpapi.ServeFile)
 }
 
 // forwardClient has a timeout long enough for a checkpoint with a remote
@@ -54,7 +55,7 @@ var forwardClient = &http.Client{Timeout: 5 * time.Minute}
 
 // forward sends body to the server's path and decodes a 200 answer into
 // out. An API error comes back as an error quoting the server's message.
-func forward(ctx context.Context, info observer.ServeInfo, path string, body []byte, out any) error {
+func forward(ctx context.Context, info httpapi.ServeInfo, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+info.Addr+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("send to server %s: %w", info.Addr, err)
@@ -71,7 +72,7 @@ func forward(ctx context.Context, info observer.ServeInfo, path string, body []b
 		return fmt.Errorf("read the server's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e observer.APIError
+		var e httpapi.APIError
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 			return &forwardError{status: resp.StatusCode, code: e.Error.Code, msg: e.Error.Message}
 		}
@@ -106,7 +107,7 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 	var total observer.IngestResult
 	var warning string
 	err := observer.SplitCalls(in, 0, 0, func(c observer.Call) error {
-		var resp observer.EventsResponse
+		var resp httpapi.EventsResponse
 		if err := forward(ctx, info, "/v1/events", c.Body(), &resp); err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func forwardRemember(ctx context.Context, env *cliEnv, openErr error, req observ
 	if !ok {
 		return notForwarded(env.root, openErr)
 	}
-	body, _ := json.Marshal(observer.RememberAPIRequest{Content: req.Content, Cwd: req.Cwd, Global: req.Cwd == "",
+	body, _ := json.Marshal(httpapi.RememberAPIRequest{Content: req.Content, Cwd: req.Cwd, Global: req.Cwd == "",
 		Title: req.Title, Type: req.Type, Tags: req.Tags, Importance: req.Importance})
 	var en observer.Entry
 	if err := forward(ctx, info, "/v1/remember", body, &en); err != nil {
@@ -173,7 +174,7 @@ func forwardForget(ctx context.Context, env *cliEnv, openErr error, id, reason s
 	if !ok {
 		return notForwarded(env.root, openErr)
 	}
-	body, _ := json.Marshal(observer.ForgetAPIRequest{ID: id, Reason: reason})
+	body, _ := json.Marshal(httpapi.ForgetAPIRequest{ID: id, Reason: reason})
 	var en observer.Entry
 	if err := forward(ctx, info, "/v1/forget", body, &en); err != nil {
 		var fe *forwardError
@@ -199,8 +200,8 @@ func forwardCheckpoint(ctx context.Context, env *cliEnv, openErr error, cwd, ses
 	if !ok {
 		return notForwarded(env.root, openErr)
 	}
-	body, _ := json.Marshal(observer.CheckpointAPIRequest{Cwd: cwd, Session: session, Force: force})
-	var resp observer.CheckpointResponse
+	body, _ := json.Marshal(httpapi.CheckpointAPIRequest{Cwd: cwd, Session: session, Force: force})
+	var resp httpapi.CheckpointResponse
 	if err := forward(ctx, info, "/v1/checkpoint", body, &resp); err != nil {
 		return err
 	}
