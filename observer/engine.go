@@ -262,6 +262,11 @@ type Outcome struct {
 	Stream string     `json:"stream,omitempty"`
 	Seq    uint64     `json:"seq,omitempty"`
 	Error  *LineError `json:"error,omitempty"`
+
+	// Event is the envelope as appended, for an appended event: redacted,
+	// with its stream and seq. What intake returns is what the log holds,
+	// so a consumer (the packet broker) never sees the text as sent.
+	Event *events.Envelope `json:"-"`
 }
 
 // Outcome statuses.
@@ -413,6 +418,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 			out[n].Status = StatusAppended
 			out[n].Stream = q.stream
 			out[n].Seq = own[k].Seq
+			out[n].Event = &own[k]
 		}
 		res.Appended += len(own)
 		folded = append(folded, stamped...)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -419,15 +418,9 @@ func (s *Server) runIntake(jobs []*intakeJob) {
 			s.finishShown(j)
 			continue
 		}
-		for i, o := range j.outs {
-			if o.Status != observer.StatusAppended {
-				continue
-			}
-			// The line passed Validate; v may be absent (it means 1).
-			var ev events.Envelope
-			if json.Unmarshal(j.lines[i], &ev) == nil {
-				ev.Stream, ev.Seq = o.Stream, o.Seq
-				j.observed = append(j.observed, ev)
+		for _, o := range j.outs {
+			if o.Status == observer.StatusAppended && o.Event != nil {
+				j.observed = append(j.observed, *o.Event)
 			}
 		}
 		if len(j.observed) > 0 {

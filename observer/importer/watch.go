@@ -40,8 +40,9 @@ type watchCursor struct {
 type WatchOptions struct {
 	Interval time.Duration // between scans (0: 250ms)
 	Batch    int           // envelopes per intake call (0: DefaultImportBatch)
-	// Observe, when set, is given the envelopes each scan appended, with
-	// their streams and seqs (the packet broker watches them).
+	// Observe, when set, is given the envelopes each scan appended, as
+	// the log holds them: redacted, with their streams and seqs (the
+	// packet broker watches them).
 	Observe func([]events.Envelope)
 	Logf    func(format string, args ...any)
 	Metrics *metrics.Metrics
@@ -211,11 +212,9 @@ func (w *Watcher) scanFile(ctx context.Context, path string) (appended int, move
 			_, outs, err := w.eng.Ingest(ctx, lines[start:end])
 			if w.opts.Observe != nil {
 				var ok []events.Envelope
-				for i, o := range outs {
-					if o.Status == observer.StatusAppended {
-						ev := evs[start+i]
-						ev.Stream, ev.Seq = o.Stream, o.Seq
-						ok = append(ok, ev)
+				for _, o := range outs {
+					if o.Status == observer.StatusAppended && o.Event != nil {
+						ok = append(ok, *o.Event)
 					}
 				}
 				if len(ok) > 0 {
