@@ -12,6 +12,9 @@ import (
 	"dshmem/observer/distill"
 	"dshmem/observer/handedit"
 	"dshmem/projector"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRememberAndForget(t *testing.T) {
@@ -20,25 +23,26 @@ func TestRememberAndForget(t *testing.T) {
 	imp := 3
 	en, err := eng.Remember(ctx, observer.RememberRequest{Cwd: "/home/u/proj", Content: "Use pnpm, not npm", Type: "preference",
 		Tags: []string{"node", "tooling"}, Importance: &imp, Time: memT0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	stream := observer.StreamForCwd("/home/u/proj")
-	if en.ID != projector.EntryID(stream, 1, 0) || en.Scope != stream || en.Type != "preference" || en.Importance != 3 ||
-		strings.Join(en.Tags, ",") != "node,tooling" || en.Status != distill.StatusActive || en.Title != "Use pnpm, not npm" {
-		t.Fatalf("got %+v", en)
-	}
+	require.Equal(t, projector.EntryID(stream, 1, 0), en.ID, "got %+v", en)
+	require.Equal(t, stream, en.Scope, "got %+v", en)
+	require.EqualValues(t, "preference", en.Type, "got %+v", en)
+	require.EqualValues(t, 3, en.Importance, "got %+v", en)
+	require.EqualValues(t, "node,tooling", strings.Join(en.Tags, ","), "got %+v", en)
+	require.Equal(t, distill.StatusActive, en.Status, "got %+v", en)
+	require.EqualValues(t, "Use pnpm, not npm", en.Title, "got %+v", en)
 	g, err := eng.Remember(ctx, observer.RememberRequest{Content: "I am in Berlin (UTC+1)", Time: memT0})
-	if err != nil || g.Scope != observer.GlobalStream || g.Importance != 1 || g.Type != "fact" {
-		t.Fatalf("global remember: got %+v, %v", g, err)
-	}
+	require.NoError(t, err, "global remember: got %+v, %v", g, err)
+	require.Equal(t, observer.GlobalStream, g.Scope, "global remember: got %+v, %v", g, err)
+	require.EqualValues(t, 1, g.Importance, "global remember: got %+v, %v", g, err)
+	require.EqualValues(t, "fact", g.Type, "global remember: got %+v, %v", g, err)
 
 	t.Run("ErrOnlySecret", func(t *testing.T) {
 		_, err := eng.Remember(ctx, observer.RememberRequest{Content: "sk-proj-8fK2mQ9xLr4TzW1vB7nC3dE5gH6jP0sA"})
 		var re *observer.RefusedError
-		if !errors.As(err, &re) || !strings.Contains(err.Error(), "content is nothing but a credential") {
-			t.Fatalf("got %v, want a refusal naming the content", err)
-		}
+		require.True(t, errors.As(err, &re), "got %v, want a refusal naming the content", err)
+		require.Contains(t, err.Error(), "content is nothing but a credential", "got %v, want a refusal naming the content", err)
 		if es, _ := eng.Entries(ctx, observer.EntryFilter{}); len(es) != 2 {
 			t.Errorf("got %d entries after a refused remember, want 2", len(es))
 		}
@@ -51,18 +55,16 @@ func TestRememberAndForget(t *testing.T) {
 	})
 	t.Run("Forget", func(t *testing.T) {
 		got, err := eng.Forget(ctx, en.ID, "we moved to bun")
-		if err != nil || got.Status != distill.StatusForgotten || got.Version != 2 {
-			t.Fatalf("got %+v, %v", got, err)
-		}
+		require.NoError(t, err, "got %+v, %v", got, err)
+		require.Equal(t, distill.StatusForgotten, got.Status, "got %+v, %v", got, err)
+		require.EqualValues(t, 2, got.Version, "got %+v, %v", got, err)
 		// The forget went to the entry's own stream.
 		if lg := eng.Log().LastSeq(stream); lg != 2 {
 			t.Errorf("stream %s ends at seq %d, want 2", stream, lg)
 		}
 		h, err := eng.History(ctx, en.ID)
-		if err != nil || len(h) != 2 || h[0].Op != "add" || h[0].EventType != "memory/remember" ||
-			h[1].Op != "forget" || h[1].Reason != "we moved to bun" || h[1].Seq != 2 {
-			t.Errorf("history: got %+v, %v", h, err)
-		}
+		assert.False(t, err != nil || len(h) != 2 || h[0].Op != "add" || h[0].EventType != "memory/remember" ||
+			h[1].Op != "forget" || h[1].Reason != "we moved to bun" || h[1].Seq != 2, "history: got %+v, %v", h, err)
 	})
 	t.Run("ErrEntryForgotten", func(t *testing.T) {
 		if _, err := eng.Forget(ctx, en.ID, ""); !errors.Is(err, observer.ErrEntryForgotten) {
@@ -74,22 +76,21 @@ func TestRememberAndForget(t *testing.T) {
 	})
 	t.Run("ErrUnknownEntry", func(t *testing.T) {
 		_, err := eng.Forget(ctx, "m-0000000000000000", "")
-		if !errors.Is(err, observer.ErrUnknownEntry) || !strings.Contains(err.Error(), "m-0000000000000000") {
-			t.Fatalf("got %v", err)
-		}
+		require.ErrorIs(t, err, observer.ErrUnknownEntry, "got %v", err)
+		require.Contains(t, err.Error(), "m-0000000000000000", "got %v", err)
 		if _, err := eng.History(ctx, "m-nope"); !errors.Is(err, observer.ErrUnknownEntry) {
 			t.Fatalf("history: got %v", err)
 		}
 	})
 	t.Run("Entries", func(t *testing.T) {
 		active, err := eng.Entries(ctx, observer.EntryFilter{Statuses: []string{"active"}})
-		if err != nil || len(active) != 1 || active[0].ID != g.ID {
-			t.Fatalf("got %+v, %v", active, err)
-		}
+		require.NoError(t, err, "got %+v, %v", active, err)
+		require.Len(t, active, 1, "got %+v, %v", active, err)
+		require.Equal(t, g.ID, active[0].ID, "got %+v, %v", active, err)
 		scoped, err := eng.Entries(ctx, observer.EntryFilter{Scopes: []string{stream}})
-		if err != nil || len(scoped) != 1 || scoped[0].ID != en.ID {
-			t.Fatalf("got %+v, %v", scoped, err)
-		}
+		require.NoError(t, err, "got %+v, %v", scoped, err)
+		require.Len(t, scoped, 1, "got %+v, %v", scoped, err)
+		require.Equal(t, en.ID, scoped[0].ID, "got %+v, %v", scoped, err)
 	})
 }
 
@@ -102,13 +103,9 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	if _, err := w.Remember(ctx, observer.RememberRequest{Content: "Use pnpm", Time: memT0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, w.Close())
 	ro, err := observer.Open(ctx, root, observer.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ro.Close()
 	line := []byte(`{"id":"x","type":"user/message","time":"2026-08-18T10:00:00Z","data":{"text":"hi"}}`)
 	writes := map[string]func() error{
@@ -130,9 +127,9 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 		})
 	}
 	es, err := ro.Entries(ctx, observer.EntryFilter{})
-	if err != nil || len(es) != 1 || es[0].Status != distill.StatusActive {
-		t.Fatalf("entries after refused writes: got %+v, %v; want the one active entry", es, err)
-	}
+	require.NoError(t, err, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
+	require.Len(t, es, 1, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
+	require.Equal(t, distill.StatusActive, es[0].Status, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
 }
 
 var memT0 = time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
@@ -140,9 +137,7 @@ var memT0 = time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
 func openEngine(t *testing.T, root string) *observer.Engine {
 	t.Helper()
 	eng, err := observer.Open(context.Background(), root, observer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
 	return eng
 }

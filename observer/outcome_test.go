@@ -7,6 +7,8 @@ import (
 
 	"dshmem/observer"
 	"dshmem/observer/internal/enginetest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestIngestReturnsAppendedEnvelopes: an appended event's outcome carries
@@ -17,12 +19,8 @@ func TestIngestReturnsAppendedEnvelopes(t *testing.T) {
 	line := []byte(`{"id":"o:1","type":"user/message","time":"2026-08-18T10:00:00Z","session":"o","cwd":"/home/u/o","data":{"text":"token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 works"}}`)
 	bad := []byte(`{"id":"o:2","type":"user/message"}`)
 	_, outs, err := eng.Ingest(context.Background(), [][]byte{line, bad, line})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(outs) != 3 {
-		t.Fatalf("got %d outcomes, want 3", len(outs))
-	}
+	require.NoError(t, err)
+	require.Len(t, outs, 3, "got %d outcomes, want 3", len(outs))
 	ev := outs[0].Event
 	switch {
 	case outs[0].Status != observer.StatusAppended || ev == nil:
@@ -32,7 +30,6 @@ func TestIngestReturnsAppendedEnvelopes(t *testing.T) {
 	case strings.Contains(string(ev.Data), "ghp_aBcDeF") || !strings.Contains(string(ev.Data), "[REDACTED:github-token]"):
 		t.Fatalf("got data %s, want the token redacted", ev.Data)
 	}
-	if outs[1].Event != nil || outs[2].Event != nil {
-		t.Fatalf("got envelopes for a rejected (%v) or duplicate (%v) line, want none", outs[1].Event, outs[2].Event)
-	}
+	require.Nil(t, outs[1].Event, "got envelopes for a rejected (%v) or duplicate (%v) line, want none", outs[1].Event, outs[2].Event)
+	require.Nil(t, outs[2].Event, "got envelopes for a rejected (%v) or duplicate (%v) line, want none", outs[1].Event, outs[2].Event)
 }

@@ -13,6 +13,8 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/internal/enginetest"
 	"dshmem/projector"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestResolver(t *testing.T) {
@@ -70,9 +72,8 @@ func TestResolver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := r.Resolve(tt.cwd)
-			if got.Dir != tt.want || got.Stream != ws(tt.want) {
-				t.Fatalf("Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
-			}
+			require.Equal(t, tt.want, got.Dir, "Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
+			require.Equal(t, ws(tt.want), got.Stream, "Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
 		})
 	}
 	t.Run("HomeNotCapturedFromAbove", func(t *testing.T) {
@@ -113,17 +114,11 @@ func TestResolver(t *testing.T) {
 func scopeJSONOf(t *testing.T, eng *observer.Engine, stream string) scopeFile {
 	t.Helper()
 	// The Markdown files are written in the background after a fold.
-	if err := eng.WriteFiles(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.WriteFiles(context.Background()))
 	b, err := os.ReadFile(filepath.Join(eng.Root(), filepath.FromSlash(projector.ScopePath(stream))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var sj scopeFile
-	if err := json.Unmarshal(b, &sj); err != nil {
-		t.Fatalf("scope.json: %v\n%s", err, b)
-	}
+	require.NoError(t, json.Unmarshal(b, &sj), "scope.json: %v\n%s", err, b)
 	return sj
 }
 
@@ -152,9 +147,7 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 			return nil
 		})
 		want := []string{"scope/register@" + proj, "session/start@" + proj + "/cmd/tool", "user/message@", "assistant/message@"}
-		if strings.Join(cwds, " ") != strings.Join(want, " ") {
-			t.Fatalf("log holds %v, want %v", cwds, want)
-		}
+		require.Equal(t, strings.Join(want, " "), strings.Join(cwds, " "), "log holds %v, want %v", cwds, want)
 		if sj := scopeJSONOf(t, eng, pstream); sj.Key != pstream || sj.Cwd != proj {
 			t.Fatalf("scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
 		}
@@ -164,9 +157,8 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 	})
 	t.Run("RememberFromSubdirectory", func(t *testing.T) {
 		en, err := eng.Remember(ctx, observer.RememberRequest{Cwd: proj + "/cmd", Content: "Releases are tagged vX.Y.Z", Time: wsT0})
-		if err != nil || en.Scope != pstream {
-			t.Fatalf("got %+v, %v; want an entry of %s", en, err, pstream)
-		}
+		require.NoError(t, err, "got %+v, %v; want an entry of %s", en, err, pstream)
+		require.Equal(t, pstream, en.Scope, "got %+v, %v; want an entry of %s", en, err, pstream)
 		if got := eng.Scope(proj + "/cmd/tool/"); got.Stream != pstream || got.Dir != proj {
 			t.Fatalf("Scope = %+v", got)
 		}
@@ -178,9 +170,8 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 			t.Fatalf("session cwd %q", got)
 		}
 		n := observer.StreamForCwd(base + "/notes")
-		if eng.Log().LastSeq(observer.StreamForCwd(base+"/notes/a")) != 0 || eng.Log().LastSeq(n) != 6 {
-			t.Fatalf("notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
-		}
+		require.EqualValues(t, 0, eng.Log().LastSeq(observer.StreamForCwd(base+"/notes/a")), "notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
+		require.EqualValues(t, 6, eng.Log().LastSeq(n), "notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
 		// The first event named the directory: no scope/register.
 		if sj := scopeJSONOf(t, eng, n); sj.Cwd != base+"/notes" {
 			t.Fatalf("scope.json = %+v", sj)
@@ -213,15 +204,11 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 	})
 	t.Run("ReplayEqualsLive", func(t *testing.T) {
 		live, fresh := enginetest.IndexDumps(t, eng)
-		if string(live) != string(fresh) {
-			t.Fatalf("live index differs from a fold of the log:\nlive\n%s\nfresh\n%s", live, fresh)
-		}
+		require.Equal(t, string(fresh), string(live), "live index differs from a fold of the log:\nlive\n%s\nfresh\n%s", live, fresh)
 	})
 	t.Run("ReadOnlyEngineResolvesAlike", func(t *testing.T) {
 		ro, err := observer.Open(ctx, root, observer.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer ro.Close()
 		for _, cwd := range []string{proj + "/cmd/tool", base + "/notes/a", base + "/later/sub"} {
 			if got, want := ro.Scope(cwd), eng.Scope(cwd); got != want {

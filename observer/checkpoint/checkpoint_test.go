@@ -18,6 +18,9 @@ import (
 	"dshmem/observer/distill"
 	"dshmem/observer/dsh"
 	"dshmem/observer/internal/enginetest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var ckT0 = time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
@@ -69,9 +72,7 @@ func (c *ckConv) add(turns ...string) *ckConv {
 func ckCheckpoint(t *testing.T, eng *observer.Engine, req Request) []Result {
 	t.Helper()
 	res, err := Run(context.Background(), eng, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return res
 }
 
@@ -79,19 +80,15 @@ func ckCheckpoint(t *testing.T, eng *observer.Engine, req Request) []Result {
 func ckOpsEvents(t *testing.T, eng *observer.Engine) []string {
 	t.Helper()
 	var out []string
-	if err := eng.Store().DB().Select(&out, `SELECT stream || ' ' || (data ->> 'from') || '-' || (data ->> 'to') || ' ' ||
-		json_array_length(data -> 'ops') FROM events WHERE type = 'memory/ops' ORDER BY stream, seq`); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.Store().DB().Select(&out, `SELECT stream || ' ' || (data ->> 'from') || '-' || (data ->> 'to') || ' ' ||
+		json_array_length(data -> 'ops') FROM events WHERE type = 'memory/ops' ORDER BY stream, seq`))
 	return out
 }
 
 func ckEntries(t *testing.T, eng *observer.Engine, status string) []observer.Entry {
 	t.Helper()
 	es, err := eng.Entries(context.Background(), observer.EntryFilter{Statuses: []string{status}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return es
 }
 
@@ -121,12 +118,8 @@ func ckReplayDump(t *testing.T, eng *observer.Engine, tables ...string) (live, f
 func ckCheckReplay(t *testing.T, eng *observer.Engine, tables ...string) {
 	t.Helper()
 	live, fresh := ckReplayDump(t, eng, tables...)
-	if live != fresh {
-		t.Errorf("replay without a distiller differs from the live index:\nlive:\n%s\nreplayed:\n%s", live, fresh)
-	}
-	if !strings.Contains(live, "entries\t") || !strings.Contains(live, "entry_versions\t") {
-		t.Errorf("the dump holds no entries: the test proves nothing")
-	}
+	assert.Equal(t, fresh, live, "replay without a distiller differs from the live index:\nlive:\n%s\nreplayed:\n%s", live, fresh)
+	assert.False(t, !strings.Contains(live, "entries\t") || !strings.Contains(live, "entry_versions\t"), "the dump holds no entries: the test proves nothing")
 }
 
 func TestMySQLToPostgreSQL(t *testing.T) {
@@ -134,38 +127,34 @@ func TestMySQLToPostgreSQL(t *testing.T) {
 	c := &ckConv{session: "s1", cwd: "/home/u/shop"}
 	enginetest.Ingest(t, eng, c.add("user: Remember that the database is MySQL 8.", "assistant: Noted.").lines)
 	res := ckCheckpoint(t, eng, Request{Force: true})
-	if len(res) != 1 || len(res[0].Ops) != 1 || res[0].Ops[0].Op != distill.OpAdd || res[0].Reason != ReasonRequest {
-		t.Fatalf("first checkpoint: got %+v", res)
-	}
+	require.Len(t, res, 1, "first checkpoint: got %+v", res)
+	require.Len(t, res[0].Ops, 1, "first checkpoint: got %+v", res)
+	require.Equal(t, distill.OpAdd, res[0].Ops[0].Op, "first checkpoint: got %+v", res)
+	require.Equal(t, ReasonRequest, res[0].Reason, "first checkpoint: got %+v", res)
 	oldID := res[0].Entries[0]
 
 	c.lines = nil
 	enginetest.Ingest(t, eng, c.add("user: Not MySQL — we moved to PostgreSQL.", "assistant: Updating the config.").lines)
 	res = ckCheckpoint(t, eng, Request{Force: true})
-	if len(res) != 1 || len(res[0].Ops) != 1 || res[0].Ops[0].Op != distill.OpSupersede {
-		t.Fatalf("correction: got %+v", res)
-	}
-	if res[0].From != 4 || res[0].To != 5 {
-		t.Errorf("claimed %d..%d, want 4..5 (seq 3 is the first memory/ops event of the stream)", res[0].From, res[0].To)
-	}
+	require.Len(t, res, 1, "correction: got %+v", res)
+	require.Len(t, res[0].Ops, 1, "correction: got %+v", res)
+	require.Equal(t, distill.OpSupersede, res[0].Ops[0].Op, "correction: got %+v", res)
+	assert.False(t, res[0].From != 4 || res[0].To != 5, "claimed %d..%d, want 4..5 (seq 3 is the first memory/ops event of the stream)", res[0].From, res[0].To)
 	newID := res[0].Entries[0]
 
 	active := ckEntries(t, eng, distill.StatusActive)
-	if len(active) != 1 || active[0].ID != newID || !strings.Contains(active[0].Content, "PostgreSQL") || active[0].Supersedes != oldID {
-		t.Fatalf("active entries: got %+v, want only %s", active, newID)
-	}
+	require.Len(t, active, 1, "active entries: got %+v, want only %s", active, newID)
+	require.Equal(t, newID, active[0].ID, "active entries: got %+v, want only %s", active, newID)
+	require.Contains(t, active[0].Content, "PostgreSQL", "active entries: got %+v, want only %s", active, newID)
+	require.Equal(t, oldID, active[0].Supersedes, "active entries: got %+v, want only %s", active, newID)
 	old, err := eng.Entry(context.Background(), oldID)
-	if err != nil || old.Status != distill.StatusSuperseded || old.SupersededBy != newID {
-		t.Fatalf("old entry: got %+v, %v", old, err)
-	}
+	require.NoError(t, err, "old entry: got %+v, %v", old, err)
+	require.Equal(t, distill.StatusSuperseded, old.Status, "old entry: got %+v, %v", old, err)
+	require.Equal(t, newID, old.SupersededBy, "old entry: got %+v, %v", old, err)
 	h, err := eng.History(context.Background(), oldID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h) != 2 || h[0].Op != "add" || h[0].EventType != events.TypeMemoryOps || h[1].Op != "supersede" ||
-		h[1].Status != distill.StatusSuperseded || h[1].Checkpoint != res[0].Checkpoint || !strings.Contains(h[0].Content, "MySQL 8") {
-		t.Errorf("history of the old entry: got %+v", h)
-	}
+	require.NoError(t, err)
+	assert.False(t, len(h) != 2 || h[0].Op != "add" || h[0].EventType != events.TypeMemoryOps || h[1].Op != "supersede" ||
+		h[1].Status != distill.StatusSuperseded || h[1].Checkpoint != res[0].Checkpoint || !strings.Contains(h[0].Content, "MySQL 8"), "history of the old entry: got %+v", h)
 	if p, _ := Scan(context.Background(), eng); len(p) != 0 {
 		t.Errorf("pending after checkpoints: %+v", p)
 	}
@@ -229,9 +218,7 @@ func TestCorrectionWithoutMatchingQuotesIsAConflict(t *testing.T) {
 	enginetest.Ingest(t, eng, c.add("user: Remember that the database is MySQL 8.").lines)
 	ckCheckpoint(t, eng, Request{Force: true})
 	old := ckEntries(t, eng, distill.StatusActive)
-	if len(old) != 1 {
-		t.Fatalf("got %d entries, want 1", len(old))
-	}
+	require.Len(t, old, 1, "got %d entries, want 1", len(old))
 	enginetest.Ingest(t, eng, c.add("user: the database should be PostgreSQL").lines)
 	fake := &ckFakeDistiller{answer: func(req distill.Request) distill.Result {
 		return distill.Result{Version: 1, Operations: []distill.Op{{
@@ -240,16 +227,17 @@ func TestCorrectionWithoutMatchingQuotesIsAConflict(t *testing.T) {
 		}}}
 	}}
 	res := ckCheckpoint(t, eng, Request{Force: true, Distiller: fake})
-	if len(res) != 1 || len(res[0].Ops) != 1 || res[0].Ops[0].Op != distill.OpConflict || res[0].Distiller != "fake" {
-		t.Fatalf("got %+v", res)
-	}
-	if len(fake.reqs) != 1 || len(fake.reqs[0].Related) != 1 || fake.reqs[0].Related[0].ID != old[0].ID {
-		t.Fatalf("the distiller was not given the entry to correct: %+v", fake.reqs)
-	}
+	require.Len(t, res, 1, "got %+v", res)
+	require.Len(t, res[0].Ops, 1, "got %+v", res)
+	require.Equal(t, distill.OpConflict, res[0].Ops[0].Op, "got %+v", res)
+	require.EqualValues(t, "fake", res[0].Distiller, "got %+v", res)
+	require.Len(t, fake.reqs, 1, "the distiller was not given the entry to correct: %+v", fake.reqs)
+	require.Len(t, fake.reqs[0].Related, 1, "the distiller was not given the entry to correct: %+v", fake.reqs)
+	require.Equal(t, old[0].ID, fake.reqs[0].Related[0].ID, "the distiller was not given the entry to correct: %+v", fake.reqs)
 	cs := ckEntries(t, eng, distill.StatusConflict)
-	if len(cs) != 2 || cs[0].ConflictGroup == "" || cs[0].ConflictGroup != cs[1].ConflictGroup {
-		t.Fatalf("got %+v, want both entries in one conflict group", cs)
-	}
+	require.Len(t, cs, 2, "got %+v, want both entries in one conflict group", cs)
+	require.NotEqualValues(t, "", cs[0].ConflictGroup, "got %+v, want both entries in one conflict group", cs)
+	require.Equal(t, cs[1].ConflictGroup, cs[0].ConflictGroup, "got %+v, want both entries in one conflict group", cs)
 	if got := ckEntries(t, eng, distill.StatusActive); len(got) != 0 {
 		t.Errorf("active entries: %+v", got)
 	}
@@ -279,9 +267,7 @@ func TestDuplicateMessagesDistilOnce(t *testing.T) {
 func TestRestartResumesPendingWork(t *testing.T) {
 	root := t.TempDir()
 	eng, err := observer.Open(context.Background(), root, observer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	enginetest.Ingest(t, eng, (&ckConv{session: "s1", cwd: "/p"}).add("user: remember that staging is on port 5433", "assistant: ok").lines)
 
 	// A checkpoint dies mid-distillation: nothing is written.
@@ -305,18 +291,15 @@ func TestRestartResumesPendingWork(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.Close())
 
 	eng = enginetest.Open(t, root)
 	p, err := Scan(context.Background(), eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p) != 1 || p[0].UserTurns != 1 || p[0].From != 1 || p[0].To != 2 {
-		t.Fatalf("pending after restart: %+v", p)
-	}
+	require.NoError(t, err)
+	require.Len(t, p, 1, "pending after restart: %+v", p)
+	require.EqualValues(t, 1, p[0].UserTurns, "pending after restart: %+v", p)
+	require.EqualValues(t, 1, p[0].From, "pending after restart: %+v", p)
+	require.EqualValues(t, 2, p[0].To, "pending after restart: %+v", p)
 	ckCheckpoint(t, eng, Request{Force: true})
 	ckCheckpoint(t, eng, Request{Force: true})
 	if got := ckOpsEvents(t, eng); len(got) != 1 || got[0] != observer.StreamForCwd("/p")+" 1-2 1" {
@@ -330,9 +313,10 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 	fake := &ckFakeDistiller{fail: 2, answer: ckAddFirstUser}
 	for i := range 2 {
 		res := ckCheckpoint(t, eng, Request{Distiller: fake}) // session/end: due without Force
-		if len(res) != 1 || res[0].Err == nil || res[0].Checkpoint != "" || res[0].Reason != ReasonSessionEnd {
-			t.Fatalf("attempt %d: got %+v, want a distiller error", i+1, res)
-		}
+		require.Len(t, res, 1, "attempt %d: got %+v, want a distiller error", i+1, res)
+		require.NotNil(t, res[0].Err, "attempt %d: got %+v, want a distiller error", i+1, res)
+		require.EqualValues(t, "", res[0].Checkpoint, "attempt %d: got %+v, want a distiller error", i+1, res)
+		require.Equal(t, ReasonSessionEnd, res[0].Reason, "attempt %d: got %+v, want a distiller error", i+1, res)
 		if got := ckOpsEvents(t, eng); len(got) != 0 {
 			t.Fatalf("attempt %d: memory/ops written after a failure: %q", i+1, got)
 		}
@@ -344,12 +328,10 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 		}
 	}
 	res := ckCheckpoint(t, eng, Request{Distiller: fake})
-	if len(res) != 1 || res[0].Err != nil || res[0].Checkpoint == "" {
-		t.Fatalf("third attempt: got %+v", res)
-	}
-	if !strings.HasPrefix(res[0].Checkpoint, "ck-") || len(res[0].Checkpoint) != 19 {
-		t.Errorf("checkpoint id %q", res[0].Checkpoint)
-	}
+	require.Len(t, res, 1, "third attempt: got %+v", res)
+	require.Nil(t, res[0].Err, "third attempt: got %+v", res)
+	require.NotEqualValues(t, "", res[0].Checkpoint, "third attempt: got %+v", res)
+	assert.False(t, !strings.HasPrefix(res[0].Checkpoint, "ck-") || len(res[0].Checkpoint) != 19, "checkpoint id %q", res[0].Checkpoint)
 	if got := ckOpsEvents(t, eng); len(got) != 1 {
 		t.Errorf("memory/ops events: %q, want one", got)
 	}
@@ -387,9 +369,7 @@ func TestConcurrentCheckpointsCommitOnce(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, errors.Join(errs...))
 	committed, dup := 0, 0
 	for _, rs := range results {
 		for _, r := range rs {
@@ -401,9 +381,7 @@ func TestConcurrentCheckpointsCommitOnce(t *testing.T) {
 			}
 		}
 	}
-	if committed != 1 || dup != 1 {
-		t.Errorf("got %d committed and %d duplicate, want 1 and 1: %+v", committed, dup, results)
-	}
+	assert.False(t, committed != 1 || dup != 1, "got %d committed and %d duplicate, want 1 and 1: %+v", committed, dup, results)
 	if got := ckOpsEvents(t, eng); len(got) != 1 {
 		t.Errorf("memory/ops events: %q, want one", got)
 	}
@@ -421,12 +399,9 @@ func TestCheckpointLongSessionInRanges(t *testing.T) {
 	}
 	enginetest.Ingest(t, eng, c.lines)
 	res := ckCheckpoint(t, eng, Request{}) // 50,000 chars: due
-	if len(res) != 2 || res[0].Reason != ReasonChars {
-		t.Fatalf("got %d results, want 2 ranges: %+v", len(res), res)
-	}
-	if res[0].From != 1 || res[0].To != 3 || res[1].From != 4 || res[1].To != 5 {
-		t.Errorf("ranges %d..%d and %d..%d, want 1..3 and 4..5", res[0].From, res[0].To, res[1].From, res[1].To)
-	}
+	require.Len(t, res, 2, "got %d results, want 2 ranges: %+v", len(res), res)
+	require.Equal(t, ReasonChars, res[0].Reason, "got %d results, want 2 ranges: %+v", len(res), res)
+	assert.False(t, res[0].From != 1 || res[0].To != 3 || res[1].From != 4 || res[1].To != 5, "ranges %d..%d and %d..%d, want 1..3 and 4..5", res[0].From, res[0].To, res[1].From, res[1].To)
 	if n := len(ckEntries(t, eng, distill.StatusActive)); n != 5 {
 		t.Errorf("got %d entries, want one per message (5)", n)
 	}
@@ -440,13 +415,11 @@ func TestSubagentSessionInItsScope(t *testing.T) {
 	line, _ := events.Marshal(&start)
 	enginetest.Ingest(t, eng, append([][]byte{line}, sub.add("user: remember that lib uses semver tags", "task/end").lines...))
 	res := ckCheckpoint(t, eng, Request{}) // task/end: due
-	if len(res) != 1 || res[0].Reason != ReasonTaskEnd || res[0].Stream != observer.StreamForCwd("/work/lib") {
-		t.Fatalf("got %+v", res)
-	}
+	require.Len(t, res, 1, "got %+v", res)
+	require.Equal(t, ReasonTaskEnd, res[0].Reason, "got %+v", res)
+	require.Equal(t, observer.StreamForCwd("/work/lib"), res[0].Stream, "got %+v", res)
 	es := ckEntries(t, eng, distill.StatusActive)
-	if len(es) != 1 || es[0].Scope != observer.StreamForCwd("/work/lib") {
-		t.Errorf("got %+v, want one entry in the sub-agent's scope", es)
-	}
+	assert.False(t, len(es) != 1 || es[0].Scope != observer.StreamForCwd("/work/lib"), "got %+v, want one entry in the sub-agent's scope", es)
 }
 
 func TestCrossScopeTargetBecomesAdd(t *testing.T) {
@@ -457,12 +430,8 @@ func TestCrossScopeTargetBecomesAdd(t *testing.T) {
 		{Op: distill.OpForget, TargetID: "m-g"},
 	}
 	got, rejected := ownScope(req, ops, nil)
-	if len(got) != 2 || got[0].Op != distill.OpAdd || got[0].TargetID != "" || got[0].OldQuote != "" || got[1].Op != distill.OpRevise {
-		t.Errorf("got %+v", got)
-	}
-	if len(rejected) != 1 || !strings.Contains(rejected[0].Why, "dshmem forget m-g") {
-		t.Errorf("rejected %+v", rejected)
-	}
+	assert.False(t, len(got) != 2 || got[0].Op != distill.OpAdd || got[0].TargetID != "" || got[0].OldQuote != "" || got[1].Op != distill.OpRevise, "got %+v", got)
+	assert.False(t, len(rejected) != 1 || !strings.Contains(rejected[0].Why, "dshmem forget m-g"), "rejected %+v", rejected)
 }
 
 // ckDSHLines reads the DSH fixtures with dsh.ReadTree and returns their
@@ -473,9 +442,8 @@ func TestCrossScopeTargetBecomesAdd(t *testing.T) {
 func ckDSHLines(t *testing.T, asUser bool) [][]byte {
 	t.Helper()
 	sessions, err := dsh.ReadTree(filepath.Join("..", "..", "testdata", "dsh-sessions"))
-	if err != nil || len(sessions) < 5 {
-		t.Fatalf("read fixtures: %d sessions, %v", len(sessions), err)
-	}
+	require.NoError(t, err, "read fixtures: %d sessions, %v", len(sessions), err)
+	require.False(t, len(sessions) < 5, "read fixtures: %d sessions, %v", len(sessions), err)
 	var lines [][]byte
 	for _, s := range sessions {
 		name := strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
@@ -490,9 +458,7 @@ func ckDSHLines(t *testing.T, asUser bool) [][]byte {
 				}
 			}
 			line, err := events.Marshal(&env)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			lines = append(lines, line)
 		}
 	}
@@ -504,9 +470,7 @@ func TestRulesLearnNothingInjectedFromDSHFixtures(t *testing.T) {
 	eng := enginetest.Open(t, t.TempDir())
 	enginetest.Ingest(t, eng, ckDSHLines(t, false))
 	res := ckCheckpoint(t, eng, Request{Force: true})
-	if len(res) < 5 {
-		t.Fatalf("got %d checkpoints, want one per fixture session with user text", len(res))
-	}
+	require.False(t, len(res) < 5, "got %d checkpoints, want one per fixture session with user text", len(res))
 	ops := 0
 	for _, r := range res {
 		for _, o := range r.Ops {
@@ -516,18 +480,14 @@ func TestRulesLearnNothingInjectedFromDSHFixtures(t *testing.T) {
 				var injected bool
 				err := eng.Store().DB().QueryRowContext(ctx, `SELECT type, coalesce(data ->> 'injected', 0) FROM events
 					WHERE stream = ? AND id = ?`, r.Stream, id).Scan(&typ, &injected)
-				if err != nil || typ != events.TypeUserMessage || injected {
-					t.Errorf("op %q rests on %s (%s, injected %v, %v): not a message the user typed", o.Title, id, typ, injected, err)
-				}
+				assert.False(t, err != nil || typ != events.TypeUserMessage || injected, "op %q rests on %s (%s, injected %v, %v): not a message the user typed", o.Title, id, typ, injected, err)
 			}
 		}
 	}
 	// The one statement of the fixtures worth remembering, typed by the
 	// user in the live session.
 	es := ckEntries(t, eng, distill.StatusActive)
-	if ops != len(es) || len(es) != 1 || !strings.Contains(es[0].Content, "PostgreSQL 16") {
-		t.Errorf("got %d ops and entries %+v, want the one remembered database", ops, es)
-	}
+	assert.False(t, ops != len(es) || len(es) != 1 || !strings.Contains(es[0].Content, "PostgreSQL 16"), "got %d ops and entries %+v, want the one remembered database", ops, es)
 	// The entries, compared byte for byte. (The whole dump is not: the
 	// fixtures hold '<' and '&', which the log's writer stores
 	// HTML-escaped while the live fold keeps them as sent, so

@@ -12,6 +12,9 @@ import (
 	"dshmem/observer/importer"
 	"dshmem/observer/internal/enginetest"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // injectedSession writes testdata/dsh-injected/session.jsonl, with its
@@ -20,17 +23,11 @@ import (
 func injectedSession(t *testing.T, dir, session, cwd string) string {
 	t.Helper()
 	b, err := os.ReadFile("../../testdata/dsh-injected/session.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b = []byte(strings.NewReplacer("{{sessionId}}", session, "{{cwd}}", cwd).Replace(string(b)))
 	p := filepath.Join(dir, "--proj--", session, "session.jsonl")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, b, 0o644))
 	return dir
 }
 
@@ -55,19 +52,15 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 	}
 
 	ps, err := Scan(ctx, eng)
-	if err != nil || len(ps) != 1 || ps[0].UserTurns != 2 {
-		t.Fatalf("pending %+v, %v; want one session with 2 user turns (the typed ones)", ps, err)
-	}
+	require.NoError(t, err, "pending %+v, %v; want one session with 2 user turns (the typed ones)", ps, err)
+	require.Len(t, ps, 1, "pending %+v, %v; want one session with 2 user turns (the typed ones)", ps, err)
+	require.EqualValues(t, 2, ps[0].UserTurns, "pending %+v, %v; want one session with 2 user turns (the typed ones)", ps, err)
 	fake := &ckFakeDistiller{}
 	ckCheckpoint(t, eng, Request{Force: true, Distiller: fake})
-	if len(fake.reqs) != 1 {
-		t.Fatalf("distiller called %d times, want 1", len(fake.reqs))
-	}
+	require.Len(t, fake.reqs, 1, "distiller called %d times, want 1", len(fake.reqs))
 	for _, m := range fake.reqs[0].Messages {
-		if m.Injected || strings.Contains(m.Text, "Current runtime context") || strings.Contains(m.Text, "port 5433") ||
-			strings.Contains(m.Text, "m-0123456789abcdef") {
-			t.Errorf("the distiller was given injected text: %+v", m)
-		}
+		assert.False(t, m.Injected || strings.Contains(m.Text, "Current runtime context") || strings.Contains(m.Text, "port 5433") ||
+			strings.Contains(m.Text, "m-0123456789abcdef"), "the distiller was given injected text: %+v", m)
 	}
 
 	// A fresh root, distilled by the rules distiller, which learns any
@@ -78,16 +71,12 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 	}
 	ckCheckpoint(t, eng, Request{Force: true})
 	es, err := eng.Entries(ctx, observer.EntryFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(es) != 1 || es[0].Scope != stream || !strings.Contains(es[0].Content, "releases are tagged from the main branch") {
-		t.Fatalf("entries %+v, want only the user's statement, in %s", es, stream)
-	}
+	require.NoError(t, err)
+	require.Len(t, es, 1, "entries %+v, want only the user's statement, in %s", es, stream)
+	require.Equal(t, stream, es[0].Scope, "entries %+v, want only the user's statement, in %s", es, stream)
+	require.Contains(t, es[0].Content, "releases are tagged from the main branch", "entries %+v, want only the user's statement, in %s", es, stream)
 	for _, bad := range []string{"helm", "make check", "5433"} {
-		if strings.Contains(es[0].Title+es[0].Content, bad) {
-			t.Errorf("entry %s holds injected text %q", es[0].ID, bad)
-		}
+		assert.NotContains(t, es[0].Title+es[0].Content, bad, "entry %s holds injected text %q", es[0].ID, bad)
 	}
 	if p, _ := Scan(ctx, eng); len(p) != 0 {
 		t.Errorf("pending after the checkpoint: %+v", p)
@@ -97,17 +86,13 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		t.Helper()
 		res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindEpisodic, Scopes: []string{eng.Scope(proj + "/deploy").Stream},
 			Limit: 20, Bytes: -1, NoFloor: true, IncludeInjected: include})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return res.Items
 	}
 	t.Run("SearchLeavesInjectedOut", func(t *testing.T) {
 		for _, q := range []string{"helm", "5433", "make check", "runtime context"} {
 			for _, it := range search(q, false) {
-				if it.Injected {
-					t.Errorf("search %q found injected %s: %q", q, it.EventID, it.Text)
-				}
+				assert.False(t, it.Injected, "search %q found injected %s: %q", q, it.EventID, it.Text)
 			}
 		}
 		if got := search("5433", false); len(got) != 0 {
@@ -120,17 +105,13 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		for _, it := range got {
 			if it.Injected {
 				injected++
-				if !strings.Contains(strings.Join(it.Flags, ","), sqlstore.FlagInjected) {
-					t.Errorf("%s injected but not flagged: %v", it.EventID, it.Flags)
-				}
+				assert.Contains(t, strings.Join(it.Flags, ","), sqlstore.FlagInjected, "%s injected but not flagged: %v", it.EventID, it.Flags)
 				if it.Type == "tool/result" {
 					memTool++
 				}
 			}
 		}
-		if injected < 3 || memTool != 1 {
-			t.Errorf("got %d injected hits (%d memory_search results), want both snapshots and the memory_search result", injected, memTool)
-		}
+		assert.False(t, injected < 3 || memTool != 1, "got %d injected hits (%d memory_search results), want both snapshots and the memory_search result", injected, memTool)
 	})
 	t.Run("RulesStillLearnFromUnmarkedCopy", func(t *testing.T) {
 		// The control: the rules do learn "remember that …" typed by the
@@ -138,8 +119,7 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		// not marked.
 		msgs := []distill.Message{{EventID: "x", Seq: 1, Role: distill.RoleUser, Text: "Remember that we deploy with helm."}}
 		res, err := distill.NewRules().Distill(ctx, distill.Request{Stream: stream, Messages: msgs})
-		if err != nil || len(res.Operations) != 1 {
-			t.Fatalf("got %+v, %v; want the rules to learn the statement", res, err)
-		}
+		require.NoError(t, err, "got %+v, %v; want the rules to learn the statement", res, err)
+		require.Len(t, res.Operations, 1, "got %+v, %v; want the rules to learn the statement", res, err)
 	})
 }

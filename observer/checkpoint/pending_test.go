@@ -6,6 +6,9 @@ import (
 	"dshmem/observer/internal/enginetest"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDue(t *testing.T) {
@@ -29,9 +32,7 @@ func TestDue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.p.LastActivity = last
 			got, ok := Due(tc.p, tc.now)
-			if got != tc.want || ok != (tc.want != "") {
-				t.Errorf("got %q %v, want %q", got, ok, tc.want)
-			}
+			assert.False(t, got != tc.want || ok != (tc.want != ""), "got %q %v, want %q", got, ok, tc.want)
 		})
 	}
 }
@@ -45,18 +46,12 @@ func TestPendingFromLog(t *testing.T) {
 		"assistant: hi", "tool: file body", "user: 你好").lines)
 	enginetest.Ingest(t, eng, (&ckConv{session: "quiet", cwd: "/p"}).add("assistant: no user here").lines)
 	p, err := Scan(ctx, eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p) != 1 {
-		t.Fatalf("got %+v, want the one session with a user turn", p)
-	}
+	require.NoError(t, err)
+	require.Len(t, p, 1, "got %+v, want the one session with a user turn", p)
 	got := p[0]
 	want := Pending{Stream: observer.StreamForCwd("/p"), Session: "s1", Cwd: "/p", From: 1, To: 5, Events: 5, UserTurns: 2,
 		UserChars: len("hello there") + 2, LastActivity: ckT0.Add(4 * time.Minute)}
-	if got != want {
-		t.Fatalf("got  %+v\nwant %+v", got, want)
-	}
+	require.Equal(t, want, got, "got  %+v\nwant %+v", got, want)
 
 	t.Run("IdleInEventTime", func(t *testing.T) {
 		// Automatic path: no clock given, the newest event time is now.
@@ -65,20 +60,21 @@ func TestPendingFromLog(t *testing.T) {
 		}
 		enginetest.Ingest(t, eng, (&ckConv{session: "other", cwd: "/q", n: 9}).add("assistant: five minutes later").lines)
 		res := ckCheckpoint(t, eng, Request{})
-		if len(res) != 1 || res[0].Reason != ReasonIdle || res[0].From != 1 || res[0].To != 5 {
-			t.Fatalf("got %+v, want s1 checkpointed as idle", res)
-		}
+		require.Len(t, res, 1, "got %+v, want s1 checkpointed as idle", res)
+		require.Equal(t, ReasonIdle, res[0].Reason, "got %+v, want s1 checkpointed as idle", res)
+		require.EqualValues(t, 1, res[0].From, "got %+v, want s1 checkpointed as idle", res)
+		require.EqualValues(t, 5, res[0].To, "got %+v, want s1 checkpointed as idle", res)
 	})
 	t.Run("NewWorkAfterTheClaim", func(t *testing.T) {
 		enginetest.Ingest(t, eng, c.add("user: more").lines)
 		eng.Close()
 		eng = enginetest.Open(t, root) // derived from the log: survives a restart
 		p, err := Scan(ctx, eng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p) != 1 || p[0].Claimed != 5 || p[0].From != 8 || p[0].UserTurns != 1 || p[0].Events != 1 {
-			t.Fatalf("got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
-		}
+		require.NoError(t, err)
+		require.Len(t, p, 1, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
+		require.EqualValues(t, 5, p[0].Claimed, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
+		require.EqualValues(t, 8, p[0].From, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
+		require.EqualValues(t, 1, p[0].UserTurns, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
+		require.EqualValues(t, 1, p[0].Events, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
 	})
 }

@@ -9,6 +9,9 @@ import (
 
 	"dshmem/observer"
 	"dshmem/projector"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // syncRoot is a root with global entries in global.md and two knowledge
@@ -17,9 +20,7 @@ func syncRoot(t *testing.T) (*observer.Engine, string) {
 	t.Helper()
 	root := t.TempDir()
 	eng, err := observer.Open(context.Background(), root, observer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
 	in := `{"id":"r1","type":"memory/remember","time":"2026-08-18T09:00:01Z","data":{"content":"Install dependencies with pnpm.","title":"Use pnpm","type":"preference","importance":2}}
 {"id":"r2","type":"memory/remember","time":"2026-08-18T09:00:02Z","data":{"content":"Always run gofmt.","type":"rule"}}
@@ -31,37 +32,28 @@ func syncRoot(t *testing.T) (*observer.Engine, string) {
 {"id":"c3","type":"compaction/summary","time":"2026-08-18T10:02:00Z","session":"s","cwd":"/home/u/p","data":{"compactionId":"c3","text":"three"}}
 `
 	res, _, err := eng.IngestReader(context.Background(), strings.NewReader(in))
-	if err != nil || res.Appended != 8 {
-		t.Fatalf("ingest: %+v %v", res, err)
-	}
-	if err := eng.WriteFiles(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "ingest: %+v %v", res, err)
+	require.EqualValues(t, 8, res.Appended, "ingest: %+v %v", res, err)
+	require.NoError(t, eng.WriteFiles(context.Background()))
 	return eng, root
 }
 
 func readFile(t *testing.T, root, rel string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b)
 }
 
 func writeFile(t *testing.T, root, rel, s string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), []byte(s), 0o644))
 }
 
 func statusOf(t *testing.T, eng *observer.Engine, where string, args ...any) []string {
 	t.Helper()
 	var out []string
-	if err := eng.Store().DB().Select(&out, `SELECT status || ' ' || title || ' | ' || content FROM entries WHERE `+where+` ORDER BY created_seq`, args...); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.Store().DB().Select(&out, `SELECT status || ' ' || title || ' | ' || content FROM entries WHERE `+where+` ORDER BY created_seq`, args...))
 	return out
 }
 
@@ -70,9 +62,8 @@ func TestSync(t *testing.T) {
 	t.Run("Clean", func(t *testing.T) {
 		eng, _ := syncRoot(t)
 		rep, err := Sync(ctx, eng)
-		if err != nil || len(rep.Files) != 0 {
-			t.Fatalf("got %+v, %v; want nothing to do", rep, err)
-		}
+		require.NoError(t, err, "got %+v, %v; want nothing to do", rep, err)
+		require.Len(t, rep.Files, 0, "got %+v, %v; want nothing to do", rep, err)
 	})
 
 	t.Run("Captured", func(t *testing.T) {
@@ -93,31 +84,23 @@ func TestSync(t *testing.T) {
 		eng.Projector().Held = func(p string) { held = append(held, p) }
 
 		rep, err := Sync(ctx, eng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Files) != 1 || rep.Files[0].Action != Captured || rep.Files[0].Ops != 3 {
-			t.Fatalf("got %+v, want global.md captured with 3 ops", rep.Files)
-		}
+		require.NoError(t, err)
+		require.Len(t, rep.Files, 1, "got %+v, want global.md captured with 3 ops", rep.Files)
+		require.Equal(t, Captured, rep.Files[0].Action, "got %+v, want global.md captured with 3 ops", rep.Files)
+		require.EqualValues(t, 3, rep.Files[0].Ops, "got %+v, want global.md captured with 3 ops", rep.Files)
 		got := strings.Join(statusOf(t, eng, "scope = 'global'"), "\n")
 		for _, want := range []string{
 			"active Use pnpm | Install dependencies with pnpm, even in CI.",
 			"forgotten Tabs, not spaces. | Tabs, not spaces.",
 			"active Write commit messages in English | Always, even for tiny fixes.",
 		} {
-			if !strings.Contains(got, want) {
-				t.Errorf("entries lack %q:\n%s", want, got)
-			}
+			assert.Contains(t, got, want, "entries lack %q:\n%s", want, got)
 		}
 		after := readFile(t, root, "global.md")
-		if !strings.Contains(after, "even in CI") || strings.Contains(after, "Tabs, not spaces") || !strings.Contains(after, "## Rules") {
-			t.Errorf("global.md was not rendered again from the edit:\n%s", after)
-		}
+		assert.False(t, !strings.Contains(after, "even in CI") || strings.Contains(after, "Tabs, not spaces") || !strings.Contains(after, "## Rules"), "global.md was not rendered again from the edit:\n%s", after)
 		var n int
 		eng.Store().DB().Get(&n, `SELECT count(*) FROM events WHERE type = 'file/edit' AND data ->> 'path' = 'global.md'`)
-		if n != 1 {
-			t.Errorf("got %d file/edit events, want 1", n)
-		}
+		assert.EqualValues(t, 1, n, "got %d file/edit events, want 1", n)
 		if rep, err := Sync(ctx, eng); err != nil || len(rep.Files) != 0 {
 			t.Errorf("second sync: got %+v, %v; want nothing to do", rep, err)
 		}
@@ -152,9 +135,9 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := Sync(ctx, eng)
-		if err != nil || len(rep.Files) != 1 || rep.Files[0].Action != Captured {
-			t.Fatalf("got %+v, %v; want global.md captured again", rep.Files, err)
-		}
+		require.NoError(t, err, "got %+v, %v; want global.md captured again", rep.Files, err)
+		require.Len(t, rep.Files, 1, "got %+v, %v; want global.md captured again", rep.Files, err)
+		require.Equal(t, Captured, rep.Files[0].Action, "got %+v, %v; want global.md captured again", rep.Files, err)
 		var n int
 		if err := db.Get(&n, `SELECT count(*) FROM events WHERE type IN ('file/edit', 'memory/ops')`); err != nil || n != 2 {
 			t.Errorf("got %d file/edit and memory/ops events (%v), want 2: the second sync logged again", n, err)
@@ -177,9 +160,7 @@ func TestSync(t *testing.T) {
 		if _, _, err := eng.IngestReader(ctx, strings.NewReader(in)); err != nil {
 			t.Fatal(err)
 		}
-		if err := eng.WriteFiles(ctx); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, eng.WriteFiles(ctx))
 		if got := readFile(t, root, "knowledge/database.md"); got != edited || len(held) == 0 {
 			t.Fatalf("a hand edit was overwritten before sync (held %v):\n%s", held, got)
 		}
@@ -187,9 +168,7 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := readFile(t, root, "knowledge/database.md")
-		if !strings.Contains(got, "port 5434") || !strings.Contains(got, "Replica is on 5435") {
-			t.Errorf("after sync the file lacks the edit or the newer entry:\n%s", got)
-		}
+		assert.False(t, !strings.Contains(got, "port 5434") || !strings.Contains(got, "Replica is on 5435"), "after sync the file lacks the edit or the newer entry:\n%s", got)
 		if ids := statusOf(t, eng, "status = 'forgotten'"); len(ids) != 0 {
 			t.Errorf("the entry added while the file was held was forgotten: %v", ids)
 		}
@@ -201,12 +180,10 @@ func TestSync(t *testing.T) {
 		cut := strings.Join(strings.SplitAfter(orig, "\n")[:8], "")
 		writeFile(t, root, "global.md", cut)
 		rep, err := Sync(ctx, eng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Files) != 1 || rep.Files[0].Action != Damaged || !strings.Contains(rep.Files[0].Detail, "more than half") {
-			t.Fatalf("got %+v, want global.md damaged", rep.Files)
-		}
+		require.NoError(t, err)
+		require.Len(t, rep.Files, 1, "got %+v, want global.md damaged", rep.Files)
+		require.Equal(t, Damaged, rep.Files[0].Action, "got %+v, want global.md damaged", rep.Files)
+		require.Contains(t, rep.Files[0].Detail, "more than half", "got %+v, want global.md damaged", rep.Files)
 		if got := readFile(t, root, "global.md"); got != orig {
 			t.Errorf("not rendered again:\n%s", got)
 		}
@@ -225,12 +202,10 @@ func TestSync(t *testing.T) {
 		cut := orig[:strings.Index(orig, "<!-- compaction:c2 -->")]
 		writeFile(t, root, day, cut)
 		rep, err := Sync(ctx, eng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Files) != 1 || rep.Files[0].Action != Damaged || rep.Files[0].Saved != day+DamagedSuffix {
-			t.Fatalf("got %+v, want %s damaged and saved", rep.Files, day)
-		}
+		require.NoError(t, err)
+		require.Len(t, rep.Files, 1, "got %+v, want %s damaged and saved", rep.Files, day)
+		require.Equal(t, Damaged, rep.Files[0].Action, "got %+v, want %s damaged and saved", rep.Files, day)
+		require.Equal(t, day+DamagedSuffix, rep.Files[0].Saved, "got %+v, want %s damaged and saved", rep.Files, day)
 		if got := readFile(t, root, day); got != orig {
 			t.Errorf("not rendered again:\n%s", got)
 		}
@@ -251,9 +226,7 @@ func TestSync(t *testing.T) {
 		os.Remove(filepath.Join(root, "knowledge", "database.md"))
 		writeFile(t, root, "knowledge/mine.md", "# mine\n")
 		rep, err := Sync(ctx, eng)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got := map[string]string{}
 		for _, f := range rep.Files {
 			got[f.Path] = f.Action
@@ -261,23 +234,13 @@ func TestSync(t *testing.T) {
 		want := map[string]string{sum: NotRead, "index.md": NotRead, "sessions/2026-08-18.md": Record,
 			"knowledge/database.md": Missing, "knowledge/mine.md": Foreign}
 		for p, a := range want {
-			if got[p] != a {
-				t.Errorf("%s: got %q, want %q", p, got[p], a)
-			}
+			assert.Equal(t, a, got[p], "%s: got %q, want %q", p, got[p], a)
 		}
-		if readFile(t, root, sum) != origSum || strings.Contains(readFile(t, root, "index.md"), "# mine") {
-			t.Errorf("views were not rendered again")
-		}
-		if !strings.Contains(readFile(t, root, "sessions/2026-08-18.md"), "TWO") {
-			t.Errorf("a record was changed by sync")
-		}
-		if !strings.Contains(readFile(t, root, "knowledge/database.md"), "5433") {
-			t.Errorf("a deleted file was not rendered again")
-		}
+		assert.False(t, readFile(t, root, sum) != origSum || strings.Contains(readFile(t, root, "index.md"), "# mine"), "views were not rendered again")
+		assert.Contains(t, readFile(t, root, "sessions/2026-08-18.md"), "TWO", "a record was changed by sync")
+		assert.Contains(t, readFile(t, root, "knowledge/database.md"), "5433", "a deleted file was not rendered again")
 		var n int
 		eng.Store().DB().Get(&n, `SELECT count(*) FROM events WHERE type = 'file/edit'`)
-		if n != 2 {
-			t.Errorf("got %d file/edit events, want 2 (the summary and index.md)", n)
-		}
+		assert.EqualValues(t, 2, n, "got %d file/edit events, want 2 (the summary and index.md)", n)
 	})
 }

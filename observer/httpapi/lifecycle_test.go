@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPromptPacket(t *testing.T) {
@@ -20,35 +23,25 @@ func TestPromptPacket(t *testing.T) {
 	t.Run("ServedForANewSession", func(t *testing.T) {
 		var p broker.Packet
 		ts.must(200, "POST", "/v1/sessions/p1/prompt", map[string]any{"text": "the billing migration fails with a lock timeout", "cwd": cwd, "step": 1}, &p)
-		if len(p.Entries) == 0 || p.Entries[0].ID != en.ID || !strings.Contains(p.Text, "--lock-wait 60") {
-			t.Fatalf("got %+v, want a packet holding %s", p, en.ID)
-		}
-		if ts.srv.Broker().Sessions() != 1 {
-			t.Errorf("%d runtimes, want the prompt's session", ts.srv.Broker().Sessions())
-		}
+		require.NotEqualValues(t, 0, len(p.Entries), "got %+v, want a packet holding %s", p, en.ID)
+		require.Equal(t, en.ID, p.Entries[0].ID, "got %+v, want a packet holding %s", p, en.ID)
+		require.Contains(t, p.Text, "--lock-wait 60", "got %+v, want a packet holding %s", p, en.ID)
+		assert.EqualValues(t, 1, ts.srv.Broker().Sessions(), "%d runtimes, want the prompt's session", ts.srv.Broker().Sessions())
 	})
 
 	t.Run("SamePromptFromTheLogIsNotObservedTwice", func(t *testing.T) {
 		var r EventsResponse
 		ts.must(200, "POST", "/v1/events", []any{event("p1:1", "user/message", "p1", cwd, map[string]any{"text": "the billing migration fails with a lock timeout"})}, &r)
-		if r.Sessions["p1"] != 1 {
-			t.Errorf("contextVersion %d after the log brought the claimed prompt, want 1 (seen once)", r.Sessions["p1"])
-		}
+		assert.EqualValues(t, 1, r.Sessions["p1"], "contextVersion %d after the log brought the claimed prompt, want 1 (seen once)", r.Sessions["p1"])
 		ts.must(200, "POST", "/v1/events", []any{event("p1:2", "user/message", "p1", cwd, map[string]any{"text": "Current runtime context. dshmem memory…", "injected": true})}, &r)
-		if r.Sessions["p1"] != 1 {
-			t.Errorf("contextVersion %d after an injected snapshot, want it unmoved (1)", r.Sessions["p1"])
-		}
+		assert.EqualValues(t, 1, r.Sessions["p1"], "contextVersion %d after an injected snapshot, want it unmoved (1)", r.Sessions["p1"])
 		ts.must(200, "POST", "/v1/events", []any{event("p1:3", "user/message", "p1", cwd, map[string]any{"text": "something else"})}, &r)
-		if r.Sessions["p1"] != 2 {
-			t.Errorf("contextVersion %d after a new message, want 2", r.Sessions["p1"])
-		}
+		assert.EqualValues(t, 2, r.Sessions["p1"], "contextVersion %d after a new message, want 2", r.Sessions["p1"])
 	})
 
 	t.Run("Cooldown", func(t *testing.T) {
 		code, _ := ts.call("POST", "/v1/sessions/p1/prompt", map[string]any{"text": "the billing migration fails with a lock timeout again", "cwd": cwd, "step": 2})
-		if code != http.StatusNoContent {
-			t.Errorf("status %d for the same memory one step later, want 204 (cooling down)", code)
-		}
+		assert.Equal(t, http.StatusNoContent, code, "status %d for the same memory one step later, want 204 (cooling down)", code)
 	})
 
 	t.Run("BadInput", func(t *testing.T) {
@@ -75,12 +68,9 @@ func TestSessionEndCheckpoint(t *testing.T) {
 	// the scheduled one is an hour away.
 	var sc broker.SessionContext
 	ts.must(200, "GET", "/v1/context?cwd="+cwd+"&session=f", nil, &sc)
-	if !strings.Contains(sc.Workspace, "kestrel") || !strings.Contains(sc.Section, "kestrel") {
-		t.Fatalf("the next session's context lacks what the ended one taught:\n%+v", sc)
-	}
-	if sc.Section != broker.JoinLayers(sc.Stable, sc.Workspace) {
-		t.Errorf("section is not the stable layer and the workspace summary joined")
-	}
+	require.Contains(t, sc.Workspace, "kestrel", "the next session's context lacks what the ended one taught:\n%+v", sc)
+	require.Contains(t, sc.Section, "kestrel", "the next session's context lacks what the ended one taught:\n%+v", sc)
+	assert.Equal(t, broker.JoinLayers(sc.Stable, sc.Workspace), sc.Section, "section is not the stable layer and the workspace summary joined")
 }
 
 func TestIdleExit(t *testing.T) {
@@ -105,30 +95,20 @@ func TestIdleExit(t *testing.T) {
 		}
 	}
 	set(31 * time.Minute) // no request for 31 minutes, but the session is live
-	if idle(300 * time.Millisecond) {
-		t.Fatal("the server went idle while a session runtime was live")
-	}
+	require.False(t, idle(300*time.Millisecond), "the server went idle while a session runtime was live")
 	ts.srv.Broker().Sweep() // the session's runtime idles out (30 minutes)
 	// A host's heartbeat for an open session is use; a bare health check
 	// is not.
 	ts.must(200, "GET", "/v1/healthz?session=i", nil, nil)
 	set(60 * time.Minute)
-	if idle(300 * time.Millisecond) {
-		t.Fatal("the server went idle 29 minutes after a session's heartbeat")
-	}
+	require.False(t, idle(300*time.Millisecond), "the server went idle 29 minutes after a session's heartbeat")
 	set(62 * time.Minute)
 	ts.must(200, "GET", "/v1/healthz", nil, nil)
-	if !idle(5 * time.Second) {
-		t.Fatal("the server did not go idle after 31 minutes with no request and no live session")
-	}
+	require.True(t, idle(5*time.Second), "the server did not go idle after 31 minutes with no request and no live session")
 	// The pending work was committed before the exit.
 	entries, err := ts.eng.Entries(t.Context(), observer.EntryFilter{Scopes: []string{observer.StreamForCwd(cwd)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 1 || !strings.Contains(entries[0].Content, "wkhtmltopdf") {
-		t.Errorf("entries after the idle exit: %+v; want the pending session distilled", entries)
-	}
+	require.NoError(t, err)
+	assert.False(t, len(entries) != 1 || !strings.Contains(entries[0].Content, "wkhtmltopdf"), "entries after the idle exit: %+v; want the pending session distilled", entries)
 }
 
 func TestPromptObservedOnce(t *testing.T) {
@@ -212,9 +192,7 @@ func TestPacketLongPoll(t *testing.T) {
 		ts.must(200, "POST", "/v1/events", []any{event("lp:1", "user/message", "lp", cwd, map[string]any{"text": "the billing migration fails with a lock timeout"})}, nil)
 		select {
 		case code := <-got:
-			if code != 200 {
-				t.Fatalf("status %d, want 200 with the packet", code)
-			}
+			require.EqualValues(t, 200, code, "status %d, want 200 with the packet", code)
 		case <-time.After(10 * time.Second):
 			t.Fatal("the poll was not answered when the packet was computed")
 		}
@@ -222,9 +200,7 @@ func TestPacketLongPoll(t *testing.T) {
 
 	t.Run("TimesOut", func(t *testing.T) {
 		code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait=100", nil)
-		if code != http.StatusNoContent {
-			t.Fatalf("status %d, want 204 once wait is over", code)
-		}
+		require.Equal(t, http.StatusNoContent, code, "status %d, want 204 once wait is over", code)
 	})
 
 	t.Run("BadWait", func(t *testing.T) {
@@ -245,9 +221,7 @@ func TestPacketLongPoll(t *testing.T) {
 		ts.must(200, "POST", "/v1/events", []any{event("lp:end", "session/end", "lp", cwd, map[string]any{})}, nil)
 		select {
 		case code := <-got:
-			if code != http.StatusNoContent {
-				t.Fatalf("status %d, want 204", code)
-			}
+			require.Equal(t, http.StatusNoContent, code, "status %d, want 204", code)
 		case <-time.After(10 * time.Second):
 			t.Fatal("the poll outlived its session")
 		}

@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"dshmem/events"
 	"dshmem/observer"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestServeFindsCorruptionOpenTrusts: a data frame damaged inside a
@@ -24,23 +25,17 @@ func TestServeFindsCorruptionOpenTrusts(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	eng, err := observer.Open(ctx, root, observer.Options{Log: events.Options{SegmentSize: 2048}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := 0; i < 40; i++ {
 		line := fmt.Sprintf(`{"id":"c%d","type":"user/message","time":"2026-08-18T10:00:%02dZ","data":{"text":"message number %d of the corruption test"}}`, i, i, i)
 		if _, _, err := eng.Ingest(ctx, [][]byte{[]byte(line)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.Close())
 	segs, _ := filepath.Glob(filepath.Join(root, observer.LogDir, "global", "*.jsonl.zst"))
 	sort.Strings(segs)
-	if len(segs) < 2 {
-		t.Fatalf("got %d segments, want ≥ 2 (the first sealed)", len(segs))
-	}
+	require.False(t, len(segs) < 2, "got %d segments, want ≥ 2 (the first sealed)", len(segs))
 	b, _ := os.ReadFile(segs[0])
 	b[len(b)/2] ^= 0x40 // inside a batch of the sealed segment
 	os.WriteFile(segs[0], b, 0o644)
@@ -49,24 +44,20 @@ func TestServeFindsCorruptionOpenTrusts(t *testing.T) {
 	var h Health
 	for deadline := time.Now().Add(time.Minute); ; {
 		_, body := ts.call("GET", "/v1/healthz", nil)
-		if err := json.Unmarshal(body, &h); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal(body, &h))
 		if h.Log != nil && h.Log.State != "running" {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz never reported the end of the log walk: %s", body)
-		}
+		require.False(t, time.Now().After(deadline), "healthz never reported the end of the log walk: %s", body)
 		time.Sleep(5 * time.Millisecond)
 	}
-	if h.Log.State != "corrupt" || len(h.Log.Problems) == 0 || !strings.Contains(h.Log.Problems[0], segs[0]) {
-		t.Fatalf("got log check %+v, want corrupt naming %s", h.Log, segs[0])
-	}
+	require.EqualValues(t, "corrupt", h.Log.State, "got log check %+v, want corrupt naming %s", h.Log, segs[0])
+	require.NotEqualValues(t, 0, len(h.Log.Problems), "got log check %+v, want corrupt naming %s", h.Log, segs[0])
+	require.Contains(t, h.Log.Problems[0], segs[0], "got log check %+v, want corrupt naming %s", h.Log, segs[0])
 	served := 0
 	err = ts.eng.Log().Scan("global", 1, func(events.Envelope) error { served++; return nil })
 	var ce *events.CorruptError
-	if !errors.As(err, &ce) || ce.Segment != segs[0] || served >= 40 {
-		t.Fatalf("scan: got %v after %d events, want a *CorruptError in %s before the end", err, served, segs[0])
-	}
+	require.True(t, errors.As(err, &ce), "scan: got %v after %d events, want a *CorruptError in %s before the end", err, served, segs[0])
+	require.Equal(t, segs[0], ce.Segment, "scan: got %v after %d events, want a *CorruptError in %s before the end", err, served, segs[0])
+	require.False(t, served >= 40, "scan: got %v after %d events, want a *CorruptError in %s before the end", err, served, segs[0])
 }

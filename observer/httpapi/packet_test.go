@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // fetch returns the packet of sid, or nil for 204 (with the reason).
@@ -18,17 +20,14 @@ func (ts *testServer) fetch(sid, query string) (*broker.Packet, string) {
 	req, _ := http.NewRequest("GET", ts.url+"/v1/sessions/"+sid+"/packet"+query, nil)
 	req.Header.Set("Authorization", "Bearer "+ts.token)
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
+	require.NoError(ts.t, err)
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNoContent {
 		return nil, resp.Header.Get("X-Dshmem-Reason")
 	}
 	var p broker.Packet
-	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&p) != nil {
-		ts.t.Fatalf("packet %s: status %d", sid, resp.StatusCode)
-	}
+	require.EqualValues(ts.t, 200, resp.StatusCode, "packet %s: status %d", sid, resp.StatusCode)
+	require.Nil(ts.t, json.NewDecoder(resp.Body).Decode(&p), "packet %s: status %d", sid, resp.StatusCode)
 	return &p, ""
 }
 
@@ -53,15 +52,12 @@ func TestPackets(t *testing.T) {
 
 	t.Run("Served", func(t *testing.T) {
 		p, why := ts.fetch("a", fmt.Sprintf("?contextVersion=%d&step=0", v))
-		if p == nil {
-			t.Fatalf("got nothing (%s), want a packet", why)
-		}
-		if p.Session != "a" || p.ContextVersion != v || len(p.Entries) == 0 || p.Entries[0].ID != en.ID {
-			t.Fatalf("got %+v", p)
-		}
-		if p.Mode == broker.ModeHint && (!strings.HasPrefix(p.Text, broker.PacketFrame) || len(p.Text) > 600) {
-			t.Fatalf("hint text %q: want framed, at most 600 bytes", p.Text)
-		}
+		require.NotNil(t, p, "got nothing (%s), want a packet", why)
+		require.EqualValues(t, "a", p.Session, "got %+v", p)
+		require.Equal(t, v, p.ContextVersion, "got %+v", p)
+		require.NotEqualValues(t, 0, len(p.Entries), "got %+v", p)
+		require.Equal(t, en.ID, p.Entries[0].ID, "got %+v", p)
+		require.False(t, p.Mode == broker.ModeHint && (!strings.HasPrefix(p.Text, broker.PacketFrame) || len(p.Text) > 600), "hint text %q: want framed, at most 600 bytes", p.Text)
 	})
 	t.Run("ServedOnce", func(t *testing.T) {
 		if p, why := ts.fetch("a", ""); p != nil || why != "served" {
@@ -79,9 +75,8 @@ func TestPackets(t *testing.T) {
 		ts.fetch("a", "?step=9") // moves the session's step
 		v := push("a", "user/message", map[string]any{"text": "api server and the migrations, once more"})
 		p, why := ts.fetch("a", fmt.Sprintf("?contextVersion=%d&step=9", v))
-		if p == nil || p.Entries[0].ID != en.ID {
-			t.Fatalf("got %+v (%s), want the entry back after its cooldown", p, why)
-		}
+		require.NotNil(t, p, "got %+v (%s), want the entry back after its cooldown", p, why)
+		require.Equal(t, en.ID, p.Entries[0].ID, "got %+v (%s), want the entry back after its cooldown", p, why)
 	})
 	t.Run("Stale", func(t *testing.T) {
 		push("b", "session/start", map[string]any{"origin": "top"})
@@ -107,9 +102,9 @@ func TestPackets(t *testing.T) {
 		push("d", "tool/call", map[string]any{"name": "bash", "args": map[string]any{"cmd": "make run"}})
 		v := push("d", "user/message", map[string]any{"text": "no, that's wrong, the api server needs the migrations"})
 		p, why := ts.fetch("d", fmt.Sprintf("?contextVersion=%d", v))
-		if p == nil || p.Mode != broker.ModeChecklist || len(p.Signals) < 2 {
-			t.Fatalf("got %+v (%s), want a checklist with signals", p, why)
-		}
+		require.NotNil(t, p, "got %+v (%s), want a checklist with signals", p, why)
+		require.Equal(t, broker.ModeChecklist, p.Mode, "got %+v (%s), want a checklist with signals", p, why)
+		require.False(t, len(p.Signals) < 2, "got %+v (%s), want a checklist with signals", p, why)
 	})
 	t.Run("SessionEndFrees", func(t *testing.T) {
 		before := ts.srv.Broker().Sessions()
@@ -133,12 +128,8 @@ func TestPackets(t *testing.T) {
 		var count int
 		err := ts.eng.Store().DB().QueryRowContext(t.Context(), `SELECT count(*) FROM events WHERE type = 'memory/shown' AND session = 'a'
 			AND data ->> 'mode' IN ('hint','checklist','prefetch') AND data ->> 'session' = 'a' AND json_array_length(data -> 'entries') > 0`).Scan(&count)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if count == 0 {
-			t.Fatal("no memory/shown event for the served packet")
-		}
+		require.NoError(t, err)
+		require.NotEqualValues(t, 0, count, "no memory/shown event for the served packet")
 	})
 }
 
@@ -162,17 +153,18 @@ func TestContextMaintenanceAndRefresh(t *testing.T) {
 		t.Fatalf("delegated session got maintenance %v", sc.Maintenance)
 	}
 	sc := get("session=top1&cwd=/w/m&origin=top")
-	if len(sc.Maintenance) == 0 || !strings.Contains(sc.Maintenance[0], "backup due") {
-		t.Fatalf("first top-level session: got %v, want a backup reminder", sc.Maintenance)
-	}
+	require.NotEqualValues(t, 0, len(sc.Maintenance), "first top-level session: got %v, want a backup reminder", sc.Maintenance)
+	require.Contains(t, sc.Maintenance[0], "backup due", "first top-level session: got %v, want a backup reminder", sc.Maintenance)
 	if sc := get("session=top2&cwd=/w/m&origin=top"); len(sc.Maintenance) != 0 {
 		t.Fatalf("second top-level session got maintenance %v", sc.Maintenance)
 	}
 	ts.must(200, "POST", "/v1/events", []any{event("m:3", "compaction/summary", "top2", "", map[string]any{"compactionId": "c1", "text": "we did things"})}, nil)
 	sc = get("session=top2")
-	if !sc.Refresh || sc.Stable != "" || sc.Workspace != "" || strings.Count(sc.Dynamic, "\n") != 0 || sc.Dynamic == "" {
-		t.Fatalf("after compaction: got %+v, want a one-line refresh hint", sc)
-	}
+	require.True(t, sc.Refresh, "after compaction: got %+v, want a one-line refresh hint", sc)
+	require.EqualValues(t, "", sc.Stable, "after compaction: got %+v, want a one-line refresh hint", sc)
+	require.EqualValues(t, "", sc.Workspace, "after compaction: got %+v, want a one-line refresh hint", sc)
+	require.EqualValues(t, 0, strings.Count(sc.Dynamic, "\n"), "after compaction: got %+v, want a one-line refresh hint", sc)
+	require.NotEqualValues(t, "", sc.Dynamic, "after compaction: got %+v, want a one-line refresh hint", sc)
 	if sc := get("session=top2"); sc.Refresh {
 		t.Fatal("the refresh hint came twice")
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/require"
 )
 
 // recordingIndex is the engine's index, noting the text of every recall
@@ -43,15 +45,9 @@ func TestBrokerSeesRedactedText(t *testing.T) {
 	rec.mu.Lock()
 	queries := append([]string(nil), rec.queries...)
 	rec.mu.Unlock()
-	if len(queries) == 0 {
-		t.Fatal("the broker ran no recall for the session's turn")
-	}
+	require.NotEqualValues(t, 0, len(queries), "the broker ran no recall for the session's turn")
 	for _, q := range queries {
-		if strings.Contains(q, secret) {
-			t.Fatalf("a recall query holds the posted secret: %q", q)
-		}
+		require.NotContains(t, q, secret, "a recall query holds the posted secret: %q", q)
 	}
-	if !strings.Contains(strings.Join(queries, "\n"), "billing") {
-		t.Fatalf("got queries %q, want the turn's words in them", queries)
-	}
+	require.Contains(t, strings.Join(queries, "\n"), "billing", "got queries %q, want the turn's words in them", queries)
 }

@@ -20,6 +20,9 @@ import (
 	"dshmem/observer/broker"
 	"dshmem/observer/distill"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testServer is a real server listening on 127.0.0.1:0 over a fresh root.
@@ -37,9 +40,7 @@ func startServer(t *testing.T, root string, opts ServerOptions) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	eng, err := observer.Open(ctx, root, observer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if opts.AutoCheckpoint == 0 {
 		opts.AutoCheckpoint = -1
 	}
@@ -54,13 +55,9 @@ func startServer(t *testing.T, root string, opts ServerOptions) *testServer {
 		opts.Packets.RecallTimeout = time.Minute
 	}
 	srv, err := NewServer(eng, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ts := &testServer{t: t, root: root, eng: eng, srv: srv, url: "http://" + l.Addr().String(), token: srv.Token(), done: make(chan error, 1)}
 	go func() { ts.done <- srv.Serve(l) }()
 	t.Cleanup(ts.stop)
@@ -75,15 +72,9 @@ func (ts *testServer) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ts.srv.Shutdown(ctx); err != nil {
-		ts.t.Errorf("shutdown: %v", err)
-	}
-	if err := <-ts.done; err != nil {
-		ts.t.Errorf("serve: %v", err)
-	}
-	if err := ts.eng.Close(); err != nil {
-		ts.t.Errorf("close: %v", err)
-	}
+	assert.NoError(ts.t, ts.srv.Shutdown(ctx), "shutdown")
+	assert.NoError(ts.t, <-ts.done, "serve")
+	assert.NoError(ts.t, ts.eng.Close(), "close")
 	ts.srv = nil
 }
 
@@ -105,27 +96,19 @@ func (ts *testServer) callWith(token, method, path string, body any) (int, []byt
 		rd = bytes.NewReader(b)
 	default:
 		j, err := json.Marshal(b)
-		if err != nil {
-			ts.t.Fatal(err)
-		}
+		require.NoError(ts.t, err)
 		rd = bytes.NewReader(j)
 	}
 	req, err := http.NewRequest(method, ts.url+path, rd)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
+	require.NoError(ts.t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
+	require.NoError(ts.t, err)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
+	require.NoError(ts.t, err)
 	return resp.StatusCode, out
 }
 
@@ -133,13 +116,9 @@ func (ts *testServer) callWith(token, method, path string, body any) (int, []byt
 func (ts *testServer) must(want int, method, path string, body, v any) {
 	ts.t.Helper()
 	code, out := ts.call(method, path, body)
-	if code != want {
-		ts.t.Fatalf("%s %s: got %d, want %d: %s", method, path, code, want, out)
-	}
+	require.Equal(ts.t, want, code, "%s %s: got %d, want %d: %s", method, path, code, want, out)
 	if v != nil {
-		if err := json.Unmarshal(out, v); err != nil {
-			ts.t.Fatalf("%s %s: decode %s: %v", method, path, out, err)
-		}
+		require.NoError(ts.t, json.Unmarshal(out, v), "%s %s: decode %s", method, path, out)
 	}
 }
 
@@ -181,9 +160,9 @@ func TestServerRoutes(t *testing.T) {
 	t.Run("Healthz", func(t *testing.T) {
 		var h Health
 		ts.must(200, "GET", "/v1/healthz", nil, &h)
-		if !h.OK || h.API != "v1" || h.PID != os.Getpid() {
-			t.Fatalf("got %+v", h)
-		}
+		require.True(t, h.OK, "got %+v", h)
+		require.EqualValues(t, "v1", h.API, "got %+v", h)
+		require.Equal(t, os.Getpid(), h.PID, "got %+v", h)
 	})
 	var resp EventsResponse
 	t.Run("EventsArray", func(t *testing.T) {
@@ -193,24 +172,22 @@ func TestServerRoutes(t *testing.T) {
 			map[string]any{"id": "r:3", "type": "user/message", "session": "s1"}, // no time
 		}
 		ts.must(200, "POST", "/v1/events", evs, &resp)
-		if resp.Appended != 2 || resp.Rejected != 1 || len(resp.Results) != 3 {
-			t.Fatalf("got %+v", resp)
-		}
+		require.EqualValues(t, 2, resp.Appended, "got %+v", resp)
+		require.EqualValues(t, 1, resp.Rejected, "got %+v", resp)
+		require.Len(t, resp.Results, 3, "got %+v", resp)
 		if r := resp.Results[2]; r.Status != observer.StatusRejected || r.Field != "time" || r.Line != 3 {
 			t.Fatalf("got %+v, want a rejection of field time on line 3", r)
 		}
-		if resp.Sessions["s1"] != 2 {
-			t.Fatalf("got contextVersion %d, want 2", resp.Sessions["s1"])
-		}
+		require.EqualValues(t, 2, resp.Sessions["s1"], "got contextVersion %d, want 2", resp.Sessions["s1"])
 	})
 	t.Run("EventsJSONLDuplicates", func(t *testing.T) {
 		b1, _ := json.Marshal(event("r:2", "user/message", "s1", "", map[string]any{"text": "again"}))
 		b2, _ := json.Marshal(event("r:4", "assistant/message", "s1", "", map[string]any{"text": "ok"}))
 		var r EventsResponse
 		ts.must(200, "POST", "/v1/events", string(b1)+"\n\n"+string(b2)+"\n", &r)
-		if r.Duplicates != 1 || r.Appended != 1 || r.Results[1].Line != 3 {
-			t.Fatalf("got %+v", r)
-		}
+		require.EqualValues(t, 1, r.Duplicates, "got %+v", r)
+		require.EqualValues(t, 1, r.Appended, "got %+v", r)
+		require.EqualValues(t, 3, r.Results[1].Line, "got %+v", r)
 	})
 	t.Run("EventsMalformed", func(t *testing.T) {
 		for _, body := range []string{`[{"id":`, ``, `[]`} {
@@ -227,110 +204,83 @@ func TestServerRoutes(t *testing.T) {
 			t.Fatalf("got %d %s, want 413", code, out)
 		}
 		code, out = ts.call("POST", "/v1/recall", bytes.Repeat([]byte(" "), MaxRequestBytes+1))
-		if code != http.StatusRequestEntityTooLarge {
-			t.Fatalf("recall: got %d %s, want 413", code, out)
-		}
+		require.Equal(t, http.StatusRequestEntityTooLarge, code, "recall: got %d %s, want 413", code, out)
 	})
 	var entry observer.Entry
 	t.Run("Remember", func(t *testing.T) {
 		ts.must(200, "POST", "/v1/remember", map[string]any{"content": "Deploys use a blue green rollout behind the load balancer", "cwd": cwd, "type": "decision"}, &entry)
-		if !strings.HasPrefix(entry.ID, "m-") || entry.Scope != observer.StreamForCwd(cwd) {
-			t.Fatalf("got %+v", entry)
-		}
+		require.True(t, strings.HasPrefix(entry.ID, "m-"), "got %+v", entry)
+		require.Equal(t, observer.StreamForCwd(cwd), entry.Scope, "got %+v", entry)
 		code, out := ts.call("POST", "/v1/remember", map[string]any{"content": "sk-ant-api03-" + strings.Repeat("A", 90), "global": true})
-		if code != 400 {
-			t.Fatalf("a bare secret: got %d %s, want 400", code, out)
-		}
+		require.EqualValues(t, 400, code, "a bare secret: got %d %s, want 400", code, out)
 		code, out = ts.call("POST", "/v1/remember", `{"content":"x","cwd":"/p","colour":"red"}`)
-		if code != 400 || !strings.Contains(string(out), "colour") {
-			t.Fatalf("unknown field: got %d %s, want 400 naming it", code, out)
-		}
+		require.EqualValues(t, 400, code, "unknown field: got %d %s, want 400 naming it", code, out)
+		require.Contains(t, string(out), "colour", "unknown field: got %d %s, want 400 naming it", code, out)
 	})
 	t.Run("Recall", func(t *testing.T) {
 		var res struct {
 			Items []struct{ ID, Scope string } `json:"items"`
 		}
 		ts.must(200, "POST", "/v1/recall", map[string]any{"query": "blue green rollout", "cwd": cwd, "session": "s1"}, &res)
-		if len(res.Items) == 0 || res.Items[0].ID != entry.ID {
-			t.Fatalf("got %+v, want %s first", res.Items, entry.ID)
-		}
+		require.NotEqualValues(t, 0, len(res.Items), "got %+v, want %s first", res.Items, entry.ID)
+		require.Equal(t, entry.ID, res.Items[0].ID, "got %+v, want %s first", res.Items, entry.ID)
 		code, out := ts.call("POST", "/v1/recall", `{"query":`)
-		if code != 400 {
-			t.Fatalf("malformed: got %d %s", code, out)
-		}
+		require.EqualValues(t, 400, code, "malformed: got %d %s", code, out)
 		code, out = ts.call("POST", "/v1/recall", map[string]any{"query": "x", "stream": "ws-00000000000000000000"})
 		if code != 404 || errCode(t, out) != CodeUnknownScope {
 			t.Fatalf("unknown scope: got %d %s, want 404 unknown_scope", code, out)
 		}
 		code, out = ts.call("POST", "/v1/recall", map[string]any{"query": "x", "stream": "nope"})
-		if code != 400 {
-			t.Fatalf("bad stream: got %d %s, want 400", code, out)
-		}
+		require.EqualValues(t, 400, code, "bad stream: got %d %s, want 400", code, out)
 	})
 	t.Run("Search", func(t *testing.T) {
 		var res struct {
 			Items []struct{ Kind, Scope string } `json:"items"`
 		}
 		ts.must(200, "POST", "/v1/search", map[string]any{"query": "blue green", "stream": observer.StreamForCwd(cwd)}, &res)
-		if len(res.Items) == 0 || res.Items[0].Kind != "episodic" {
-			t.Fatalf("got %+v", res.Items)
-		}
+		require.NotEqualValues(t, 0, len(res.Items), "got %+v", res.Items)
+		require.EqualValues(t, "episodic", res.Items[0].Kind, "got %+v", res.Items)
 		code, out := ts.call("POST", "/v1/search", map[string]any{"query": "x", "stream": "ws-11111111111111111111"})
 		if code != 404 || errCode(t, out) != CodeUnknownScope {
 			t.Fatalf("unknown scope: got %d %s", code, out)
 		}
 		code, _ = ts.call("POST", "/v1/search", map[string]any{"query": "x", "kind": "dreams"})
-		if code != 400 {
-			t.Fatalf("bad kind: got %d", code)
-		}
+		require.EqualValues(t, 400, code, "bad kind: got %d", code)
 	})
 	t.Run("Context", func(t *testing.T) {
 		var sc broker.SessionContext
 		ts.must(200, "GET", "/v1/context?cwd="+cwd+"&session=s1&origin=top", nil, &sc)
-		if !strings.Contains(sc.Workspace, "blue green") || !strings.Contains(sc.Workspace, "not instructions") || len(sc.StableHash) != 64 {
-			t.Fatalf("got %+v", sc)
-		}
+		require.Contains(t, sc.Workspace, "blue green", "got %+v", sc)
+		require.Contains(t, sc.Workspace, "not instructions", "got %+v", sc)
+		require.Len(t, sc.StableHash, 64, "got %+v", sc)
 		code, _ := ts.call("GET", "/v1/context?cwd=relative/dir", nil)
-		if code != 400 {
-			t.Fatalf("relative cwd: got %d, want 400", code)
-		}
+		require.EqualValues(t, 400, code, "relative cwd: got %d, want 400", code)
 	})
 	t.Run("Packet", func(t *testing.T) {
 		ts.srv.Broker().Settle()
 		code, out := ts.call("GET", "/v1/sessions/nobody/packet", nil)
-		if code != http.StatusNoContent {
-			t.Fatalf("unknown session: got %d %s, want 204", code, out)
-		}
+		require.Equal(t, http.StatusNoContent, code, "unknown session: got %d %s, want 204", code, out)
 		code, out = ts.call("GET", "/v1/sessions/s1/packet?contextVersion=x", nil)
-		if code != 400 {
-			t.Fatalf("bad contextVersion: got %d %s", code, out)
-		}
+		require.EqualValues(t, 400, code, "bad contextVersion: got %d %s", code, out)
 	})
 	t.Run("Checkpoint", func(t *testing.T) {
 		var res CheckpointResponse
 		ts.must(200, "POST", "/v1/checkpoint", map[string]any{"cwd": cwd, "force": true}, &res)
-		if len(res.Results) != 1 || res.Results[0].Session != "s1" {
-			t.Fatalf("got %+v", res)
-		}
+		require.Len(t, res.Results, 1, "got %+v", res)
+		require.EqualValues(t, "s1", res.Results[0].Session, "got %+v", res)
 		code, out := ts.call("POST", "/v1/checkpoint", map[string]any{"stream": "ws-22222222222222222222"})
-		if code != 404 {
-			t.Fatalf("unknown scope: got %d %s", code, out)
-		}
+		require.EqualValues(t, 404, code, "unknown scope: got %d %s", code, out)
 	})
 	t.Run("Forget", func(t *testing.T) {
 		var en observer.Entry
 		ts.must(200, "POST", "/v1/forget", map[string]any{"id": entry.ID, "reason": "test"}, &en)
-		if en.Status != "forgotten" {
-			t.Fatalf("got %+v", en)
-		}
+		require.EqualValues(t, "forgotten", en.Status, "got %+v", en)
 		code, out := ts.call("POST", "/v1/forget", map[string]any{"id": entry.ID})
 		if code != http.StatusConflict || errCode(t, out) != CodeConflict {
 			t.Fatalf("twice: got %d %s, want 409", code, out)
 		}
 		code, out = ts.call("POST", "/v1/forget", map[string]any{"id": "m-0000000000000000"})
-		if code != 404 {
-			t.Fatalf("unknown: got %d %s, want 404", code, out)
-		}
+		require.EqualValues(t, 404, code, "unknown: got %d %s, want 404", code, out)
 	})
 	t.Run("MethodAndPath", func(t *testing.T) {
 		if code, out := ts.call("GET", "/v1/events", nil); code != http.StatusMethodNotAllowed || errCode(t, out) != CodeMethod {
@@ -349,9 +299,8 @@ func TestServerRoutes(t *testing.T) {
 			"dshmem_recall_seconds_count", "dshmem_packets_served_total", `dshmem_packets_suppressed_total{reason="unknown-session"} 1`,
 			"dshmem_distiller_calls_total 1", "dshmem_distiller_failures_total 0",
 		} {
-			if code != 200 || !strings.Contains(text, want) {
-				t.Fatalf("metrics lack %q:\n%s", want, text)
-			}
+			require.EqualValues(t, 200, code, "metrics lack %q:\n%s", want, text)
+			require.Contains(t, text, want, "metrics lack %q:\n%s", want, text)
 		}
 	})
 }
@@ -384,13 +333,9 @@ func TestServerDistillerFailure(t *testing.T) {
 	// Ingest keeps working.
 	var r EventsResponse
 	ts.must(200, "POST", "/v1/events", []any{event("d:2", "user/message", "s1", "/p", map[string]any{"text": "more"})}, &r)
-	if r.Appended != 1 {
-		t.Fatalf("got %+v", r)
-	}
+	require.EqualValues(t, 1, r.Appended, "got %+v", r)
 	_, m := ts.call("GET", "/v1/metrics", nil)
-	if !strings.Contains(string(m), "dshmem_distiller_failures_total 1") {
-		t.Fatalf("failure not counted:\n%s", m)
-	}
+	require.Contains(t, string(m), "dshmem_distiller_failures_total 1", "failure not counted:\n%s", m)
 }
 
 func TestCheckLoopback(t *testing.T) {
@@ -413,17 +358,13 @@ func TestCheckLoopback(t *testing.T) {
 func TestServeFile(t *testing.T) {
 	root := t.TempDir()
 	info := ServeInfo{Addr: "127.0.0.1:1234", PID: 42, Token: "abc"}
-	if err := WriteServeFile(root, info); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteServeFile(root, info))
 	fi, err := os.Stat(filepath.Join(root, ServeFile))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("got %v %v, want mode 0600", fi.Mode(), err)
-	}
+	require.NoError(t, err, "got %v %v, want mode 0600", fi.Mode(), err)
+	require.EqualValues(t, 0o600, fi.Mode().Perm(), "got %v %v, want mode 0600", fi.Mode(), err)
 	got, err := ReadServeFile(root)
-	if err != nil || got != info {
-		t.Fatalf("got %+v %v, want %+v", got, err, info)
-	}
+	require.NoError(t, err, "got %+v %v, want %+v", got, err, info)
+	require.Equal(t, info, got, "got %+v %v, want %+v", got, err, info)
 	RemoveServeFile(root, 7) // not ours: stays
 	if _, err := os.Stat(filepath.Join(root, ServeFile)); err != nil {
 		t.Fatalf("removed another server's file: %v", err)
@@ -520,26 +461,19 @@ func TestServerIsolation(t *testing.T) {
 			continue
 		}
 		var p broker.Packet
-		if code != 200 || json.Unmarshal(out, &p) != nil {
-			t.Fatalf("%s packet: %d %s", sid, code, out)
-		}
+		require.EqualValues(t, 200, code, "%s packet: %d %s", sid, code, out)
+		require.Nil(t, json.Unmarshal(out, &p), "%s packet: %d %s", sid, code, out)
 		served++
-		if p.Session != sid {
-			t.Errorf("%s was served the packet of %s", sid, p.Session)
-		}
+		assert.Equal(t, sid, p.Session, "%s was served the packet of %s", sid, p.Session)
 		for _, e := range p.Entries {
-			if owner[e.ID] != w {
-				t.Errorf("%s (workspace %d) packet holds %s of workspace %d", sid, w, e.ID, owner[e.ID])
-			}
+			assert.Equal(t, w, owner[e.ID], "%s (workspace %d) packet holds %s of workspace %d", sid, w, e.ID, owner[e.ID])
 		}
 	}
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
-	if served < 25 {
-		t.Fatalf("only %d of 50 sessions got a packet; the test would prove little", served)
-	}
+	require.False(t, served < 25, "only %d of 50 sessions got a packet; the test would prove little", served)
 }
 
 func (ts *testServer) callNoFatal(method, path string, body []byte) (int, []byte) {
@@ -586,9 +520,7 @@ func TestContextPrefixStability(t *testing.T) {
 		ts.must(200, "GET", "/v1/context?cwd="+cwd+"&session="+sid, nil, &sc)
 		hashes[sc.StableHash]++
 	}
-	if len(hashes) != 3 {
-		t.Fatalf("got %d distinct stableHash values %v, want 3", len(hashes), hashes)
-	}
+	require.Len(t, hashes, 3, "got %d distinct stableHash values %v, want 3", len(hashes), hashes)
 }
 
 // brokenIndex is an index whose every read fails, as a corrupt or
@@ -634,9 +566,8 @@ func TestServerIndexFailure(t *testing.T) {
 			event("b:1", "session/start", "s1", cwd, map[string]any{"origin": "top"}),
 			event("b:2", "user/message", "s1", cwd, map[string]any{"text": "the deploy is broken"}),
 		}, &r)
-		if r.Appended != 2 || r.Warning != "" {
-			t.Fatalf("got %+v, want 2 appended and no warning", r)
-		}
+		require.EqualValues(t, 2, r.Appended, "got %+v, want 2 appended and no warning", r)
+		require.EqualValues(t, "", r.Warning, "got %+v, want 2 appended and no warning", r)
 		ts.srv.Broker().Settle()
 		if _, why := ts.fetch("s1", ""); why != "none" {
 			t.Fatalf("packet: got reason %q, want none (the broker's recall failed)", why)
@@ -647,10 +578,10 @@ func TestServerIndexFailure(t *testing.T) {
 func TestServerTimeoutDefaults(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{})
 	h := ts.srv.http
-	if h.ReadTimeout != 30*time.Second || h.WriteTimeout != 2*time.Minute || h.IdleTimeout != 2*time.Minute || h.ReadHeaderTimeout != 10*time.Second {
-		t.Fatalf("got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says",
-			h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
-	}
+	require.Equal(t, 30*time.Second, h.ReadTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
+	require.Equal(t, 2*time.Minute, h.WriteTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
+	require.Equal(t, 2*time.Minute, h.IdleTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
+	require.Equal(t, 10*time.Second, h.ReadHeaderTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
 }
 
 // TestServerReadTimeout: a client that sends its headers and part of a
@@ -658,13 +589,11 @@ func TestServerTimeoutDefaults(t *testing.T) {
 // connection and a request slot for ever; nothing of its body is taken.
 func TestServerReadTimeout(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{ReadTimeout: 100 * time.Millisecond, WriteTimeout: time.Second, IdleTimeout: time.Second})
-	if ts.srv.http.ReadTimeout != 100*time.Millisecond || ts.srv.http.WriteTimeout != time.Second || ts.srv.http.IdleTimeout != time.Second {
-		t.Fatalf("timeouts not taken from the options: %v %v %v", ts.srv.http.ReadTimeout, ts.srv.http.WriteTimeout, ts.srv.http.IdleTimeout)
-	}
+	require.Equal(t, 100*time.Millisecond, ts.srv.http.ReadTimeout, "timeouts not taken from the options: %v %v %v", ts.srv.http.ReadTimeout, ts.srv.http.WriteTimeout, ts.srv.http.IdleTimeout)
+	require.Equal(t, time.Second, ts.srv.http.WriteTimeout, "timeouts not taken from the options: %v %v %v", ts.srv.http.ReadTimeout, ts.srv.http.WriteTimeout, ts.srv.http.IdleTimeout)
+	require.Equal(t, time.Second, ts.srv.http.IdleTimeout, "timeouts not taken from the options: %v %v %v", ts.srv.http.ReadTimeout, ts.srv.http.WriteTimeout, ts.srv.http.IdleTimeout)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
 	line, _ := json.Marshal(event("slow:1", "user/message", "slow", "/p", map[string]any{"text": "never finished"}))
 	fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", ts.token, len(line)+100, line)
@@ -674,17 +603,11 @@ func TestServerReadTimeout(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // under the 30s default, over 100ms
 	got, err := io.ReadAll(conn)
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("the server kept the stalled connection open (read so far: %q)", got)
-	}
-	if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400") {
-		t.Fatalf("got %q, want the connection closed, or a 400 before it", got)
-	}
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the stalled connection open (read so far: %q)", got)
+	require.False(t, len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400"), "got %q, want the connection closed, or a 400 before it", got)
 	var r EventsResponse
 	ts.must(200, "POST", "/v1/events", []any{event("slow:1", "user/message", "slow", "/p", map[string]any{"text": "now whole"})}, &r)
-	if r.Appended != 1 {
-		t.Fatalf("got %+v: the stalled body must not have been ingested", r)
-	}
+	require.EqualValues(t, 1, r.Appended, "got %+v: the stalled body must not have been ingested", r)
 }
 
 // stallIndex is an index whose recall takes stall and then finds
@@ -709,13 +632,9 @@ func (stallIndex) Maintenance(context.Context, string, time.Time) ([]string, err
 func TestServerWriteTimeout(t *testing.T) {
 	const wt = 20 * time.Millisecond
 	ts := startServer(t, t.TempDir(), ServerOptions{WriteTimeout: wt, index: stallIndex{stall: 10 * wt}})
-	if ts.srv.http.WriteTimeout != wt {
-		t.Fatalf("write timeout not taken from the options: got %v, want %v", ts.srv.http.WriteTimeout, wt)
-	}
+	require.Equal(t, wt, ts.srv.http.WriteTimeout, "write timeout not taken from the options: got %v, want %v", ts.srv.http.WriteTimeout, wt)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn.Close()
 	body := `{"query":"deploy"}`
 	fmt.Fprintf(conn, "POST /v1/search HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", ts.token, len(body), body)
@@ -723,12 +642,8 @@ func TestServerWriteTimeout(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	got, err := io.ReadAll(conn)
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("the server kept the connection open past its write timeout (read so far: %q)", got)
-	}
-	if len(got) > 0 {
-		t.Fatalf("got %q, want no answer: it was due after the write timeout", got)
-	}
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection open past its write timeout (read so far: %q)", got)
+	require.False(t, len(got) > 0, "got %q, want no answer: it was due after the write timeout", got)
 	// The server goes on answering.
 	var h Health
 	ts.must(200, "GET", "/v1/healthz", nil, &h)

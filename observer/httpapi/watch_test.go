@@ -12,6 +12,9 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/dsh"
 	"dshmem/observer/importer"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // hostRow is one host line of a DSH session log.
@@ -25,15 +28,11 @@ func hostRow(seq int, text string) []byte {
 func appendFile(t *testing.T, path string, b []byte) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := f.Write(b); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Close())
 }
 
 func hostFrame(t *testing.T, lines ...[]byte) []byte {
@@ -43,9 +42,7 @@ func hostFrame(t *testing.T, lines ...[]byte) []byte {
 		content = append(append(content, l...), '\n')
 	}
 	b, err := dsh.EncodeFrame(content)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -53,9 +50,7 @@ func hostFrame(t *testing.T, lines ...[]byte) []byte {
 func dshIDs(t *testing.T, eng *observer.Engine, sid string) map[string]int {
 	t.Helper()
 	rows, err := eng.Store().DB().QueryContext(context.Background(), `SELECT id FROM events WHERE id LIKE ?`, "dsh:"+sid+":%")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer rows.Close()
 	got := map[string]int{}
 	for rows.Next() {
@@ -69,9 +64,7 @@ func dshIDs(t *testing.T, eng *observer.Engine, sid string) map[string]int {
 func TestWatcherFollowsLiveLog(t *testing.T) {
 	root, host := t.TempDir(), t.TempDir()
 	dir := filepath.Join(host, "--work-live--", "sess-live")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	path := filepath.Join(dir, "session.jsonl.zstd")
 	hdr, _ := json.Marshal(map[string]any{"type": "session", "version": 0, "id": "sess-live", "createdAt": 1786123400000, "cwd": "/work/live", "delegationDepth": 0})
 	opts := ServerOptions{DSHSessions: host, Watch: importer.WatchOptions{Interval: time.Hour}}
@@ -121,22 +114,14 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		// The ticker is an hour: only Shutdown's scan can have moved the
 		// cursor to the end of the file.
 		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		b, err := os.ReadFile(filepath.Join(root, importer.WatchCursorFile))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var cur struct {
 			Files map[string]int64 `json:"files"` // dsh-watch.json, the watcher's on-disk cursor
 		}
-		if err := json.Unmarshal(b, &cur); err != nil {
-			t.Fatal(err)
-		}
-		if cur.Files[path] != fi.Size() {
-			t.Fatalf("after shutdown the cursor is at %d, want %d (the end of the frames written before it)", cur.Files[path], fi.Size())
-		}
+		require.NoError(t, json.Unmarshal(b, &cur))
+		require.Equal(t, fi.Size(), cur.Files[path], "after shutdown the cursor is at %d, want %d (the end of the frames written before it)", cur.Files[path], fi.Size())
 		appendFile(t, path, next(4))
 		f := next(1)
 		appendFile(t, path, f[:7])
@@ -148,16 +133,10 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		ts2.srv.Broker().Settle()
 		got := dshIDs(t, ts2.eng, "sess-live")
 		s, err := dsh.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(s.Events) {
-			t.Fatalf("got %d distinct ids, want %d", len(got), len(s.Events))
-		}
+		require.NoError(t, err)
+		require.Len(t, got, len(s.Events), "got %d distinct ids, want %d", len(got), len(s.Events))
 		for _, ev := range s.Events {
-			if got[ev.ID] != 1 {
-				t.Errorf("event %s is in the log %d times, want exactly once", ev.ID, got[ev.ID])
-			}
+			assert.EqualValues(t, 1, got[ev.ID], "event %s is in the log %d times, want exactly once", ev.ID, got[ev.ID])
 		}
 		if off := ts2.srv.Watcher().Offsets()[path]; off != s.End {
 			t.Fatalf("cursor at %d, want %d (end of the last frame)", off, s.End)
@@ -181,7 +160,5 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		t.Fatal("the watcher wrote into the host's directory")
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Fatalf("host dir holds %d files, want the host's 2", len(ents))
-	}
+	require.Len(t, ents, 2, "host dir holds %d files, want the host's 2", len(ents))
 }

@@ -13,6 +13,9 @@ import (
 	"dshmem/observer/broker"
 	"dshmem/observer/internal/enginetest"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The HTTP API resolves every cwd like intake does: a session, a memory
@@ -29,51 +32,50 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 	lines = append(lines, []byte(`{"id":"h1:3","type":"user/message","time":"2026-08-18T10:00:03Z","session":"h1","data":{"text":"Current runtime context. Remember that the checkout uses stripe elements.","injected":true}}`))
 	code, body := ts.call("POST", "/v1/events", strings.Join(strs(lines), "\n"))
 	var er EventsResponse
-	if code != http.StatusOK || json.Unmarshal(body, &er) != nil || er.Appended != 4 {
-		t.Fatalf("events: %d %s", code, body)
-	}
+	require.Equal(t, http.StatusOK, code, "events: %d %s", code, body)
+	require.Nil(t, json.Unmarshal(body, &er), "events: %d %s", code, body)
+	require.EqualValues(t, 4, er.Appended, "events: %d %s", code, body)
 	for _, r := range er.Results {
-		if r.Stream != stream {
-			t.Fatalf("event %s went to %s, want the repository's %s", r.ID, r.Stream, stream)
-		}
+		require.Equal(t, stream, r.Stream, "event %s went to %s, want the repository's %s", r.ID, r.Stream, stream)
 	}
 
 	t.Run("RememberRecallContext", func(t *testing.T) {
 		code, body := ts.call("POST", "/v1/remember", map[string]any{"content": "The checkout page uses server-side rendering", "cwd": sub + "/components", "type": "decision"})
 		var en observer.Entry
-		if code != http.StatusOK || json.Unmarshal(body, &en) != nil || en.Scope != stream {
-			t.Fatalf("remember: %d %s, want an entry of %s", code, body, stream)
-		}
+		require.Equal(t, http.StatusOK, code, "remember: %d %s, want an entry of %s", code, body, stream)
+		require.Nil(t, json.Unmarshal(body, &en), "remember: %d %s, want an entry of %s", code, body, stream)
+		require.Equal(t, stream, en.Scope, "remember: %d %s, want an entry of %s", code, body, stream)
 		code, body = ts.call("POST", "/v1/recall", map[string]any{"query": "checkout rendering", "cwd": base + "/proj/web"})
-		if code != http.StatusOK || !strings.Contains(string(body), en.ID) {
-			t.Fatalf("recall from a subdirectory: %d %s, want %s", code, body, en.ID)
-		}
+		require.Equal(t, http.StatusOK, code, "recall from a subdirectory: %d %s, want %s", code, body, en.ID)
+		require.Contains(t, string(body), en.ID, "recall from a subdirectory: %d %s, want %s", code, body, en.ID)
 		code, body = ts.call("POST", "/v1/sessions/h9/prompt", map[string]any{"text": "why does the checkout page use server-side rendering", "cwd": sub, "step": 1})
 		var p broker.Packet
-		if code != http.StatusOK || json.Unmarshal(body, &p) != nil || len(p.Entries) == 0 || p.Entries[0].ID != en.ID {
-			t.Fatalf("prompt packet from a subdirectory: %d %s, want %s", code, body, en.ID)
-		}
+		require.Equal(t, http.StatusOK, code, "prompt packet from a subdirectory: %d %s, want %s", code, body, en.ID)
+		require.Nil(t, json.Unmarshal(body, &p), "prompt packet from a subdirectory: %d %s, want %s", code, body, en.ID)
+		require.NotEqualValues(t, 0, len(p.Entries), "prompt packet from a subdirectory: %d %s, want %s", code, body, en.ID)
+		require.Equal(t, en.ID, p.Entries[0].ID, "prompt packet from a subdirectory: %d %s, want %s", code, body, en.ID)
 		code, body = ts.call("GET", "/v1/context?cwd="+url.QueryEscape(sub), nil)
 		var sc broker.SessionContext
-		if code != http.StatusOK || json.Unmarshal(body, &sc) != nil || sc.Scope != stream || !strings.Contains(sc.Workspace, "server-side rendering") {
-			t.Fatalf("context of a subdirectory: %d %s", code, body)
-		}
+		require.Equal(t, http.StatusOK, code, "context of a subdirectory: %d %s", code, body)
+		require.Nil(t, json.Unmarshal(body, &sc), "context of a subdirectory: %d %s", code, body)
+		require.Equal(t, stream, sc.Scope, "context of a subdirectory: %d %s", code, body)
+		require.Contains(t, sc.Workspace, "server-side rendering", "context of a subdirectory: %d %s", code, body)
 	})
 	t.Run("Checkpoint", func(t *testing.T) {
 		code, body := ts.call("POST", "/v1/checkpoint", map[string]any{"cwd": sub, "force": true})
 		var cr CheckpointResponse
-		if code != http.StatusOK || json.Unmarshal(body, &cr) != nil || len(cr.Results) != 1 || cr.Results[0].Stream != stream {
-			t.Fatalf("checkpoint of a subdirectory: %d %s", code, body)
-		}
+		require.Equal(t, http.StatusOK, code, "checkpoint of a subdirectory: %d %s", code, body)
+		require.Nil(t, json.Unmarshal(body, &cr), "checkpoint of a subdirectory: %d %s", code, body)
+		require.Len(t, cr.Results, 1, "checkpoint of a subdirectory: %d %s", code, body)
+		require.Equal(t, stream, cr.Results[0].Stream, "checkpoint of a subdirectory: %d %s", code, body)
 	})
 	t.Run("SearchIncludeInjected", func(t *testing.T) {
 		for _, route := range []string{"/v1/search", "/v1/recall"} {
 			for _, include := range []bool{false, true} {
 				code, body := ts.call("POST", route, map[string]any{"query": "stripe elements", "cwd": sub, "kind": sqlstore.KindEpisodic, "includeInjected": include})
 				var res sqlstore.RecallResult
-				if code != http.StatusOK || json.Unmarshal(body, &res) != nil {
-					t.Fatalf("%s: %d %s", route, code, body)
-				}
+				require.Equal(t, http.StatusOK, code, "%s: %d %s", route, code, body)
+				require.Nil(t, json.Unmarshal(body, &res), "%s: %d %s", route, code, body)
 				switch {
 				case !include && len(res.Items) != 0:
 					t.Errorf("%s without includeInjected found %+v", route, res.Items)
@@ -89,9 +91,8 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 		fresh := base + "/fresh"
 		code, body := ts.call("POST", "/v1/recall", map[string]any{"query": "checkout", "cwd": fresh})
 		var res sqlstore.RecallResult
-		if code != http.StatusOK || json.Unmarshal(body, &res) != nil {
-			t.Fatalf("recall: %d %s", code, body)
-		}
+		require.Equal(t, http.StatusOK, code, "recall: %d %s", code, body)
+		require.Nil(t, json.Unmarshal(body, &res), "recall: %d %s", code, body)
 		if want := fresh + " (" + observer.StreamForCwd(fresh) + ")"; len(res.Items) != 0 || !strings.Contains(res.Guidance, want) {
 			t.Errorf("recall of a directory without memory: %+v, want guidance naming %s", res, want)
 		}
@@ -109,9 +110,7 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 			if err := json.Unmarshal(body, &er); err != nil || len(er.Results) != 1 || er.Results[0].Status != observer.StatusRejected {
 				t.Fatalf("%s: got %s, want the event rejected", c.name, body)
 			}
-			if !strings.Contains(er.Results[0].Error, c.want) {
-				t.Errorf("%s: error %q does not name %s", c.name, er.Results[0].Error, c.want)
-			}
+			assert.Contains(t, er.Results[0].Error, c.want, "%s: error %q does not name %s", c.name, er.Results[0].Error, c.want)
 		}
 	})
 }

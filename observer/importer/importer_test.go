@@ -14,6 +14,9 @@ import (
 	"dshmem/events"
 	"dshmem/observer"
 	"dshmem/observer/dsh"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const dshFixtures = "../../testdata/dsh-sessions"
@@ -21,9 +24,7 @@ const dshFixtures = "../../testdata/dsh-sessions"
 func openImportEngine(t *testing.T) *observer.Engine {
 	t.Helper()
 	e, err := observer.Open(context.Background(), t.TempDir(), observer.Options{})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
+	require.NoError(t, err, "open")
 	t.Cleanup(func() { e.Close() })
 	return e
 }
@@ -33,17 +34,13 @@ func openImportEngine(t *testing.T) *observer.Engine {
 func eventRows(t *testing.T, e *observer.Engine) []string {
 	t.Helper()
 	rows, err := e.Store().DB().Query(`SELECT stream, seq, id, type, time, session, coalesce(data, '') FROM events ORDER BY stream, seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var stream, id, typ, tm, sess, data string
 		var seq int64
-		if err := rows.Scan(&stream, &seq, &id, &typ, &tm, &sess, &data); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, rows.Scan(&stream, &seq, &id, &typ, &tm, &sess, &data))
 		out = append(out, strings.Join([]string{stream, id, typ, tm, sess, data}, " "))
 	}
 	return out
@@ -59,23 +56,18 @@ type fixtureSession struct {
 func filledFixtures(t *testing.T) []fixtureSession {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dshFixtures, "*--session*.jsonl"))
-	if err != nil || len(paths) < 5 {
-		t.Fatalf("fixtures: %v %v", paths, err)
-	}
+	require.NoError(t, err, "fixtures: %v %v", paths, err)
+	require.False(t, len(paths) < 5, "fixtures: %v %v", paths, err)
 	var out []fixtureSession
 	for _, p := range paths {
 		name, _, _ := strings.Cut(filepath.Base(p), "--")
 		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		b = bytes.ReplaceAll(b, []byte("{{sessionId}}"), []byte("session-"+name))
 		b = bytes.ReplaceAll(b, []byte("{{cwd}}"), []byte("/home/u/"+name))
 		var hdr struct{ ID, Cwd string }
 		lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-		if err := json.Unmarshal(lines[0], &hdr); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal(lines[0], &hdr))
 		out = append(out, fixtureSession{name: name, id: hdr.ID, cwd: hdr.Cwd, lines: lines})
 	}
 	return out
@@ -86,9 +78,7 @@ func hostDir(t *testing.T, root string, s fixtureSession) string {
 	t.Helper()
 	key := strings.NewReplacer("/", "-", `\`, "-", ":", "-").Replace(s.cwd)
 	dir := filepath.Join(root, "--"+key+"--", s.id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o700))
 	return dir
 }
 
@@ -98,18 +88,14 @@ func writeZstdLog(t *testing.T, path string, lines [][]byte) []byte {
 	if err := dsh.WriteZstd(&buf, lines, 3 /* lines per frame */); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o600))
 	return buf.Bytes()
 }
 
 func mustImportDSH(t *testing.T, e *observer.Engine, path string) Report {
 	t.Helper()
 	rep, err := ImportDSH(context.Background(), e, path, Options{Batch: 64})
-	if err != nil {
-		t.Fatalf("import %s: %v", path, err)
-	}
+	require.NoError(t, err, "import %s", path)
 	return rep
 }
 
@@ -117,71 +103,50 @@ func mustImportDSH(t *testing.T, e *observer.Engine, path string) Report {
 // was refused.
 func checkFirstImport(t *testing.T, rep Report) {
 	t.Helper()
-	if rep.Total.Failed != 0 || rep.Total.Rejected != 0 {
-		t.Fatalf("got %d unreadable files and %d rejected events, want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
-	}
-	if rep.Total.Events == 0 || rep.Total.Appended != rep.Total.Events || rep.Total.Duplicates != 0 {
-		t.Fatalf("got %d events, %d appended, %d duplicates; want all appended", rep.Total.Events, rep.Total.Appended, rep.Total.Duplicates)
-	}
+	require.EqualValues(t, 0, rep.Total.Failed, "got %d unreadable files and %d rejected events, want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
+	require.EqualValues(t, 0, rep.Total.Rejected, "got %d unreadable files and %d rejected events, want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
+	require.NotEqualValues(t, 0, rep.Total.Events, "got %d events, %d appended, %d duplicates; want all appended", rep.Total.Events, rep.Total.Appended, rep.Total.Duplicates)
+	require.Equal(t, rep.Total.Events, rep.Total.Appended, "got %d events, %d appended, %d duplicates; want all appended", rep.Total.Events, rep.Total.Appended, rep.Total.Duplicates)
+	require.EqualValues(t, 0, rep.Total.Duplicates, "got %d events, %d appended, %d duplicates; want all appended", rep.Total.Events, rep.Total.Appended, rep.Total.Duplicates)
 }
 
 func checkReimport(t *testing.T, rep Report, want int) {
 	t.Helper()
-	if rep.Total.Appended != 0 || rep.Total.Duplicates != want || rep.Total.Rejected != 0 {
-		t.Fatalf("re-import: got %d appended, %d duplicates, %d rejected; want 0, %d, 0",
-			rep.Total.Appended, rep.Total.Duplicates, rep.Total.Rejected, want)
-	}
+	require.EqualValues(t, 0, rep.Total.Appended, "re-import: got %d appended, %d duplicates, %d rejected; want 0, %d, 0", rep.Total.Appended, rep.Total.Duplicates, rep.Total.Rejected, want)
+	require.Equal(t, want, rep.Total.Duplicates, "re-import: got %d appended, %d duplicates, %d rejected; want 0, %d, 0", rep.Total.Appended, rep.Total.Duplicates, rep.Total.Rejected, want)
+	require.EqualValues(t, 0, rep.Total.Rejected, "re-import: got %d appended, %d duplicates, %d rejected; want 0, %d, 0", rep.Total.Appended, rep.Total.Duplicates, rep.Total.Rejected, want)
 }
 
 func TestImportDSHFixturesAsIs(t *testing.T) {
 	e := openImportEngine(t)
 	rep := mustImportDSH(t, e, dshFixtures)
-	if rep.Total.Files != 6 {
-		t.Fatalf("got %d files, want 6 (5 snapshots + live)", rep.Total.Files)
-	}
-	if rep.Total.Failed != 0 || rep.Total.Rejected != 0 {
-		t.Fatalf("got %d unreadable, %d rejected; want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
-	}
+	require.EqualValues(t, 6, rep.Total.Files, "got %d files, want 6 (5 snapshots + live)", rep.Total.Files)
+	require.EqualValues(t, 0, rep.Total.Failed, "got %d unreadable, %d rejected; want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
+	require.EqualValues(t, 0, rep.Total.Rejected, "got %d unreadable, %d rejected; want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
 	// Three snapshots share the placeholder id "{{sessionId}}": the
 	// second and third are noted and their events are duplicates by id.
 	placeholders := 0
 	for _, f := range rep.Files {
 		live := strings.Contains(f.Path, "live")
 		if live {
-			if len(f.Streams) != 1 || f.Streams[0] != observer.StreamForCwd("/tmp/dshlive/proj") || len(f.Notes) != 0 {
-				t.Errorf("live: got streams %v notes %v, want its workspace stream and no note", f.Streams, f.Notes)
-			}
+			assert.False(t, len(f.Streams) != 1 || f.Streams[0] != observer.StreamForCwd("/tmp/dshlive/proj") || len(f.Notes) != 0, "live: got streams %v notes %v, want its workspace stream and no note", f.Streams, f.Notes)
 			continue
 		}
-		if !reflect.DeepEqual(f.Streams, []string{observer.GlobalStream}) {
-			t.Errorf("%s: got streams %v, want [global] (its cwd is a placeholder)", f.Path, f.Streams)
-		}
-		if !strings.Contains(strings.Join(f.Notes, "\n"), "not an absolute path") {
-			t.Errorf("%s: got notes %q, want the relative-cwd note", f.Path, f.Notes)
-		}
+		assert.True(t, reflect.DeepEqual(f.Streams, []string{observer.GlobalStream}), "%s: got streams %v, want [global] (its cwd is a placeholder)", f.Path, f.Streams)
+		assert.Contains(t, strings.Join(f.Notes, "\n"), "not an absolute path", "%s: got notes %q, want the relative-cwd note", f.Path, f.Notes)
 		if f.Session == "{{sessionId}}" {
 			placeholders++
 			shared := strings.Contains(strings.Join(f.Notes, "\n"), "already read from")
-			if shared != (placeholders > 1) {
-				t.Errorf("%s: shared-id note %v, want %v", f.Path, shared, placeholders > 1)
-			}
+			assert.Equal(t, (placeholders > 1), shared, "%s: shared-id note %v, want %v", f.Path, shared, placeholders > 1)
 		}
 	}
-	if placeholders != 3 {
-		t.Fatalf("got %d {{sessionId}} files, want 3", placeholders)
-	}
+	require.EqualValues(t, 3, placeholders, "got %d {{sessionId}} files, want 3", placeholders)
 	var data string
 	err := e.Store().DB().QueryRow(`SELECT data FROM events WHERE id = 'dsh:33333333-3333-4333-8333-333333333333:header'`).Scan(&data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var start struct{ Origin, Parent, HostCwd string }
-	if err := json.Unmarshal([]byte(data), &start); err != nil {
-		t.Fatal(err)
-	}
-	if start.Origin != "subagent" || start.Parent != "11111111-1111-4111-8111-111111111111" || start.HostCwd != "{{cwd}}" {
-		t.Errorf("sub-agent session/start: got %+v, want origin subagent, its parent, hostCwd {{cwd}}", start)
-	}
+	require.NoError(t, json.Unmarshal([]byte(data), &start))
+	assert.False(t, start.Origin != "subagent" || start.Parent != "11111111-1111-4111-8111-111111111111" || start.HostCwd != "{{cwd}}", "sub-agent session/start: got %+v, want origin subagent, its parent, hostCwd {{cwd}}", start)
 	first := rep.Total
 	checkReimport(t, mustImportDSH(t, e, dshFixtures), first.Appended+first.Duplicates)
 }
@@ -194,9 +159,7 @@ func TestImportDSHTree(t *testing.T) {
 		for _, l := range s.lines {
 			b = append(append(b, l...), '\n')
 		}
-		if err := os.WriteFile(filepath.Join(hostDir(t, jsonlRoot, s), "session.jsonl"), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(hostDir(t, jsonlRoot, s), "session.jsonl"), b, 0o600))
 		writeZstdLog(t, filepath.Join(hostDir(t, zstdRoot, s), "session.jsonl.zstd"), s.lines)
 	}
 
@@ -206,13 +169,9 @@ func TestImportDSHTree(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		for _, rep := range []Report{repJ, repZ} {
 			checkFirstImport(t, rep)
-			if rep.Total.Files != len(fx) {
-				t.Fatalf("got %d files, want %d", rep.Total.Files, len(fx))
-			}
+			require.Equal(t, len(fx), rep.Total.Files, "got %d files, want %d", rep.Total.Files, len(fx))
 			for i, f := range rep.Files {
-				if len(f.Notes) != 0 || f.TornBytes != 0 {
-					t.Errorf("%s: got notes %q, torn %d; want none", f.Path, f.Notes, f.TornBytes)
-				}
+				assert.False(t, len(f.Notes) != 0 || f.TornBytes != 0, "%s: got notes %q, torn %d; want none", f.Path, f.Notes, f.TornBytes)
 				if want := observer.StreamForCwd(fx[i].cwd); !reflect.DeepEqual(f.Streams, []string{want}) {
 					t.Errorf("%s: got streams %v, want [%s]", f.Path, f.Streams, want)
 				}
@@ -232,39 +191,28 @@ func TestImportDSHTree(t *testing.T) {
 	})
 	t.Run("InjectedNeverUserSaid", func(t *testing.T) {
 		plugin := pluginTexts(t, fx)
-		if len(plugin) == 0 {
-			t.Fatal("no plugin-injected text in the fixtures; the check below would prove nothing")
-		}
+		require.NotEqualValues(t, 0, len(plugin), "no plugin-injected text in the fixtures; the check below would prove nothing")
 		rows, err := ej.Store().DB().Query(`SELECT data FROM events WHERE type = 'user/message'`)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer rows.Close()
 		injected, said := 0, 0
 		for rows.Next() {
 			var data string
-			if err := rows.Scan(&data); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, rows.Scan(&data))
 			var d struct {
 				Text     string
 				Injected bool
 			}
-			if err := json.Unmarshal([]byte(data), &d); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal([]byte(data), &d))
 			if d.Injected {
 				injected++
 				continue
 			}
 			said++
-			if plugin[d.Text] {
-				t.Errorf("plugin text stored as something the user said: %.80q", d.Text)
-			}
+			assert.False(t, plugin[d.Text], "plugin text stored as something the user said: %.80q", d.Text)
 		}
-		if injected == 0 || said == 0 {
-			t.Fatalf("got %d injected and %d user-said messages, want both > 0", injected, said)
-		}
+		require.NotEqualValues(t, 0, injected, "got %d injected and %d user-said messages, want both > 0", injected, said)
+		require.NotEqualValues(t, 0, said, "got %d injected and %d user-said messages, want both > 0", injected, said)
 	})
 }
 
@@ -333,28 +281,16 @@ func TestImportDSHTornTail(t *testing.T) {
 		nlast = 3
 	}
 	var prefix bytes.Buffer
-	if err := dsh.WriteZstd(&prefix, s.lines[:len(s.lines)-nlast], 3); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(full, prefix.Bytes()) {
-		t.Fatal("the prefix encoding is not a prefix of the full log")
-	}
+	require.NoError(t, dsh.WriteZstd(&prefix, s.lines[:len(s.lines)-nlast], 3))
+	require.True(t, bytes.HasPrefix(full, prefix.Bytes()), "the prefix encoding is not a prefix of the full log")
 	cut := prefix.Len() + (len(full)-prefix.Len())/2
-	if err := os.WriteFile(path, full[:cut], 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, full[:cut], 0o600))
 	whole := filepath.Join(t.TempDir(), "session.jsonl.zstd")
-	if err := os.WriteFile(whole, prefix.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(whole, prefix.Bytes(), 0o600))
 	wholeSess, err := dsh.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	fullSess, err := dsh.ReadFile(filepath.Join(dshFixtures, s.name+"--session.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	e := openImportEngine(t)
 	rep := mustImportDSH(t, e, root)
@@ -363,18 +299,12 @@ func TestImportDSHTornTail(t *testing.T) {
 	if want := int64(cut - prefix.Len()); f.TornBytes != want {
 		t.Errorf("got %d torn bytes, want %d", f.TornBytes, want)
 	}
-	if f.Appended != len(wholeSess.Events) || f.Appended >= len(fullSess.Events) {
-		t.Errorf("got %d appended, want %d (the whole frames; the full log has %d)", f.Appended, len(wholeSess.Events), len(fullSess.Events))
-	}
+	assert.False(t, f.Appended != len(wholeSess.Events) || f.Appended >= len(fullSess.Events), "got %d appended, want %d (the whole frames; the full log has %d)", f.Appended, len(wholeSess.Events), len(fullSess.Events))
 	t.Run("ReimportAfterTheHostFinished", func(t *testing.T) {
-		if err := os.WriteFile(path, full, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(path, full, 0o600))
 		rep := mustImportDSH(t, e, root)
 		f := rep.Files[0]
-		if f.TornBytes != 0 || f.Duplicates != len(wholeSess.Events) || f.Appended != f.Events-f.Duplicates || f.Appended == 0 {
-			t.Errorf("got %+v, want the rest appended and the first part duplicate", f)
-		}
+		assert.False(t, f.TornBytes != 0 || f.Duplicates != len(wholeSess.Events) || f.Appended != f.Events-f.Duplicates || f.Appended == 0, "got %+v, want the rest appended and the first part duplicate", f)
 	})
 }
 
@@ -383,15 +313,11 @@ func TestImportDSHErrors(t *testing.T) {
 	ctx := context.Background()
 	t.Run("ErrMissingPath", func(t *testing.T) {
 		_, err := ImportDSH(ctx, e, filepath.Join(t.TempDir(), "nope"), Options{})
-		if !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("got %v, want a not-exist error", err)
-		}
+		require.ErrorIs(t, err, os.ErrNotExist, "got %v, want a not-exist error", err)
 	})
 	t.Run("ErrNothingToImport", func(t *testing.T) {
 		_, err := ImportDSH(ctx, e, t.TempDir(), Options{})
-		if !errors.Is(err, ErrNothingToImport) {
-			t.Fatalf("got %v, want ErrNothingToImport", err)
-		}
+		require.ErrorIs(t, err, ErrNothingToImport, "got %v, want ErrNothingToImport", err)
 	})
 	t.Run("ErrNothingRead", func(t *testing.T) {
 		dir := t.TempDir()
@@ -411,9 +337,9 @@ func TestImportDSHErrors(t *testing.T) {
 		src, _ := os.ReadFile(filepath.Join(dshFixtures, "subagent-continuable--session.1.jsonl"))
 		os.WriteFile(filepath.Join(good, "session.jsonl"), src, 0o600)
 		rep, err := ImportDSH(ctx, e, dir, Options{})
-		if err != nil || rep.Total.Failed != 1 || rep.Total.Appended == 0 {
-			t.Fatalf("got %v, %+v; want one unreadable file and the other imported", err, rep.Total)
-		}
+		require.NoError(t, err, "got %v, %+v; want one unreadable file and the other imported", err, rep.Total)
+		require.EqualValues(t, 1, rep.Total.Failed, "got %v, %+v; want one unreadable file and the other imported", err, rep.Total)
+		require.NotEqualValues(t, 0, rep.Total.Appended, "got %v, %+v; want one unreadable file and the other imported", err, rep.Total)
 	})
 	t.Run("UnknownTypesCounted", func(t *testing.T) {
 		dir := t.TempDir()
@@ -424,13 +350,11 @@ func TestImportDSHErrors(t *testing.T) {
 `
 		os.WriteFile(filepath.Join(dir, "x--session.jsonl"), []byte(log), 0o600)
 		rep, err := ImportDSH(ctx, e, dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		f := rep.Files[0]
-		if f.Unknown["future/thing"] != 1 || f.Skipped["future/quiet"] != 1 || f.Appended != 2 {
-			t.Fatalf("got unknown %v skipped %v appended %d; want future/thing=1, future/quiet=1, 2", f.Unknown, f.Skipped, f.Appended)
-		}
+		require.EqualValues(t, 1, f.Unknown["future/thing"], "got unknown %v skipped %v appended %d; want future/thing=1, future/quiet=1, 2", f.Unknown, f.Skipped, f.Appended)
+		require.EqualValues(t, 1, f.Skipped["future/quiet"], "got unknown %v skipped %v appended %d; want future/thing=1, future/quiet=1, 2", f.Unknown, f.Skipped, f.Appended)
+		require.EqualValues(t, 2, f.Appended, "got unknown %v skipped %v appended %d; want future/thing=1, future/quiet=1, 2", f.Unknown, f.Skipped, f.Appended)
 	})
 }
 
@@ -438,12 +362,9 @@ func TestMarshalFit(t *testing.T) {
 	big := strings.Repeat("x<y\"", observer.MaxEventBytes/3) // escaping makes it longer
 	e := dshEnvelope(big)
 	line, shrunk, err := marshalFit(&e)
-	if err != nil || !shrunk {
-		t.Fatalf("got shrunk %v err %v, want a cut", shrunk, err)
-	}
-	if len(line) > observer.MaxEventBytes {
-		t.Fatalf("got %d bytes, want at most %d", len(line), observer.MaxEventBytes)
-	}
+	require.NoError(t, err, "got shrunk %v err %v, want a cut", shrunk, err)
+	require.True(t, shrunk, "got shrunk %v err %v, want a cut", shrunk, err)
+	require.False(t, len(line) > observer.MaxEventBytes, "got %d bytes, want at most %d", len(line), observer.MaxEventBytes)
 	if _, lerr := observer.Validate(line, 1); lerr != nil {
 		t.Fatalf("cut line refused: %v", lerr)
 	}

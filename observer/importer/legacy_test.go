@@ -4,13 +4,15 @@ import (
 	"context"
 	"dshmem/observer"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const (
@@ -47,9 +49,7 @@ func TestParseLegacyMarkdown(t *testing.T) {
 			for _, b := range parseLegacyMarkdown([]byte(tc.in)) {
 				got = append(got, nearestHeading(b.headings)+"|"+b.text)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
+			require.True(t, reflect.DeepEqual(got, tc.want), "got %q, want %q", got, tc.want)
 		})
 	}
 }
@@ -86,9 +86,7 @@ func TestEntryTime(t *testing.T) {
 		{`-5`, ""},
 	} {
 		got, ok := entryTime(json.RawMessage(tc.in))
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("entryTime(%s): got %q %v, want %q", tc.in, got, ok, tc.want)
-		}
+		assert.False(t, got != tc.want || ok != (tc.want != ""), "entryTime(%s): got %q %v, want %q", tc.in, got, ok, tc.want)
 	}
 }
 
@@ -106,17 +104,13 @@ func factsByContent(t *testing.T, tree LegacyTree) map[string]legacyFact {
 	t.Helper()
 	out := map[string]legacyFact{}
 	for _, f := range tree.Files {
-		if f.Err != nil {
-			t.Fatalf("%s: %v", f.Path, f.Err)
-		}
+		require.Nil(t, f.Err, "%s: %v", f.Path, f.Err)
 		for _, ev := range f.Events {
 			if ev.Type != "memory/remember" {
 				continue
 			}
 			var d legacyFact
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
 			out[d.Content] = d
 		}
 	}
@@ -125,15 +119,9 @@ func factsByContent(t *testing.T, tree LegacyTree) map[string]legacyFact {
 
 func TestReadLegacyMarkdownTree(t *testing.T) {
 	tree, err := ReadLegacy(legacyMDTree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(tree.Layouts, []string{LegacyDSHMemory}) {
-		t.Fatalf("got layouts %v", tree.Layouts)
-	}
-	if len(tree.Notes) != 1 || !strings.Contains(tree.Notes[0], "README.txt") {
-		t.Errorf("got notes %q, want README.txt named as not read", tree.Notes)
-	}
+	require.NoError(t, err)
+	require.True(t, reflect.DeepEqual(tree.Layouts, []string{LegacyDSHMemory}), "got layouts %v", tree.Layouts)
+	assert.False(t, len(tree.Notes) != 1 || !strings.Contains(tree.Notes[0], "README.txt"), "got notes %q, want README.txt named as not read", tree.Notes)
 	facts := factsByContent(t, tree)
 	for _, tc := range []struct {
 		prefix, typ string
@@ -164,32 +152,24 @@ func TestReadLegacyMarkdownTree(t *testing.T) {
 			t.Errorf("no fact starting %q", tc.prefix)
 			continue
 		}
-		if got.Type != tc.typ || !reflect.DeepEqual(got.Tags, tc.tags) || got.Title != tc.title {
-			t.Errorf("%q: got type %s tags %q title %q, want %s %q %q", tc.prefix, got.Type, got.Tags, got.Title, tc.typ, tc.tags, tc.title)
-		}
+		assert.False(t, got.Type != tc.typ || !reflect.DeepEqual(got.Tags, tc.tags) || got.Title != tc.title, "%q: got type %s tags %q title %q, want %s %q %q", tc.prefix, got.Type, got.Tags, got.Title, tc.typ, tc.tags, tc.title)
 	}
 	if n := len(facts); n != 17 {
 		t.Errorf("got %d facts, want 17: %q", n, legacyKeys(facts))
 	}
 	for c := range facts {
-		if strings.Contains(c, "](knowledge/") {
-			t.Errorf("index link imported as a fact: %q", c)
-		}
+		assert.NotContains(t, c, "](knowledge/", "index link imported as a fact: %q", c)
 	}
 	var sessions []string
 	for _, f := range tree.Files {
-		if f.Path == "index.md" && f.Skipped["index link"] != 4 {
-			t.Errorf("index.md: got skipped %v, want 4 index links", f.Skipped)
-		}
+		assert.False(t, f.Path == "index.md" && f.Skipped["index link"] != 4, "index.md: got skipped %v, want 4 index links", f.Skipped)
 		for _, ev := range f.Events {
 			if ev.Type == "compaction/summary" {
 				var d struct{ CompactionID, Text string }
 				json.Unmarshal(ev.Data, &d)
 				sessions = append(sessions, ev.Time+" "+d.CompactionID+" "+headLine(d.Text))
 			}
-			if ev.Stream != observer.GlobalStream {
-				t.Errorf("%s: got stream %s, want global", ev.ID, ev.Stream)
-			}
+			assert.Equal(t, observer.GlobalStream, ev.Stream, "%s: got stream %s, want global", ev.ID, ev.Stream)
 		}
 	}
 	want := []string{
@@ -197,9 +177,7 @@ func TestReadLegacyMarkdownTree(t *testing.T) {
 		"2026-03-01T00:00:01.000Z legacy:sessions/2026-03-01.md:1 ## 16:05 dshmem · session end",
 		"2026-03-02T00:00:00.000Z legacy:sessions/2026-03-02.md:0 Summary of the day: repaired a torn tail by hand from the host's own",
 	}
-	if !reflect.DeepEqual(sessions, want) {
-		t.Errorf("got sessions\n%q\nwant\n%q", sessions, want)
-	}
+	assert.True(t, reflect.DeepEqual(sessions, want), "got sessions\n%q\nwant\n%q", sessions, want)
 }
 
 func legacyKeys[V any](m map[string]V) []string {
@@ -217,9 +195,7 @@ func headLine(s string) string {
 
 func TestReadLegacyTimes(t *testing.T) {
 	tree, err := ReadLegacy(legacyMDTree)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	byPrefix := map[string]string{}
 	for _, f := range tree.Files {
 		for _, ev := range f.Events {
@@ -273,9 +249,7 @@ func logBytes(t *testing.T, e *observer.Engine) map[string]string {
 		out[p] = string(b)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return out
 }
 
@@ -285,9 +259,7 @@ func TestImportLegacy(t *testing.T) {
 	var first []Report
 	for _, root := range []string{legacyMDTree, legacyWSTree} {
 		rep, err := ImportLegacy(ctx, e, root, Options{})
-		if err != nil {
-			t.Fatalf("import %s: %v", root, err)
-		}
+		require.NoError(t, err, "import %s", root)
 		checkFirstImport(t, rep)
 		first = append(first, rep)
 	}
@@ -295,17 +267,13 @@ func TestImportLegacy(t *testing.T) {
 		before := logBytes(t, e)
 		for i, root := range []string{legacyMDTree, legacyWSTree} {
 			rep, err := ImportLegacy(ctx, e, root, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkReimport(t, rep, first[i].Total.Events)
 		}
 		if after := logBytes(t, e); !reflect.DeepEqual(before, after) {
 			t.Fatalf("log changed on re-import: %d files before, %d after", len(before), len(after))
 		}
-		if len(before) == 0 {
-			t.Fatal("no log files: the comparison proves nothing")
-		}
+		require.NotEqualValues(t, 0, len(before), "no log files: the comparison proves nothing")
 	})
 	t.Run("StatusesAndStreams", func(t *testing.T) {
 		global := "global/memory_entries.json"
@@ -330,22 +298,16 @@ func TestImportLegacy(t *testing.T) {
 				t.Errorf("%s: no entry", tc.id)
 				continue
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("%s: got %+v, want %+v", tc.id, got, tc.want)
-			}
+			assert.True(t, reflect.DeepEqual(got, tc.want), "%s: got %+v, want %+v", tc.id, got, tc.want)
 		}
 		var n int
 		e.Store().DB().QueryRow(`SELECT count(*) FROM entries WHERE status = 'active' AND scope = ?`, wsProj).Scan(&n)
-		if n != 3 {
-			t.Errorf("got %d active entries in %s, want 3", n, wsProj)
-		}
+		assert.EqualValues(t, 3, n, "got %d active entries in %s, want 3", n, wsProj)
 	})
 	t.Run("SessionDaysOnGlobal", func(t *testing.T) {
 		var n int
 		e.Store().DB().QueryRow(`SELECT count(*) FROM events WHERE stream = 'global' AND type = 'compaction/summary' AND id LIKE 'legacy:%'`).Scan(&n)
-		if n != 3 {
-			t.Errorf("got %d legacy compaction summaries on global, want 3", n)
-		}
+		assert.EqualValues(t, 3, n, "got %d legacy compaction summaries on global, want 3", n)
 	})
 }
 
@@ -356,15 +318,11 @@ func TestImportLegacyErrors(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o600)
 		_, err := ImportLegacy(ctx, e, dir, Options{})
-		if !errors.Is(err, ErrNothingToImport) {
-			t.Fatalf("got %v, want ErrNothingToImport", err)
-		}
+		require.ErrorIs(t, err, ErrNothingToImport, "got %v, want ErrNothingToImport", err)
 	})
 	t.Run("ErrMissing", func(t *testing.T) {
 		_, err := ImportLegacy(ctx, e, filepath.Join(t.TempDir(), "nope"), Options{})
-		if !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("got %v, want not-exist", err)
-		}
+		require.ErrorIs(t, err, os.ErrNotExist, "got %v, want not-exist", err)
 	})
 	t.Run("BadFilesReportedOthersImported", func(t *testing.T) {
 		dir := t.TempDir()
@@ -374,38 +332,26 @@ func TestImportLegacyErrors(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "global", "memory_entries.json"),
 			[]byte(`{"entries":[{"id":"a","content":"kept"},{"id":"b","title":""},"not an object"]}`), 0o600)
 		rep, err := ImportLegacy(ctx, e, dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Total.Failed != 1 || rep.Total.Appended != 1 {
-			t.Fatalf("got %+v, want 1 unreadable file and 1 entry appended", rep.Total)
-		}
+		require.NoError(t, err)
+		require.EqualValues(t, 1, rep.Total.Failed, "got %+v, want 1 unreadable file and 1 entry appended", rep.Total)
+		require.EqualValues(t, 1, rep.Total.Appended, "got %+v, want 1 unreadable file and 1 entry appended", rep.Total)
 		for _, f := range rep.Files {
 			switch f.Path {
 			case "scopes/ws-nothex/memory_entries.json":
-				if !strings.Contains(f.Error, "not a workspace key") {
-					t.Errorf("got error %q", f.Error)
-				}
+				assert.Contains(t, f.Error, "not a workspace key", "got error %q", f.Error)
 			case "global/memory_entries.json":
-				if f.Skipped["entry without content"] != 1 || f.Skipped["entry not an object of the expected shape"] != 1 {
-					t.Errorf("got skipped %v", f.Skipped)
-				}
+				assert.False(t, f.Skipped["entry without content"] != 1 || f.Skipped["entry not an object of the expected shape"] != 1, "got skipped %v", f.Skipped)
 			}
 		}
 	})
 	t.Run("OversizedFactCutAndNoted", func(t *testing.T) {
 		dir := t.TempDir()
 		big := "- The build log: " + strings.Repeat("x", observer.MaxEventBytes) + "\n"
-		if err := os.WriteFile(filepath.Join(dir, "global.md"), []byte(big), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "global.md"), []byte(big), 0o600))
 		rep, err := ImportLegacy(ctx, e, dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Total.Appended != 1 || rep.Total.Rejected != 0 {
-			t.Fatalf("got %+v, want the fact appended, cut to fit", rep.Total)
-		}
+		require.NoError(t, err)
+		require.EqualValues(t, 1, rep.Total.Appended, "got %+v, want the fact appended, cut to fit", rep.Total)
+		require.EqualValues(t, 0, rep.Total.Rejected, "got %+v, want the fact appended, cut to fit", rep.Total)
 		if notes := strings.Join(rep.Files[0].Notes, "\n"); !strings.Contains(notes, "1 events had their text cut") {
 			t.Errorf("got notes %q, want the cut noted", notes)
 		}
@@ -415,9 +361,7 @@ func TestImportLegacyErrors(t *testing.T) {
 		os.MkdirAll(filepath.Join(dir, "global"), 0o700)
 		os.WriteFile(filepath.Join(dir, "global", "memory_entries.json"), []byte(`{"version":1}`), 0o600)
 		_, err := ImportLegacy(ctx, e, dir, Options{})
-		if !errors.Is(err, ErrNothingRead) {
-			t.Fatalf("got %v, want ErrNothingRead", err)
-		}
+		require.ErrorIs(t, err, ErrNothingRead, "got %v, want ErrNothingRead", err)
 	})
 }
 
@@ -429,17 +373,13 @@ func legacySeeds(f *testing.F, ext string) [][]byte {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(p, ext) {
 				b, err := os.ReadFile(p)
-				if err != nil {
-					f.Fatal(err)
-				}
+				require.NoError(f, err)
 				out = append(out, b)
 			}
 			return nil
 		})
 	}
-	if len(out) == 0 {
-		f.Fatalf("no %s seeds", ext)
-	}
+	require.NotEqualValues(f, 0, len(out), "no %s seeds", ext)
 	return out
 }
 
@@ -487,9 +427,7 @@ func checkIntake(t *testing.T, lf LegacyFile) {
 	t.Helper()
 	for i := range lf.Events {
 		line, _, err := marshalFit(&lf.Events[i])
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ev, lerr := observer.Validate(line, i+1)
 		if lerr != nil {
 			var d struct{ Content string }

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMetricsWriteTo(t *testing.T) {
@@ -33,9 +36,7 @@ func TestMetricsWriteTo(t *testing.T) {
 	})
 	t.Run("Values", func(t *testing.T) {
 		for _, want := range []string{"\ndshmem_events_appended_total 3\n", "\ndshmem_packets_discarded_total 2\n", "\ndshmem_events_rejected_total 0\n"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("got no line %q in:\n%s", strings.TrimSpace(want), text)
-			}
+			assert.Contains(t, text, want, "got no line %q in:\n%s", strings.TrimSpace(want), text)
 		}
 	})
 	t.Run("LabelsSorted", func(t *testing.T) {
@@ -47,9 +48,8 @@ func TestMetricsWriteTo(t *testing.T) {
 			last := -1
 			for _, line := range seq {
 				i := strings.Index(text, line+"\n")
-				if i < 0 || i < last {
-					t.Fatalf("got line %q at %d (previous at %d), want it present and in order:\n%s", line, i, last, text)
-				}
+				require.False(t, i < 0, "got line %q at %d (previous at %d), want it present and in order:\n%s", line, i, last, text)
+				require.False(t, i < last, "got line %q at %d (previous at %d), want it present and in order:\n%s", line, i, last, text)
 				last = i
 			}
 		}
@@ -61,9 +61,7 @@ func TestMetricsWriteTo(t *testing.T) {
 		m.WriteTo(&b)
 		for _, want := range []string{`dshmem_ingest_seconds_bucket{le="0.0005"} 1`, `dshmem_ingest_seconds_bucket{le="10"} 1`,
 			`dshmem_ingest_seconds_bucket{le="+Inf"} 2`, "dshmem_ingest_seconds_count 2", "dshmem_ingest_seconds_sum 30\n"} {
-			if !strings.Contains(b.String(), want) {
-				t.Errorf("got no %q in:\n%s", want, b.String())
-			}
+			assert.Contains(t, b.String(), want, "got no %q in:\n%s", want, b.String())
 		}
 	})
 }
