@@ -115,13 +115,7 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		// cursor to the end of the file.
 		fi, err := os.Stat(path)
 		require.NoError(t, err)
-		b, err := os.ReadFile(filepath.Join(root, importer.WatchCursorFile))
-		require.NoError(t, err)
-		var cur struct {
-			Files map[string]int64 `json:"files"` // dsh-watch.json, the watcher's on-disk cursor
-		}
-		require.NoError(t, json.Unmarshal(b, &cur))
-		require.Equal(t, fi.Size(), cur.Files[path], "after shutdown the cursor is at %d, want %d (the end of the frames written before it)", cur.Files[path], fi.Size())
+		require.Equal(t, fi.Size(), savedOffset(t, root, path), "after shutdown the cursor is not at the end of the frames written before it")
 		appendFile(t, path, next(4))
 		f := next(1)
 		appendFile(t, path, f[:7])
@@ -138,9 +132,7 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		for _, ev := range s.Events {
 			assert.EqualValues(t, 1, got[ev.ID], "event %s is in the log %d times, want exactly once", ev.ID, got[ev.ID])
 		}
-		if off := ts2.srv.Watcher().Offsets()[path]; off != s.End {
-			t.Fatalf("cursor at %d, want %d (end of the last frame)", off, s.End)
-		}
+		require.Equal(t, s.End, savedOffset(t, root, path), "the saved cursor is not at the end of the last frame")
 	})
 	t.Run("NewGeneration", func(t *testing.T) {
 		ts3 := startServer(t, root, opts)
@@ -161,4 +153,17 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 	}
 	ents, _ := os.ReadDir(dir)
 	require.Len(t, ents, 2, "host dir holds %d files, want the host's 2", len(ents))
+}
+
+// savedOffset is where dsh-watch.json, the watcher's on-disk cursor, says
+// the watcher left path.
+func savedOffset(t *testing.T, root, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, importer.WatchCursorFile))
+	require.NoError(t, err)
+	var cur struct {
+		Files map[string]int64 `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal(b, &cur))
+	return cur.Files[path]
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -284,12 +283,4 @@ func (w *Watcher) saveCursor() error {
 		return fmt.Errorf("save watch cursor: %w", err)
 	}
 	return nil
-}
-
-// Offsets returns a copy of the saved offsets, by path (for tests and
-// status).
-func (w *Watcher) Offsets() map[string]int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return maps.Clone(w.cursor.Files)
 }
