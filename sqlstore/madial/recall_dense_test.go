@@ -1,4 +1,4 @@
-package main
+package madial
 
 import (
 	"context"
@@ -9,14 +9,13 @@ import (
 
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
-	"dshmem/sqlstore/madial"
 )
 
 // evalTestModel is the installed encoder; CI (CI=true) installs it, so
 // there its absence fails the test instead of skipping it.
 func evalTestModel(t *testing.T) *encoder.Model {
 	t.Helper()
-	m, note := evalModel()
+	m, note := InstalledEncoder()
 	if m == nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the model is needed in CI: %s", note)
@@ -38,16 +37,16 @@ func TestFusedChineseUnchanged(t *testing.T) {
 		dirs = append(dirs, "../../../shared/data/madial")
 	}
 	for _, dir := range dirs {
-		memories, cases, err := madial.Load(dir, "zh")
+		memories, cases, err := Load(dir, "zh")
 		if err != nil {
 			t.Fatal(err)
 		}
-		byUser := map[int][]madial.Memory{}
+		byUser := map[int][]Memory{}
 		for _, mm := range memories {
 			byUser[mm.UserID] = append(byUser[mm.UserID], mm)
 		}
 		r := &recallRetriever{ctx: context.Background(), dir: filepath.Join(t.TempDir(), "zh")}
-		d := madial.EncoderDense(m)
+		d := EncoderDense(m)
 		for _, c := range cases {
 			if got := d.Scores(c, byUser[c.UserID], 20); got != nil {
 				t.Errorf("%s zh case %d: dense scores %v, want none", dir, c.ID, got)
@@ -68,11 +67,11 @@ func TestFusedChineseUnchanged(t *testing.T) {
 		}
 		t.Logf("%s: %d zh cases ranked as without the model", dir, len(cases))
 	}
-	memories, cases, err := madial.Load("../../testdata/madial", "en")
+	memories, cases, err := Load("../../testdata/madial", "en")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := madial.EncoderDense(m)
+	d := EncoderDense(m)
 	scored := 0
 	for _, c := range cases {
 		if len(d.Scores(c, memories, 5)) > 0 {
