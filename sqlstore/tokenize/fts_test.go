@@ -84,29 +84,31 @@ func TestFTS5RoundTrip(t *testing.T) {
 			t.Errorf("raw match 记忆 = %v, want none", got)
 		}
 	})
+	const anyTerm, allTerms = false, true
 	tests := []struct {
 		name  string
 		query string
-		mode  Mode
+		all   bool
 		want  []int
 	}{
-		{"TwoCharChineseFound", "记忆", Any, []int{1, 2}},
-		{"LongerChineseAll", "记忆注入", All, []int{1, 2}},
-		{"ChineseAndASCIIAll", "DSH 记忆", All, []int{2}},
-		{"FullWidthQueryFindsASCII", "ｄｓｈ", Any, []int{2, 5}},
-		{"CamelPart", "request", Any, []int{3}},
-		{"SnakePart", "build", Any, []int{3}},
-		{"WholePathAll", "go_build.sh", All, []int{3}},
-		{"CamelPrefixAll", "parseHTTP", All, []int{3}},
-		{"CamelSuffixAll", "HTTPRequest", All, []int{3}},
-		{"LowercaseWholeWordAll", "parsehttprequest", All, []int{3}},
-		{"SubpathAll", "bin/go_build", All, []int{3}},
-		{"KanaBigram", "メモリ", All, []int{5}},
-		{"NoMatch", "逻辑错误", All, nil},
+		{"TwoCharChineseFound", "记忆", anyTerm, []int{1, 2}},
+		{"LongerChineseAll", "记忆注入", allTerms, []int{1, 2}},
+		{"ChineseAndASCIIAll", "DSH 记忆", allTerms, []int{2}},
+		{"FullWidthQueryFindsASCII", "ｄｓｈ", anyTerm, []int{2, 5}},
+		{"CamelPart", "request", anyTerm, []int{3}},
+		{"SnakePart", "build", anyTerm, []int{3}},
+		{"WholePathBySegments", "go_build.sh", anyTerm, []int{3}},
+		{"CamelPrefixByParts", "parseHTTP", anyTerm, []int{3}},
+		{"CamelSuffixByParts", "HTTPRequest", anyTerm, []int{3}},
+		{"LowercaseWholeWordAll", "parsehttprequest", allTerms, []int{3}},
+		{"SubpathBySegments", "bin/go_build", anyTerm, []int{3}},
+		{"KanaBigram", "メモリ", allTerms, []int{5}},
+		{"NoMatch", "逻辑错误", allTerms, nil},
+		{"FTSOperatorsAreJustWords", `NOT near OR "call" AND`, anyTerm, []int{3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expr := MatchQuery(tt.query, tt.mode)
+			expr := probes(tt.query, tt.all)
 			got := match(t, db, "tok", expr)
 			if !equalInts(got, tt.want) {
 				t.Errorf("MATCH %s = %v, want %v", expr, got, tt.want)
@@ -120,6 +122,20 @@ func TestFTS5RoundTrip(t *testing.T) {
 			}
 		}
 	})
+}
+
+// probes is what recall matches for query q: each term of Terms(q) as
+// Quote(term), joined with OR (a row any probe finds) or, with all, with
+// AND (a row holding every term); "" when q has no terms.
+func probes(q string, all bool) string {
+	terms := Terms(q)
+	for i := range terms {
+		terms[i] = Quote(terms[i])
+	}
+	if all {
+		return strings.Join(terms, " AND ")
+	}
+	return strings.Join(terms, " OR ")
 }
 
 func ftsTokenCount(t testing.TB, db *sql.DB, rowid int) int {
@@ -227,10 +243,10 @@ func FuzzTokens(f *testing.F) {
 		if got := ftsTokenCount(t, db, rowid); got != len(toks) {
 			t.Fatalf("IndexText(%q) = %q: unicode61 saw %d tokens, want %d", s, idx, got, len(toks))
 		}
-		for _, mode := range []Mode{Any, All} {
-			if q := MatchQuery(s, mode); q != "" {
+		for _, all := range []bool{false, true} {
+			if q := probes(s, all); q != "" {
 				if ids := match(t, db, "tok", q); !containsInt(ids, rowid) {
-					t.Fatalf("MatchQuery(%q, %d) = %s does not find its own row", s, mode, q)
+					t.Fatalf("probes(%q, all %v) = %s does not find its own row", s, all, q)
 				}
 			}
 		}
