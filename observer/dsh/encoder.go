@@ -1,125 +1,21 @@
 package dsh
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"io"
-	"sync"
 
-	"github.com/klauspost/compress/zstd"
+	"dshmem/observer/dsh/dshtest"
 )
 
-// The frame header the host writes (testdata/dsh-sessions/live): content
-// checksum, no frame content size, not single segment, 2 MiB window.
-// Part of the host's format as observed; do not change.
-const (
-	hostFHD    = 0x04
-	hostWindow = 0x58
-)
+// The writers of host-framed logs are test helpers and live in dshtest.
+// These two forwarders remain only because observer's importer and
+// watcher tests call them as dsh.WriteZstd and dsh.EncodeFrame; when
+// those tests call dshtest instead (issue 11, as they move into their
+// subpackages), this file goes.
 
-var (
-	encoderOnce sync.Once
-	encoder     *zstd.Encoder
-)
-
-func frameEncoder() *zstd.Encoder {
-	encoderOnce.Do(func() {
-		e, err := zstd.NewWriter(nil,
-			zstd.WithEncoderCRC(true),
-			zstd.WithSingleSegment(false),
-			zstd.WithWindowSize(1<<21),
-			zstd.WithEncoderConcurrency(1),
-		)
-		if err != nil {
-			panic(fmt.Sprintf("dsh: create zstd encoder: %v", err)) // options are constant
-		}
-		encoder = e
-	})
-	return encoder
-}
-
-// EncodeFrame compresses content into one zstd frame with the host's frame
-// header: the blocks come from the zstd encoder, the header is rewritten to
-// the host's form (no content size, 2 MiB window, checksum). content must
-// not be empty: the host never writes an empty batch.
-func EncodeFrame(content []byte) ([]byte, error) {
-	if len(content) == 0 {
-		return nil, errors.New("dsh: encode frame: empty content")
-	}
-	enc := frameEncoder().EncodeAll(content, nil)
-	fs, err := parseFrame(enc)
-	if err != nil || fs.n != len(enc) {
-		return nil, fmt.Errorf("dsh: encode frame: unexpected encoder output: %v", err)
-	}
-	out := make([]byte, 0, len(enc))
-	out = append(out, frameMagicBytes...)
-	out = append(out, hostFHD, hostWindow)
-	return append(out, enc[fs.hdrLen:]...), nil
-}
-
-// Encoder writes a session log framed as the host frames it: the header
-// line alone in the first frame, then one frame per batch.
-type Encoder struct {
-	w      io.Writer
-	header bool
-}
-
-// NewEncoder returns an Encoder writing to w.
-func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
-
-// WriteHeader writes the header line as frame 1.
-func (e *Encoder) WriteHeader(line []byte) error {
-	if e.header {
-		return errors.New("dsh: header already written")
-	}
-	if err := e.WriteBatch([][]byte{line}); err != nil {
-		return err
-	}
-	e.header = true
-	return nil
-}
-
-// WriteBatch writes lines as one frame; a '\n' is added to each line that
-// lacks one.
-func (e *Encoder) WriteBatch(lines [][]byte) error {
-	var content bytes.Buffer
-	for _, l := range lines {
-		content.Write(l)
-		if len(l) == 0 || l[len(l)-1] != '\n' {
-			content.WriteByte('\n')
-		}
-	}
-	frame, err := EncodeFrame(content.Bytes())
-	if err != nil {
-		return err
-	}
-	if _, err := e.w.Write(frame); err != nil {
-		return fmt.Errorf("write session frame: %w", err)
-	}
-	e.header = true
-	return nil
-}
-
-// WriteZstd writes lines (the header first) as a host session log: frame 1
-// holds lines[0], then every batch lines (batch < 1 means 1) form a frame.
+// Deprecated: use dshtest.WriteZstd.
 func WriteZstd(w io.Writer, lines [][]byte, batch int) error {
-	if len(lines) == 0 {
-		return errors.New("dsh: write session log: no header line")
-	}
-	if batch < 1 {
-		batch = 1
-	}
-	e := NewEncoder(w)
-	if err := e.WriteHeader(lines[0]); err != nil {
-		return err
-	}
-	for rest := lines[1:]; len(rest) > 0; {
-		n := min(batch, len(rest))
-		if err := e.WriteBatch(rest[:n]); err != nil {
-			return err
-		}
-		rest = rest[n:]
-	}
-	return nil
+	return dshtest.WriteZstd(w, lines, batch)
 }
+
+// Deprecated: use dshtest.EncodeFrame.
+func EncodeFrame(content []byte) ([]byte, error) { return dshtest.EncodeFrame(content) }

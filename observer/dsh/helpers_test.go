@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/observer/dsh/dshtest"
 )
 
 const fixtureDir = "../../testdata/dsh-sessions"
@@ -39,8 +40,8 @@ func fixtureLines(t testing.TB, path string) [][]byte {
 func writeZstdFile(t testing.TB, dir, name string, lines [][]byte, batch int) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteZstd(&buf, lines, batch); err != nil {
-		t.Fatalf("WriteZstd: %v", err)
+	if err := dshtest.WriteZstd(&buf, lines, batch); err != nil {
+		t.Fatalf("dshtest.WriteZstd: %v", err)
 	}
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
