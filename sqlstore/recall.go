@@ -82,6 +82,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"dshmem/markdown"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -686,7 +687,7 @@ func (r *recall) pick(all []scored) {
 			if room <= 0 {
 				break
 			}
-			it.Text = cutUTF8(it.Text, room)
+			it.Text = markdown.CutUTF8(it.Text, room)
 			it.Flags = append(it.Flags, FlagTruncated)
 			need = budget
 		}
@@ -696,18 +697,6 @@ func (r *recall) pick(all []scored) {
 			break
 		}
 	}
-}
-
-// cutUTF8 returns the longest prefix of s of at most n bytes that ends
-// at a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // entryFlags are the flags an entry carries whatever the query.

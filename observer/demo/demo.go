@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"dshmem/events"
 	"dshmem/markdown"
@@ -90,10 +89,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if i := strings.Index(line, "[REDACTED:"); i >= 0 {
-			from := max(0, i-40)
-			for from > 0 && !utf8.RuneStart(line[from]) {
-				from--
-			}
+			from := len(markdown.CutUTF8(line, max(0, i-40)))
 			fmt.Fprintf(w, "   …%s\n", oneLine(line[from:], 100))
 		}
 	}
