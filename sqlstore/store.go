@@ -83,6 +83,11 @@ func openWriter(path string) (*sqlx.DB, error) {
 // maxIdleConns is how many idle connections a Store keeps open.
 const maxIdleConns = 16
 
+// IndexFile is the name of the index inside a memory root
+// (<root>/index.db, beside <root>/log). Part of the on-disk layout; do
+// not change.
+const IndexFile = "index.db"
+
 // Open opens (creating if needed) the index at path in WAL mode and
 // applies every pending migration.
 func Open(path string) (*Store, error) {
