@@ -2,6 +2,7 @@ package tokenize
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -110,7 +111,7 @@ func TestFTS5RoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			expr := probes(tt.query, tt.all)
 			got := match(t, db, "tok", expr)
-			if !equalInts(got, tt.want) {
+			if !slices.Equal(got, tt.want) {
 				t.Errorf("MATCH %s = %v, want %v", expr, got, tt.want)
 			}
 		})
@@ -145,18 +146,6 @@ func ftsTokenCount(t testing.TB, db *sql.DB, rowid int) int {
 		t.Fatalf("count tokens: %v", err)
 	}
 	return n
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestClassesAgreeWithUnicode61 checks every rune the tokenizer keeps in a
@@ -210,7 +199,7 @@ func FuzzTokens(f *testing.F) {
 	var sc Scanner // reused across inputs, as ranking reuses one
 	f.Fuzz(func(t *testing.T, s string) {
 		toks := Tokens(s)
-		if scanned := scanAll(&sc, s); !equalStrings(scanned, toks) {
+		if scanned := scanAll(&sc, s); !slices.Equal(scanned, toks) {
 			t.Fatalf("Scanner.Scan(%q) = %q, Tokens = %q", s, scanned, toks)
 		}
 		for _, tok := range toks {
@@ -233,7 +222,7 @@ func FuzzTokens(f *testing.F) {
 			}
 		}
 		idx := IndexText(s)
-		if got := strings.Fields(idx); !equalStrings(got, toks) {
+		if got := strings.Fields(idx); !slices.Equal(got, toks) {
 			t.Fatalf("IndexText(%q) = %q, fields %q, want %q", s, idx, got, toks)
 		}
 		rowid++
@@ -245,7 +234,7 @@ func FuzzTokens(f *testing.F) {
 		}
 		for _, all := range []bool{false, true} {
 			if q := probes(s, all); q != "" {
-				if ids := match(t, db, "tok", q); !containsInt(ids, rowid) {
+				if ids := match(t, db, "tok", q); !slices.Contains(ids, rowid) {
 					t.Fatalf("probes(%q, all %v) = %s does not find its own row", s, all, q)
 				}
 			}
@@ -255,25 +244,4 @@ func FuzzTokens(f *testing.F) {
 			t.Fatalf("delete: %v", err)
 		}
 	})
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
