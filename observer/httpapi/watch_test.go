@@ -11,6 +11,7 @@ import (
 
 	"dshmem/observer"
 	"dshmem/observer/dsh"
+	"dshmem/observer/dsh/dshtest"
 	"dshmem/observer/importer"
 
 	"github.com/stretchr/testify/assert"
@@ -41,7 +42,7 @@ func hostFrame(t *testing.T, lines ...[]byte) []byte {
 	for _, l := range lines {
 		content = append(append(content, l...), '\n')
 	}
-	b, err := dsh.EncodeFrame(content)
+	b, err := dshtest.EncodeFrame(content)
 	require.NoError(t, err)
 	return b
 }

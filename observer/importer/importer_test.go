@@ -14,6 +14,7 @@ import (
 	"dshmem/events"
 	"dshmem/observer"
 	"dshmem/observer/dsh"
+	"dshmem/observer/dsh/dshtest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,7 +86,7 @@ func hostDir(t *testing.T, root string, s fixtureSession) string {
 func writeZstdLog(t *testing.T, path string, lines [][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := dsh.WriteZstd(&buf, lines, 3 /* lines per frame */); err != nil {
+	if err := dshtest.WriteZstd(&buf, lines, 3 /* lines per frame */); err != nil {
 		t.Fatal(err)
 	}
 	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o600))
@@ -281,7 +282,7 @@ func TestImportDSHTornTail(t *testing.T) {
 		nlast = 3
 	}
 	var prefix bytes.Buffer
-	require.NoError(t, dsh.WriteZstd(&prefix, s.lines[:len(s.lines)-nlast], 3))
+	require.NoError(t, dshtest.WriteZstd(&prefix, s.lines[:len(s.lines)-nlast], 3))
 	require.True(t, bytes.HasPrefix(full, prefix.Bytes()), "the prefix encoding is not a prefix of the full log")
 	cut := prefix.Len() + (len(full)-prefix.Len())/2
 	require.NoError(t, os.WriteFile(path, full[:cut], 0o600))
