@@ -434,18 +434,21 @@ func TestCrossScopeTargetBecomesAdd(t *testing.T) {
 	assert.False(t, len(rejected) != 1 || !strings.Contains(rejected[0].Why, "dshmem forget m-g"), "rejected %+v", rejected)
 }
 
-// ckDSHLines reads the DSH fixtures with dsh.ReadTree and returns their
+// ckDSHLines reads the DSH fixtures (every file dsh.FindSessions lists,
+// with dsh.ReadFile, as the importer reads them) and returns their
 // envelopes as intake lines, placeholders filled in (each file its own
 // session and workspace). With asUser, injected user messages are marked
 // as typed by the user: the control that shows the fixtures hold
 // injected text the rules distiller would learn from.
 func ckDSHLines(t *testing.T, asUser bool) [][]byte {
 	t.Helper()
-	sessions, err := dsh.ReadTree(filepath.Join("..", "..", "testdata", "dsh-sessions"))
-	require.NoError(t, err, "read fixtures: %d sessions, %v", len(sessions), err)
-	require.False(t, len(sessions) < 5, "read fixtures: %d sessions, %v", len(sessions), err)
+	paths, err := dsh.FindSessions(filepath.Join("..", "..", "testdata", "dsh-sessions"))
+	require.NoError(t, err, "find fixtures")
+	require.False(t, len(paths) < 5, "read fixtures: %d sessions", len(paths))
 	var lines [][]byte
-	for _, s := range sessions {
+	for _, p := range paths {
+		s, err := dsh.ReadFile(p)
+		require.NoError(t, err, "read fixture %s", p)
 		name := strings.TrimSuffix(filepath.Base(s.Path), filepath.Ext(s.Path))
 		fill := strings.NewReplacer("{{sessionId}}", "session-"+name, "{{cwd}}", "/home/u/"+name)
 		for _, env := range s.Events {

@@ -50,6 +50,25 @@ func writeZstdFile(t testing.TB, dir, name string, lines [][]byte, batch int) (s
 	return p, buf.Bytes()
 }
 
+// readTree reads every session FindSessions lists under root, as the
+// importer does, failing the test on any error.
+func readTree(t testing.TB, root string) []Session {
+	t.Helper()
+	paths, err := FindSessions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := make([]Session, 0, len(paths))
+	for _, p := range paths {
+		s, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	return sessions
+}
+
 func writeJSONLFile(t testing.TB, dir, name string, lines [][]byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
