@@ -182,7 +182,7 @@ func truncateBytes(s string, n int) (string, bool) {
 	if len(s) <= n {
 		return s, false
 	}
-	kept := cutBytes(s, n)
+	kept := markdown.CutUTF8(s, n)
 	sep := "\n"
 	if strings.HasSuffix(kept, "\n") {
 		sep = ""

@@ -2,7 +2,8 @@ package broker
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"dshmem/markdown"
 )
 
 // The text of a packet: its frame and entries, cut to the byte budget on
@@ -16,7 +17,7 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 func renderPacket(mode string, es []PacketEntry, budget int) (string, []PacketEntry) {
 	if mode == ModePrefetch || mode == ModeNone {
 		for i := range es {
-			es[i].Text = cutBytes(es[i].Text, budget)
+			es[i].Text = markdown.CutUTF8(es[i].Text, budget)
 		}
 		return "", es
 	}
@@ -44,21 +45,10 @@ func renderPacket(mode string, es []PacketEntry, budget int) (string, []PacketEn
 			}
 		}
 		if len(line) > room {
-			line = cutBytes(line, max(room-len("…"), 0)) + "…"
+			line = markdown.CutUTF8(line, max(room-len("…"), 0)) + "…"
 		}
 		b.WriteString(line + suffix)
 		kept = append(kept, e)
 	}
-	return cutBytes(strings.TrimRight(b.String(), "\n"), budget), kept
-}
-
-// cutBytes cuts s to at most n bytes at a rune boundary.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return markdown.CutUTF8(strings.TrimRight(b.String(), "\n"), budget), kept
 }

@@ -8,9 +8,9 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/observer"
 	"dshmem/observer/dsh"
 )
@@ -374,11 +374,7 @@ func marshalFit(ev *events.Envelope) (line []byte, shrunk bool, err error) {
 	for over := len(line) - observer.MaxEventBytes; over > 0 && len(text) > 0; over = len(line) - observer.MaxEventBytes {
 		// Escaping can make the encoded text longer than the text, so
 		// cut at least what is over, plus room for the marker, and loop.
-		keep := max(len(text)-over-len(cutMarker)-32, 0)
-		for keep > 0 && !utf8.RuneStart(text[keep]) {
-			keep--
-		}
-		text = text[:keep]
+		text = markdown.CutUTF8(text, max(len(text)-over-len(cutMarker)-32, 0))
 		s, _ := json.Marshal(text + fmt.Sprintf(cutMarker, orig-len(text)))
 		obj[field] = s
 		data, err := json.Marshal(obj)
