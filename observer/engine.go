@@ -82,10 +82,7 @@ type Engine struct {
 var ErrReadOnly = errors.New("observer: engine is read-only")
 
 // Paths inside a root. Part of the on-disk layout (ARCHITECTURE §2).
-const (
-	LogDir    = "log"
-	IndexFile = "index.db"
-)
+const LogDir = "log"
 
 // Open opens (creating when needed) the root for writing: it takes the
 // writer lock, opens the log (repairing a torn tail), opens the index
@@ -93,7 +90,7 @@ const (
 // index's cursors.
 func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	if opts.ReadOnly {
-		st, err := sqlstore.OpenReadOnly(filepath.Join(root, IndexFile))
+		st, err := sqlstore.OpenReadOnly(filepath.Join(root, sqlstore.IndexFile))
 		if err != nil {
 			return nil, fmt.Errorf("open index read-only: %w", err)
 		}
@@ -109,7 +106,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
 		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
-	if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
+	if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
 	}
@@ -139,12 +136,12 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		e.store.Close()
 		e.store = nil
 		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := os.Remove(filepath.Join(root, IndexFile+suffix)); err != nil && !os.IsNotExist(err) {
+			if err := os.Remove(filepath.Join(root, sqlstore.IndexFile+suffix)); err != nil && !os.IsNotExist(err) {
 				e.Close()
 				return nil, fmt.Errorf("drop index that is ahead of the log: %w", err)
 			}
 		}
-		if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
+		if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("open index: %w", err)
 		}

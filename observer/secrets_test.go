@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,7 +89,7 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 		sf.Close()
 	}
 	require.Contains(t, string(disk.Bytes()), string([]byte("[REDACTED:")), "the decompressed log holds no placeholder: the check below would prove nothing")
-	for _, name := range []string{IndexFile, IndexFile + "-wal"} {
+	for _, name := range []string{sqlstore.IndexFile, sqlstore.IndexFile + "-wal"} {
 		if b, err := os.ReadFile(filepath.Join(root, name)); err == nil {
 			disk.Write(b)
 		}

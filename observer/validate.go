@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/markdown"
 )
 
 // Size caps of intake (ARCHITECTURE §8: every input has a size cap).
@@ -348,11 +349,7 @@ func clipped(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return markdown.CutUTF8(s, max) + "…"
 }
 
 // shape is what a required data field must hold.

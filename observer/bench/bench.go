@@ -11,6 +11,7 @@ import (
 
 	"dshmem/events"
 	"dshmem/observer"
+	"dshmem/sqlstore"
 )
 
 // BenchOptions configure an ingest benchmark. The zero value works.
@@ -221,7 +222,7 @@ func BenchIngest(ctx context.Context, root string, o BenchOptions) (BenchResult,
 	res := BenchResult{Phase: "log+index", Events: o.Events, Elapsed: elapsed}
 	res.finish(lats, dirBytes(filepath.Join(root, observer.LogDir)))
 	for _, s := range []string{"", "-wal"} {
-		if fi, err := os.Stat(filepath.Join(root, observer.IndexFile+s)); err == nil {
+		if fi, err := os.Stat(filepath.Join(root, sqlstore.IndexFile+s)); err == nil {
 			res.IndexBytes += fi.Size()
 		}
 	}

@@ -92,7 +92,7 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 		res.Built, res.BuildTime = true, time.Since(t0)
 	}
 	for _, suffix := range []string{"", "-wal"} {
-		if fi, err := os.Stat(filepath.Join(res.Root, observer.IndexFile+suffix)); err == nil {
+		if fi, err := os.Stat(filepath.Join(res.Root, sqlstore.IndexFile+suffix)); err == nil {
 			res.IndexBytes += fi.Size()
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"dshmem/markdown"
 	"dshmem/observer"
 	"dshmem/replay"
+	"dshmem/sqlstore"
 )
 
 //go:embed data/sample.jsonl
@@ -169,7 +170,7 @@ func Run(ctx context.Context, w io.Writer, root string) error {
 	// 7. Rebuild.
 	say("Delete index.db and open again: the index is rebuilt from the log alone.")
 	for _, s := range []string{"", "-wal", "-shm"} {
-		os.Remove(filepath.Join(root, observer.IndexFile+s))
+		os.Remove(filepath.Join(root, sqlstore.IndexFile+s))
 	}
 	eng, err = observer.Open(ctx, root, observer.Options{})
 	if err != nil {
