@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -19,26 +20,26 @@ import (
 // projector tests hold the two to each other.
 func EpisodeText(typ string, data json.RawMessage) (text string, injected bool, ok bool) {
 	switch typ {
-	case events.TypeUserMessage, events.TypeAssistantMessage, events.TypeToolResult, events.TypeCompactionSummary:
-		var d struct {
-			Text     string `json:"text"`
-			Injected bool   `json:"injected"`
-		}
-		if json.Unmarshal(data, &d) != nil {
-			return "", false, false
-		}
-		text, injected = d.Text, d.Injected
-	case events.TypeTaskEnd:
-		var d struct {
-			Request string `json:"request"`
-			Result  string `json:"result"`
-		}
-		if json.Unmarshal(data, &d) != nil {
-			return "", false, false
-		}
-		text = strings.Trim(d.Request+"\n"+d.Result, "\n")
+	case events.TypeUserMessage, events.TypeAssistantMessage, events.TypeToolResult,
+		events.TypeCompactionSummary, events.TypeTaskEnd:
 	default:
 		return "", false, false
+	}
+	p, err := payload.Decode(typ, data)
+	if err != nil {
+		return "", false, false
+	}
+	switch d := p.(type) {
+	case payload.UserMessage:
+		text, injected = d.Text, d.Injected
+	case payload.AssistantMessage:
+		text, injected = d.Text, d.Injected
+	case payload.ToolResult:
+		text, injected = d.Text, d.Injected
+	case payload.CompactionSummary:
+		text, injected = d.Text, d.Injected
+	case payload.TaskEnd:
+		text = strings.Trim(d.Request+"\n"+d.Result, "\n")
 	}
 	return text, injected, text != ""
 }
