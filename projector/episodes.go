@@ -19,27 +19,33 @@ import (
 // sqlstore.Search compute the same text in SQL from events.data; the
 // projector tests hold the two to each other.
 func EpisodeText(typ string, data json.RawMessage) (text string, injected bool, ok bool) {
+	var err error
 	switch typ {
-	case events.TypeUserMessage, events.TypeAssistantMessage, events.TypeToolResult,
-		events.TypeCompactionSummary, events.TypeTaskEnd:
+	case events.TypeUserMessage:
+		var d payload.UserMessage
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeAssistantMessage:
+		var d payload.AssistantMessage
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeToolResult:
+		var d payload.ToolResult
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeCompactionSummary:
+		var d payload.CompactionSummary
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeTaskEnd:
+		var d payload.TaskEnd
+		err = payload.Unmarshal(data, &d)
+		text = strings.Trim(d.Request+"\n"+d.Result, "\n")
 	default:
 		return "", false, false
 	}
-	p, err := payload.Decode(typ, data)
 	if err != nil {
 		return "", false, false
-	}
-	switch d := p.(type) {
-	case payload.UserMessage:
-		text, injected = d.Text, d.Injected
-	case payload.AssistantMessage:
-		text, injected = d.Text, d.Injected
-	case payload.ToolResult:
-		text, injected = d.Text, d.Injected
-	case payload.CompactionSummary:
-		text, injected = d.Text, d.Injected
-	case payload.TaskEnd:
-		text = strings.Trim(d.Request+"\n"+d.Result, "\n")
 	}
 	return text, injected, text != ""
 }

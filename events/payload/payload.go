@@ -321,10 +321,17 @@ func deref(p Payload) Payload { return reflect.ValueOf(p).Elem().Interface().(Pa
 // so metadata a host writes its own way never makes an event unreadable.
 // Older shapes are upcast into today's (upcast.go).
 func Unmarshal(data []byte, p Payload) error {
+	// Every payload type decodes itself (upcast.go) and checks the JSON
+	// as it goes, so it is called directly: json.Unmarshal would scan the
+	// data once more before calling it.
+	u, ok := p.(json.Unmarshaler)
+	if !ok {
+		return fmt.Errorf("payload: Unmarshal needs a pointer to a payload, got %T", p)
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("null")
 	}
-	if err := json.Unmarshal(data, p); err != nil {
+	if err := u.UnmarshalJSON(data); err != nil {
 		return fmt.Errorf("decode %s data: %w", p.EventType(), err)
 	}
 	return nil
