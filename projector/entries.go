@@ -92,7 +92,7 @@ func rememberEntry(ev *events.Envelope) (e entry, ok bool) {
 		terms:       strings.TrimSpace(d.Terms),
 		content:     content,
 		tags:        cleanTags(d.Tags),
-		confidence:  1,
+		confidence:  payload.DefaultConfidence,
 		status:      statusActive,
 		version:     1,
 	}
