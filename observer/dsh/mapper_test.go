@@ -110,16 +110,16 @@ func TestInjectedMarks(t *testing.T) {
 // fixtures is events/payload's wire format: it decodes, and encoding it
 // again gives the very bytes the mapper wrote.
 func TestMappedDataIsPayload(t *testing.T) {
-	sessions, err := ReadTree(fixtureDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	injected, err := ReadFile("../../testdata/dsh-injected/session.jsonl")
-	if err != nil {
-		t.Fatal(err)
+	paths, err := FindSessions(fixtureDir)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("fixtures: %v, %v", paths, err)
 	}
 	n := 0
-	for _, s := range append(sessions, injected) {
+	for _, path := range append(paths, "../../testdata/dsh-injected/session.jsonl") {
+		s, err := ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
 		for _, ev := range s.Events {
 			p, err := payload.Decode(ev.Type, ev.Data)
 			if err != nil {
