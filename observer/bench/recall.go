@@ -141,8 +141,7 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 			}
 		}
 		slices.Sort(lats)
-		pct := func(p float64) time.Duration { return lats[min(len(lats)-1, int(p*float64(len(lats))))] }
-		run.P50, run.P95, run.P99, run.Max = pct(0.50), pct(0.95), pct(0.99), lats[len(lats)-1]
+		run.P50, run.P95, run.P99, run.Max = percentile(lats, 0.50), percentile(lats, 0.95), percentile(lats, 0.99), lats[len(lats)-1]
 		run.Candidates = float64(cands) / float64(len(queries))
 		res.Runs = append(res.Runs, run)
 	}
