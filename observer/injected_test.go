@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"dshmem/observer/distill"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // injectedSession writes testdata/dsh-injected/session.jsonl, with its
@@ -90,9 +90,9 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		t.Errorf("pending after the checkpoint: %+v", p)
 	}
 
-	search := func(q string, include bool) []sqlstore.Item {
+	search := func(q string, include bool) []recall.Item {
 		t.Helper()
-		res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindEpisodic, Scopes: []string{eng.Scope(proj + "/deploy").Stream},
+		res, err := eng.Recall(ctx, recall.Query{Text: q, Kind: recall.KindEpisodic, Scopes: []string{eng.Scope(proj + "/deploy").Stream},
 			Limit: 20, Bytes: -1, NoFloor: true, IncludeInjected: include})
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		for _, it := range got {
 			if it.Injected {
 				injected++
-				if !strings.Contains(strings.Join(it.Flags, ","), sqlstore.FlagInjected) {
+				if !strings.Contains(strings.Join(it.Flags, ","), recall.FlagInjected) {
 					t.Errorf("%s injected but not flagged: %v", it.EventID, it.Flags)
 				}
 				if it.Type == "tool/result" {

@@ -11,7 +11,7 @@ import (
 
 	"dshmem/events"
 	"dshmem/observer/distill"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // Packet modes, from quietest to loudest (ARCHITECTURE §6).
@@ -148,7 +148,7 @@ func (rt *sessionRuntime) push(seg segment, ringSize int) {
 
 // recaller is what the broker needs of an engine.
 type recaller interface {
-	Recall(ctx context.Context, q sqlstore.RecallQuery) (*sqlstore.RecallResult, error)
+	Recall(ctx context.Context, q recall.Query) (*recall.Result, error)
 }
 
 // Broker keeps the runtime of every live session and decides, after each
@@ -484,14 +484,14 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 	if stream != GlobalStream {
 		scopes = append(scopes, GlobalStream)
 	}
-	res, err := b.rec.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindSemantic, Scopes: scopes,
+	res, err := b.rec.Recall(ctx, recall.Query{Text: q, Kind: recall.KindSemantic, Scopes: scopes,
 		Session: sid, Limit: 8, Bytes: -1, Now: b.now(), Timeout: b.opts.RecallTimeout})
 	if err != nil {
 		return nil, err
 	}
 	b.metrics.PacketsComputed.Add(1)
 	type cand struct {
-		it    sqlstore.Item
+		it    recall.Item
 		score float64
 	}
 	var cands []cand
@@ -510,7 +510,7 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 		}
 		s *= 0.7 + 0.1*float64(it.Importance)
 		for _, f := range it.Flags {
-			if f == sqlstore.FlagShown {
+			if f == recall.FlagShown {
 				s *= 0.5
 			}
 		}

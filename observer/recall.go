@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"dshmem/events"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // KnowledgeDir is where the knowledge files of a root live
@@ -21,9 +21,9 @@ const KnowledgeDir = "knowledge"
 
 // Recall runs q over the root's index, with the root's knowledge
 // directory for queries that name a file.
-func (e *Engine) Recall(ctx context.Context, q sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (e *Engine) Recall(ctx context.Context, q recall.Query) (*recall.Result, error) {
 	q.KnowledgeDir = filepath.Join(e.root, KnowledgeDir)
-	return e.store.Recall(ctx, q)
+	return recall.Find(ctx, e.store, q)
 }
 
 // RecordShown appends one memory/shown event saying that the entries ids
@@ -161,11 +161,11 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 	ws := StreamForCwd("/bench/ws0")
 	modes := []struct {
 		name string
-		q    sqlstore.RecallQuery
+		q    recall.Query
 	}{
-		{"recall", sqlstore.RecallQuery{Kind: sqlstore.KindSemantic, Scopes: []string{ws, GlobalStream}}},
-		{"search", sqlstore.RecallQuery{Kind: sqlstore.KindEpisodic, Limit: 10, Bytes: -1, NoFloor: true}},
-		{"search-all", sqlstore.RecallQuery{Kind: sqlstore.KindAll, Limit: 10, Bytes: -1, NoFloor: true}},
+		{"recall", recall.Query{Kind: recall.KindSemantic, Scopes: []string{ws, GlobalStream}}},
+		{"search", recall.Query{Kind: recall.KindEpisodic, Limit: 10, Bytes: -1, NoFloor: true}},
+		{"search-all", recall.Query{Kind: recall.KindAll, Limit: 10, Bytes: -1, NoFloor: true}},
 	}
 	now := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	for _, m := range modes {

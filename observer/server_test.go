@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"dshmem/observer/distill"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // testServer is a real server listening on 127.0.0.1:0 over a fresh root.
@@ -593,7 +593,7 @@ func TestContextPrefixStability(t *testing.T) {
 // unreachable index.db would.
 type brokenIndex struct{ err error }
 
-func (b brokenIndex) Recall(context.Context, sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (b brokenIndex) Recall(context.Context, recall.Query) (*recall.Result, error) {
 	return nil, b.err
 }
 func (b brokenIndex) SessionCwd(context.Context, string) (string, bool, error) {
@@ -689,9 +689,9 @@ func TestServerReadTimeout(t *testing.T) {
 // nothing; its other reads find nothing at once.
 type stallIndex struct{ stall time.Duration }
 
-func (s stallIndex) Recall(context.Context, sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (s stallIndex) Recall(context.Context, recall.Query) (*recall.Result, error) {
 	time.Sleep(s.stall)
-	return &sqlstore.RecallResult{Items: []sqlstore.Item{}, Terms: []string{}}, nil
+	return &recall.Result{Items: []recall.Item{}, Terms: []string{}}, nil
 }
 func (stallIndex) SessionCwd(context.Context, string) (string, bool, error) { return "", false, nil }
 func (stallIndex) Cursors() (map[string]uint64, error)                      { return map[string]uint64{}, nil }

@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"dshmem/sqlstore/recall"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"dshmem/sqlstore"
 )
 
 // The HTTP API resolves every cwd like intake does: a session, a memory
@@ -66,8 +65,8 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 	t.Run("SearchIncludeInjected", func(t *testing.T) {
 		for _, route := range []string{"/v1/search", "/v1/recall"} {
 			for _, include := range []bool{false, true} {
-				code, body := ts.call("POST", route, map[string]any{"query": "stripe elements", "cwd": sub, "kind": sqlstore.KindEpisodic, "includeInjected": include})
-				var res sqlstore.RecallResult
+				code, body := ts.call("POST", route, map[string]any{"query": "stripe elements", "cwd": sub, "kind": recall.KindEpisodic, "includeInjected": include})
+				var res recall.Result
 				if code != http.StatusOK || json.Unmarshal(body, &res) != nil {
 					t.Fatalf("%s: %d %s", route, code, body)
 				}
@@ -85,7 +84,7 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 	t.Run("EmptyAnswerNamesNewDirectory", func(t *testing.T) {
 		fresh := base + "/fresh"
 		code, body := ts.call("POST", "/v1/recall", map[string]any{"query": "checkout", "cwd": fresh})
-		var res sqlstore.RecallResult
+		var res recall.Result
 		if code != http.StatusOK || json.Unmarshal(body, &res) != nil {
 			t.Fatalf("recall: %d %s", code, body)
 		}

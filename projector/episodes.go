@@ -15,7 +15,7 @@ import (
 // does not decode, and for empty text.
 //
 // The episode_texts view (migrations/00001_events.sql) and
-// sqlstore.Search compute the same text in SQL from events.data; the
+// sqlstore.FetchEpisodes compute the same text in SQL from events.data; the
 // projector tests hold the two to each other.
 func EpisodeText(typ string, data json.RawMessage) (text string, injected bool, ok bool) {
 	switch typ {

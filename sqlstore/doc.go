@@ -1,6 +1,7 @@
 // Package sqlstore is the SQLite index of dshmem: it opens and migrates
-// the database, answers reads (cursors, dedupe look-ups, search, stats)
-// and runs audit SQL on a read-only connection.
+// the database, holds every query the other packages run, as named
+// methods (the projector's fold and file writes, reads, recall's
+// probes), and runs audit SQL on a read-only connection.
 //
 // The index is derived from the event log and can always be rebuilt from
 // it; the projector writes it (one transaction per fold, rows and cursor
@@ -72,12 +73,8 @@
 //
 // # Recall
 //
-// Recall (recall.go, rank.go, sources.go) serves `dshmem recall`,
-// `dshmem search` (episodes, no score floor) and the server: it probes
-// each query term's postings (rarest first, capped), builds a bounded
-// candidate set, and re-ranks it in Go with the features and weights of
-// weights.go (every weight is defined and explained there); zhdict and
-// enfreq give the rarity of Chinese and English words in general text.
-// The shown table — memory/shown events folded per (session, stream,
-// entry) — gives the already-shown penalty.
+// sqlstore/recall ranks memories for `dshmem recall`, `dshmem search`
+// and the server; the queries it runs are here (corpus.go: bounded
+// FTS5 probes, corpus sizes, fetches by rowid, shown counts), each
+// prepared once per Store.
 package sqlstore

@@ -18,7 +18,7 @@ import (
 	"dshmem/markdown"
 	"dshmem/observer"
 	"dshmem/replay"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 //go:embed demodata/sample.jsonl
@@ -400,7 +400,7 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 	say("Recall: entries of the workspace and global scope, ranked; superseded facts never come back.")
 	scopes := []string{observer.StreamForCwd("/home/dev/shop-api"), observer.GlobalStream}
 	for _, q := range []string{"which database does the shop use", "pnpm 依赖"} {
-		res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Scopes: scopes, Limit: 3, Now: at.Add(4 * time.Minute)})
+		res, err := eng.Recall(ctx, recall.Query{Text: q, Scopes: scopes, Limit: 3, Now: at.Add(4 * time.Minute)})
 		if err != nil {
 			return err
 		}
@@ -475,8 +475,8 @@ func demoCheckpoint(w io.Writer, results []observer.CheckpointResult) {
 
 // demoSearch is 'dshmem search --limit 3 QUERY': observed messages of
 // every stream, ranked by recall with no score floor.
-func demoSearch(ctx context.Context, eng *observer.Engine, q string) ([]sqlstore.Item, error) {
-	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindEpisodic, Limit: 3, Bytes: -1, NoFloor: true})
+func demoSearch(ctx context.Context, eng *observer.Engine, q string) ([]recall.Item, error) {
+	res, err := eng.Recall(ctx, recall.Query{Text: q, Kind: recall.KindEpisodic, Limit: 3, Bytes: -1, NoFloor: true})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/madial"
+	"dshmem/sqlstore/recall"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func init() {
 Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
 that user's memories are folded as memory/remember events into a
 temporary index, and the dialogue up to its test turn is the query of
-the real recall path (the same sqlstore.Recall as 'dshmem recall', with
+the real recall path (the same recall.Find as 'dshmem recall', with
 no score floor, 20 results). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
 zh and en, beside the dense retrievers' published rankings in
 DIR/baselines-zh (BGE-M3, Stella, Acge, Dmeta, OpenAI), scored with the
@@ -95,8 +96,8 @@ func evalModel() (*encoder.Model, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("dense: none (%v)", err)
 	}
-	return m, fmt.Sprintf("dense: %s (%s), English queries and memories only; fused with sqlstore.FuseDense, DenseBlend %.2f",
-		encoder.ModelID, encoder.ModelVersion, sqlstore.DefaultWeights.DenseBlend)
+	return m, fmt.Sprintf("dense: %s (%s), English queries and memories only; fused with recall.FuseDense, DenseBlend %.2f",
+		encoder.ModelID, encoder.ModelVersion, recall.DefaultWeights.DenseBlend)
 }
 
 // evalRow is one retriever's figures on one language.
@@ -127,9 +128,9 @@ func evalMADial(ctx context.Context, dir string, m *encoder.Model) ([]evalRow, e
 	return evalMADialWith(ctx, dir, nil, m)
 }
 
-func evalMADialWith(ctx context.Context, dir string, w *sqlstore.Weights, model *encoder.Model) ([]evalRow, error) {
+func evalMADialWith(ctx context.Context, dir string, w *recall.Weights, model *encoder.Model) ([]evalRow, error) {
 	if w == nil {
-		w = &sqlstore.DefaultWeights
+		w = &recall.DefaultWeights
 	}
 	tmp, err := os.MkdirTemp("", "dshmem-eval-")
 	if err != nil {
@@ -178,14 +179,14 @@ func evalMADialWith(ctx context.Context, dir string, w *sqlstore.Weights, model 
 	return rows, nil
 }
 
-// recallRetriever answers madial.Run through sqlstore.Recall: the first
+// recallRetriever answers madial.Run through recall.Find: the first
 // time it sees a user, it folds that user's memories into a fresh index
 // as memory/remember events (content = the event sentence, tags = scene
 // and emotion, time = the memory's date), exactly as ingest would.
 type recallRetriever struct {
 	ctx     context.Context
 	dir     string
-	weights *sqlstore.Weights // nil: sqlstore.DefaultWeights
+	weights *recall.Weights // nil: recall.DefaultWeights
 	stores  map[int]*userIndex
 	err     error
 }
@@ -250,7 +251,7 @@ func (r *recallRetriever) Rank(c madial.Case, candidates []madial.Memory, k int)
 
 // RankScored implements madial.ScoredRetriever: the recall path's items
 // and their scores.
-func (r *recallRetriever) RankScored(c madial.Case, candidates []madial.Memory, k int) []sqlstore.Ranked[int] {
+func (r *recallRetriever) RankScored(c madial.Case, candidates []madial.Memory, k int) []recall.Ranked[int] {
 	if r.err != nil {
 		return nil
 	}
@@ -259,7 +260,7 @@ func (r *recallRetriever) RankScored(c madial.Case, candidates []madial.Memory, 
 		r.err = err
 		return nil
 	}
-	res, err := ui.s.Recall(r.ctx, sqlstore.RecallQuery{Text: c.Query, Limit: k, Bytes: -1, NoFloor: true,
+	res, err := recall.Find(r.ctx, ui.s, recall.Query{Text: c.Query, Limit: k, Bytes: -1, NoFloor: true,
 		Now: ui.now, Timeout: 10 * time.Second, Weights: r.weights})
 	if err != nil {
 		r.err = err
@@ -269,10 +270,10 @@ func (r *recallRetriever) RankScored(c madial.Case, candidates []madial.Memory, 
 		r.err = fmt.Errorf("case %d: %s", c.ID, res.Note)
 		return nil
 	}
-	out := make([]sqlstore.Ranked[int], 0, len(res.Items))
+	out := make([]recall.Ranked[int], 0, len(res.Items))
 	for _, it := range res.Items {
 		if id, ok := ui.ids[it.ID]; ok {
-			out = append(out, sqlstore.Ranked[int]{ID: id, Score: it.Score})
+			out = append(out, recall.Ranked[int]{ID: id, Score: it.Score})
 		}
 	}
 	return out
