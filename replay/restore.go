@@ -134,15 +134,14 @@ func restoreStream(ctx context.Context, log Log, rel string, info projector.Path
 			return nil, fmt.Errorf("restore %s: %w", rel, err)
 		}
 	}
-	if _, err := st.DB().ExecContext(ctx, `INSERT INTO cursors (stream, seq) VALUES (?, ?)
-		ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, info.Scope, int64(seq)); err != nil {
+	if err := st.SetCursor(ctx, info.Scope, seq); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
 	target := rel
 	if info.Kind == projector.KindHistory {
 		target = projector.SummaryPath(info.Scope)
 	}
-	r, ok, err := projector.Render(ctx, st.DB(), target)
+	r, ok, err := p.Render(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
@@ -159,41 +158,21 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 	if at.Seq != 0 {
 		return nil, fmt.Errorf("%w: %s is fed by several streams; give --at a time (RFC 3339), not a seq", ErrBadPoint, rel)
 	}
-	type span struct {
-		stream   string
-		from, to uint64
-	}
-	var spans []span
+	var spans []sqlstore.BlockSpan
 	if opts.Index != nil {
-		rows, err := opts.Index.DB().QueryContext(ctx, `SELECT stream, min(seq), max(seq) FROM events
-			WHERE substr(time, 1, 10) = ? AND type IN ('compaction/summary', 'session/end')
-			GROUP BY stream ORDER BY stream`, day)
-		if err != nil {
-			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
-		}
-		for rows.Next() {
-			var s span
-			var from, to int64
-			if err := rows.Scan(&s.stream, &from, &to); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
-			}
-			s.from, s.to = uint64(from), uint64(to)
-			spans = append(spans, s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
+		var err error
+		if spans, err = opts.Index.BlockSpans(ctx, day); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", rel, err)
 		}
 	} else {
 		for _, s := range log.Streams() {
-			spans = append(spans, span{s, 1, log.LastSeq(s)})
+			spans = append(spans, sqlstore.BlockSpan{Stream: s, From: 1, To: log.LastSeq(s)})
 		}
 	}
 	var blocks []projector.Block
 	for _, sp := range spans {
-		err := log.Scan(sp.stream, sp.from, func(ev events.Envelope) error {
-			if ev.Seq > sp.to {
+		err := log.Scan(sp.Stream, sp.From, func(ev events.Envelope) error {
+			if ev.Seq > sp.To {
 				return errStop
 			}
 			d, b, ok := projector.BlockOf(&ev)
@@ -203,7 +182,7 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStop) {
-			return nil, fmt.Errorf("restore %s: read stream %s: %w", rel, sp.stream, err)
+			return nil, fmt.Errorf("restore %s: read stream %s: %w", rel, sp.Stream, err)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

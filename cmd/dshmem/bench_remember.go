@@ -245,9 +245,9 @@ func countEntries(ctx context.Context, root string) (int, error) {
 		return 0, err
 	}
 	defer eng.Close()
-	var n int
-	if err := eng.Store().DB().GetContext(ctx, &n, `SELECT count(*) FROM entries WHERE status = 'active'`); err != nil {
+	st, err := eng.Store().Stats(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("count entries: %w", err)
 	}
-	return n, nil
+	return int(st.ActiveEntries), nil
 }

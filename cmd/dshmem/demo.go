@@ -358,13 +358,8 @@ func demoHostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any
 		fmt.Fprintf(w, "   %s: %d events, %d appended\n", oneLine(rel, 70), f.Events, f.Appended)
 	}
 	fmt.Fprintf(w, "   host rows skipped as not memory (turn/step markers, chunks, …): %d\n", sumCounts(rep.Total.Skipped))
-	var injected, typed int
-	db := eng.Store().DB()
-	const q = `SELECT count(*) FROM events WHERE id LIKE 'dsh:%' AND type = 'user/message' AND coalesce(json_extract(data, '$.injected'), 0) = ?`
-	if err := db.QueryRowContext(ctx, q, 1).Scan(&injected); err != nil {
-		return err
-	}
-	if err := db.QueryRowContext(ctx, q, 0).Scan(&typed); err != nil {
+	typed, injected, err := eng.Store().UserMessageCounts(ctx, "dsh:")
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "   user messages: %d typed by a person, %d injected by plugins (kept as context, never learnt from)\n", typed, injected)

@@ -96,6 +96,33 @@ func (f *memFixture) apply(evs ...events.Envelope) {
 	}
 }
 
+// setStatus sets the status of entry id and nothing else (not its
+// version, nor when it was updated).
+func (f *memFixture) setStatus(id, status string) {
+	f.t.Helper()
+	ctx := context.Background()
+	e, ok, err := f.s.Entry(ctx, id)
+	if err != nil || !ok {
+		f.t.Fatalf("entry %s: %v (found %v)", id, err, ok)
+	}
+	tx, err := f.s.BeginFold(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer tx.Close()
+	row, _, err := tx.LoadEntry(id, e.Scope)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	row.Status = status
+	if err := tx.UpdateEntry(&row, e.UpdatedSeq, e.UpdatedAt); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *memFixture) recall(q recall.Query) *recall.Result {
 	f.t.Helper()
 	if q.Now.IsZero() {
@@ -253,9 +280,7 @@ func TestRecallStatus(t *testing.T) {
 	// Supersede and conflict are memory/ops folds; the index is what
 	// recall reads, so set the statuses directly.
 	for id, st := range map[string]string{conflict: "conflict", superseded: "superseded"} {
-		if _, err := f.s.DB().Exec(`UPDATE entries SET status = ? WHERE id = ?`, st, id); err != nil {
-			t.Fatal(err)
-		}
+		f.setStatus(id, st)
 	}
 	t.Run("SupersededAndForgottenNever", func(t *testing.T) {
 		for _, q := range []string{"zebra deploy", "zebra", "zebra deploy runs on fridays", superseded, forgotten} {
