@@ -7,6 +7,18 @@
 // it; the projector writes it (one transaction per fold, rows and cursor
 // together), everything else reads it.
 //
+// # Files
+//
+// store.go opens and closes (checkpoint.go runs the WAL checkpointer,
+// migrate.go the migrations); fold.go is the projector's write
+// transaction (FoldTx); projections.go the reads the Markdown files are
+// rendered from (Reader, on the pool, a snapshot or a fold), files.go
+// the record of written files; dump.go the canonical dump the tests and
+// verify compare; rebuild.go what replay sets and reads; read.go,
+// entries.go and sessions.go the engine's reads; corpus.go recall's
+// probes and fetches; audit.go the read-only audit connection. No other
+// package writes SQL: a new query is a method here.
+//
 // # Connections
 //
 // Open uses a file: URI (URI parameters are ignored on a plain path) with
