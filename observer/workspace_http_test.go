@@ -1,7 +1,6 @@
 package observer
 
 import (
-	"dshmem/sqlstore/recall"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dshmem/sqlstore/recall"
 )
 
 // The HTTP API resolves every cwd like intake does: a session, a memory

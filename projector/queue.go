@@ -2,7 +2,6 @@ package projector
 
 import (
 	"context"
-	"dshmem/sqlstore"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"dshmem/sqlstore"
 )
 
 // The Markdown files are written after the fold that changed them has
@@ -50,12 +51,7 @@ func (p *Projector) enqueue(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	p.txMu.Lock()
-	defer p.txMu.Unlock()
-	if err := p.s.QueueFiles(ctx, keys); err != nil {
-		return fmt.Errorf("record files: %w", err)
-	}
-	return nil
+	return p.record(func() error { return p.s.QueueFiles(ctx, keys) })
 }
 
 // Queued reports whether any group of files waits to be written.
