@@ -22,6 +22,11 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s at offset %d: %s", p.Segment, p.Offset, p.Msg)
 }
 
+// String says what a torn-tail repair did, for people.
+func (r Repaired) String() string {
+	return fmt.Sprintf("%s: cut to %d bytes (%d torn bytes dropped); the original is kept as %s", r.Segment, r.Offset, r.Dropped, r.Broken)
+}
+
 // Verify reads every segment of every stream in dir and reports every
 // problem it finds: damaged frames, torn tails, missing, duplicated or
 // reordered batches, a broken hash chain (within and across segments),

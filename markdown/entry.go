@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Entry is a memory entry as the Markdown files show it. The projector
@@ -458,16 +457,4 @@ func commentInner(t string) (string, bool) {
 		return "", false
 	}
 	return t[4 : len(t)-3], true
-}
-
-// cutUTF8 returns the longest prefix of s of at most n bytes that ends on
-// a rune boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -116,7 +116,7 @@ func RenderSummaryKept(in SummaryInput) (_ []byte, kept int) {
 	if best >= 0 {
 		return renderSummaryBody(head, ranked[:best], blocks[:best], len(ranked)-best+omitted), best
 	}
-	return []byte(cutUTF8(string(renderSummaryBody(head, nil, nil, len(ranked)+omitted)), limit)), 0
+	return []byte(CutUTF8(string(renderSummaryBody(head, nil, nil, len(ranked)+omitted)), limit)), 0
 }
 
 func summaryHeader(in SummaryInput) string {
@@ -127,7 +127,7 @@ func summaryHeader(in SummaryInput) string {
 		items = append(items, "scope "+s)
 	}
 	if s := cleanLine(in.Cwd); s != "" {
-		if c := cutUTF8(s, summaryCwdBytes); c != s {
+		if c := CutUTF8(s, summaryCwdBytes); c != s {
 			s = c + "…"
 		}
 		items = append(items, "cwd "+s)
@@ -203,7 +203,7 @@ func shorten(s string, maxBytes, maxLines int) string {
 		s, cut = strings.Join(lines[:maxLines], "\n"), true
 	}
 	if len(s) > maxBytes {
-		s, cut = cutUTF8(s, maxBytes-len("…")), true
+		s, cut = CutUTF8(s, maxBytes-len("…")), true
 	}
 	if cut {
 		s = strings.TrimRight(s, " \t\n") + "…"

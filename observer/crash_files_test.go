@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"bufio"
@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"dshmem/observer"
 	"dshmem/projector"
 	"dshmem/replay"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // filesChildEnv names the root of a child writer whose Markdown files
@@ -28,14 +32,14 @@ const filesChildEntries = 30
 
 func filesChild(root string) {
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{FilesInterval: -1})
+	eng, err := observer.Open(ctx, root, observer.Options{FilesInterval: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
 	}
 	for i := 0; i < filesChildEntries; i++ {
 		imp := i % 4
-		r := RememberRequest{Cwd: "/home/u/crash-files", Content: fmt.Sprintf("fact %d: the build uses cache %d", i, i), Type: "fact", Importance: &imp}
+		r := observer.RememberRequest{Cwd: "/home/u/crash-files", Content: fmt.Sprintf("fact %d: the build uses cache %d", i, i), Type: "fact", Importance: &imp}
 		if i%5 == 0 {
 			r.Cwd, r.Type = "", "preference" // global.md too
 		}
@@ -59,14 +63,10 @@ func TestCrashBeforeFiles(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), filesChildEnv+"="+root)
 	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	acks, ready := 0, false
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
@@ -84,48 +84,36 @@ func TestCrashBeforeFiles(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if acks != filesChildEntries {
-		t.Fatalf("got %d acks, want %d", acks, filesChildEntries)
-	}
-	summary := filepath.Join(root, projector.SummaryPath(StreamForCwd("/home/u/crash-files")))
+	require.Equal(t, filesChildEntries, acks, "got %d acks, want %d", acks, filesChildEntries)
+	summary := filepath.Join(root, projector.SummaryPath(observer.StreamForCwd("/home/u/crash-files")))
 	if _, err := os.Stat(summary); !os.IsNotExist(err) {
 		t.Fatalf("the summary exists before the repair (%v): the kill did not land before the files", err)
 	}
 
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err)
 	defer eng.Close()
 	var queued int
 	eng.Store().DB().Get(&queued, `SELECT count(*) FROM projection_queue`)
-	if queued != 0 {
-		t.Errorf("open left %d groups of files queued", queued)
-	}
-	for _, rel := range []string{projector.GlobalFile, projector.IndexFile, projector.SummaryPath(StreamForCwd("/home/u/crash-files"))} {
+	assert.EqualValues(t, 0, queued, "open left %d groups of files queued", queued)
+	for _, rel := range []string{projector.GlobalFile, projector.IndexFile, projector.SummaryPath(observer.StreamForCwd("/home/u/crash-files"))} {
 		r, ok, err := projector.Render(ctx, eng.Store().DB(), rel)
-		if err != nil || !ok {
-			t.Fatalf("render %s: %v %v", rel, ok, err)
-		}
+		require.NoError(t, err, "render %s: %v %v", rel, ok, err)
+		require.True(t, ok, "render %s: %v %v", rel, ok, err)
 		disk, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil || string(disk) != string(r.Data) {
-			t.Errorf("%s after the repair: %v; differs from what the index renders", rel, err)
-		}
+		assert.False(t, err != nil || string(disk) != string(r.Data), "%s after the repair: %v; differs from what the index renders", rel, err)
 	}
 	verifyReplay(t, eng)
 }
 
 // verifyReplay runs replay --verify on an open engine's root.
-func verifyReplay(t *testing.T, eng *Engine) {
+func verifyReplay(t *testing.T, eng *observer.Engine) {
 	t.Helper()
 	rep, err := replay.Verify(context.Background(), eng.Log(), eng.Root(), eng.Store(), replay.VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Differences) != 0 || rep.Files == 0 {
-		t.Fatalf("replay --verify: %d files compared, differences %+v", rep.Files, rep.Differences)
-	}
+	require.NoError(t, err)
+	require.Len(t, rep.Differences, 0, "replay --verify: %d files compared, differences %+v", rep.Files, rep.Differences)
+	require.NotEqualValues(t, 0, rep.Files, "replay --verify: %d files compared, differences %+v", rep.Files, rep.Differences)
 }
 
 // TestCoalescedFilesEndAtNewest: a burst of 1,000 concurrent remembers
@@ -135,10 +123,8 @@ func verifyReplay(t *testing.T, eng *Engine) {
 func TestCoalescedFilesEndAtNewest(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	eng, err := Open(ctx, root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err)
 	defer eng.Close()
 	const n, callers = 1000, 8
 	var wg sync.WaitGroup
@@ -149,7 +135,7 @@ func TestCoalescedFilesEndAtNewest(t *testing.T) {
 			defer wg.Done()
 			for i := c; i < n; i += callers {
 				imp := i % 4
-				r := RememberRequest{Cwd: "/home/u/burst", Content: fmt.Sprintf("burst fact %d", i), Type: "fact", Importance: &imp}
+				r := observer.RememberRequest{Cwd: "/home/u/burst", Content: fmt.Sprintf("burst fact %d", i), Type: "fact", Importance: &imp}
 				if i%50 == 0 {
 					r.Cwd, r.Type = "", "rule"
 				}
@@ -168,23 +154,15 @@ func TestCoalescedFilesEndAtNewest(t *testing.T) {
 	// Wait for the background writer to drain the queue (a state, not a
 	// time): nothing here writes the files but it.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		q, err := eng.proj.Queued(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q, err := eng.Projector().Queued(ctx)
+		require.NoError(t, err)
 		if !q {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the file writer never drained the queue")
-		}
+		require.False(t, time.Now().After(deadline), "the file writer never drained the queue")
 	}
-	if err := eng.FilesError(); err != nil {
-		t.Fatal(err)
-	}
-	hist, _ := filepath.Glob(filepath.Join(root, projector.ScopesDir, StreamForCwd("/home/u/burst"), projector.HistoryDir, "*.md"))
-	if len(hist) != projector.HistoryKeep {
-		t.Errorf("got %d summary versions, want %d", len(hist), projector.HistoryKeep)
-	}
+	require.NoError(t, eng.FilesError())
+	hist, _ := filepath.Glob(filepath.Join(root, projector.ScopesDir, observer.StreamForCwd("/home/u/burst"), projector.HistoryDir, "*.md"))
+	assert.Len(t, hist, projector.HistoryKeep, "got %d summary versions, want %d", len(hist), projector.HistoryKeep)
 	verifyReplay(t, eng)
 }

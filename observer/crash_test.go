@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"bufio"
@@ -16,8 +16,13 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/bench"
+	"dshmem/observer/internal/enginetest"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The crash test re-runs this test binary as a child writer. The child
@@ -42,12 +47,12 @@ func crashChild(root string) {
 	seed, _ := strconv.ParseUint(os.Getenv("DSHMEM_CRASH_SEED"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{})
+	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
 	}
-	syn := NewSynth(seed)
+	syn := bench.NewSynth(seed)
 	for n := start; ; {
 		size := 1 + rng.IntN(100)
 		lines := make([][]byte, size)
@@ -95,9 +100,7 @@ func TestCrashKill9(t *testing.T) {
 	// here), so this equals a rebuild from scratch at a fraction of the
 	// cost; the last check rebuilds from scratch all the same.
 	fresh, err := sqlstore.Open(filepath.Join(t.TempDir(), "fresh.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer fresh.Close()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	acked := map[int]bool{}
@@ -111,13 +114,9 @@ func TestCrashKill9(t *testing.T) {
 			"DSHMEM_CRASH_SEED="+strconv.FormatUint(seed+uint64(k), 10))
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, cmd.Start())
 		time.Sleep(time.Duration(10+rng.IntN(150)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err := cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("kill %d: child exited by itself (%v): %s", k, err, stderr.String())
@@ -135,9 +134,7 @@ func TestCrashKill9(t *testing.T) {
 		}
 		checkCrashRoot(t, root, acked, k, fresh, k == kills-1)
 	}
-	if len(acked) == 0 {
-		t.Fatal("no event was ever acknowledged: the child never got going")
-	}
+	require.NotEqualValues(t, 0, len(acked), "no event was ever acknowledged: the child never got going")
 	t.Logf("%d kills, %d events acknowledged", kills, len(acked))
 }
 
@@ -147,10 +144,8 @@ func TestCrashKill9(t *testing.T) {
 func checkCrashRoot(t *testing.T, root string, acked map[int]bool, k int, fresh *sqlstore.Store, last bool) {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := Open(ctx, root, Options{})
-	if err != nil {
-		t.Fatalf("kill %d: reopen: %v", k, err)
-	}
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err, "kill %d: reopen", k)
 	defer eng.Close()
 	seen := map[int]int{}
 	lg := eng.Log()
@@ -168,47 +163,27 @@ func checkCrashRoot(t *testing.T, root string, acked map[int]bool, k int, fresh 
 			seen[n]++
 			return nil
 		})
-		if err != nil {
-			t.Fatalf("kill %d: scan: %v", k, err)
-		}
+		require.NoError(t, err, "kill %d: scan", k)
 	}
 	for n, c := range seen {
-		if c != 1 {
-			t.Fatalf("kill %d: event crash:%d is in the log %d times", k, n, c)
-		}
+		require.EqualValues(t, 1, c, "kill %d: event crash:%d is in the log %d times", k, n, c)
 	}
 	for n := range acked {
-		if seen[n] != 1 {
-			t.Fatalf("kill %d: acknowledged event crash:%d is missing from the log", k, n)
-		}
+		require.EqualValues(t, 1, seen[n], "kill %d: acknowledged event crash:%d is missing from the log", k, n)
 	}
 	if last {
-		live, rebuilt := indexDumps(t, eng)
-		if !bytes.Equal(live, rebuilt) {
-			t.Fatalf("kill %d: live index differs from a rebuild of the log (%d vs %d bytes of dump)", k, len(live), len(rebuilt))
-		}
+		live, rebuilt := enginetest.IndexDumps(t, eng)
+		require.Equal(t, rebuilt, live, "kill %d: live index differs from a rebuild of the log (%d vs %d bytes of dump)", k, len(live), len(rebuilt))
 		return
 	}
 	cursors, err := fresh.Cursors()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for s, c := range cursors {
-		if c > lg.LastSeq(s) {
-			t.Fatalf("kill %d: stream %s: the log ends at seq %d, but seq %d was in it after an earlier kill", k, s, lg.LastSeq(s), c)
-		}
+		require.False(t, c > lg.LastSeq(s), "kill %d: stream %s: the log ends at seq %d, but seq %d was in it after an earlier kill", k, s, lg.LastSeq(s), c)
 	}
-	if err := projector.New(fresh).CatchUp(ctx, lg, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.New(fresh).CatchUp(ctx, lg, nil))
 	var live, folded bytes.Buffer
-	if err := projector.Dump(ctx, eng.Store(), &live); err != nil {
-		t.Fatal(err)
-	}
-	if err := projector.Dump(ctx, fresh, &folded); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(live.Bytes(), folded.Bytes()) {
-		t.Fatalf("kill %d: live index differs from a fold of the log (%d vs %d bytes of dump)", k, live.Len(), folded.Len())
-	}
+	require.NoError(t, projector.Dump(ctx, eng.Store(), &live))
+	require.NoError(t, projector.Dump(ctx, fresh, &folded))
+	require.Equal(t, folded.Bytes(), live.Bytes(), "kill %d: live index differs from a fold of the log (%d vs %d bytes of dump)", k, live.Len(), folded.Len())
 }

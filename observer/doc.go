@@ -1,6 +1,16 @@
-// Package observer is the write side of dshmem: intake (validate, redact,
-// resolve the stream, drop duplicates), the session runtime, checkpoint
-// triggers, the injection broker and the HTTP API.
+// Package observer is the engine of a memory root: the one writer's lock,
+// intake (validate, redact, resolve the scope, drop duplicates), the
+// ordered fold into the index, and the memory API (entries, remember,
+// forget, recall) over it.
+//
+// Ingest returns, for every appended event, the envelope as the log holds
+// it: redacted and stamped with its stream and seq (Outcome.Event). The
+// jobs built on the engine live in packages under it and reach it only
+// through its exported methods: observer/httpapi (the server),
+// observer/broker (session runtimes, context, packets),
+// observer/checkpoint (pending work and checkpoints), observer/importer
+// (DSH and legacy imports, the watcher), observer/handedit (hand edits of
+// projections), observer/bench (benchmarks) and observer/metrics.
 //
 // # Intake
 //

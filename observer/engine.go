@@ -82,10 +82,7 @@ type Engine struct {
 var ErrReadOnly = errors.New("observer: engine is read-only")
 
 // Paths inside a root. Part of the on-disk layout (ARCHITECTURE §2).
-const (
-	LogDir    = "log"
-	IndexFile = "index.db"
-)
+const LogDir = "log"
 
 // Open opens (creating when needed) the root for writing: it takes the
 // writer lock, opens the log (repairing a torn tail), opens the index
@@ -93,7 +90,7 @@ const (
 // index's cursors.
 func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	if opts.ReadOnly {
-		st, err := sqlstore.OpenReadOnly(filepath.Join(root, IndexFile))
+		st, err := sqlstore.OpenReadOnly(filepath.Join(root, sqlstore.IndexFile))
 		if err != nil {
 			return nil, fmt.Errorf("open index read-only: %w", err)
 		}
@@ -109,7 +106,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
 		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
-	if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
+	if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
 	}
@@ -139,12 +136,12 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		e.store.Close()
 		e.store = nil
 		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := os.Remove(filepath.Join(root, IndexFile+suffix)); err != nil && !os.IsNotExist(err) {
+			if err := os.Remove(filepath.Join(root, sqlstore.IndexFile+suffix)); err != nil && !os.IsNotExist(err) {
 				e.Close()
 				return nil, fmt.Errorf("drop index that is ahead of the log: %w", err)
 			}
 		}
-		if e.store, err = sqlstore.Open(filepath.Join(root, IndexFile)); err != nil {
+		if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("open index: %w", err)
 		}
@@ -187,6 +184,23 @@ func (e *Engine) indexAhead() (string, error) {
 	}
 	return "", nil
 }
+
+// ReadOnly reports whether e was opened with Options.ReadOnly; every
+// write of a read-only engine returns ErrReadOnly.
+func (e *Engine) ReadOnly() bool { return e.log == nil }
+
+// Settled runs fn between two intake calls, once every appended event is
+// folded, so that the index equals the log while fn reads it (a
+// checkpoint's claim, a sync's comparison). fn must not ingest: intake
+// waits until it returns.
+func (e *Engine) Settled(fn func() error) error {
+	e.lockSettled()
+	defer e.mu.Unlock()
+	return fn()
+}
+
+// Projector is the projector that folds e's log into its index and files.
+func (e *Engine) Projector() *projector.Projector { return e.proj }
 
 // Rebuilt says why the index was dropped and rebuilt from the log when
 // the root was opened, or "" when it was not.
@@ -245,6 +259,11 @@ type Outcome struct {
 	Stream string     `json:"stream,omitempty"`
 	Seq    uint64     `json:"seq,omitempty"`
 	Error  *LineError `json:"error,omitempty"`
+
+	// Event is the envelope as appended, for an appended event: redacted,
+	// with its stream and seq. What intake returns is what the log holds,
+	// so a consumer (the packet broker) never sees the text as sent.
+	Event *events.Envelope `json:"-"`
 }
 
 // Outcome statuses.
@@ -396,6 +415,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 			out[n].Status = StatusAppended
 			out[n].Stream = q.stream
 			out[n].Seq = own[k].Seq
+			out[n].Event = &own[k]
 		}
 		res.Appended += len(own)
 		folded = append(folded, stamped...)

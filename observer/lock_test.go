@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestLockRoot: one writer per root. flock locks belong to an open file,
@@ -16,9 +18,7 @@ func TestLockRoot(t *testing.T) {
 		t.Fatalf("no lock file yet: got holder %d, want 0", pid)
 	}
 	release, err := LockRoot(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Run("HolderPID", func(t *testing.T) {
 		if got := HolderPID(root); got != os.Getpid() {
 			t.Fatalf("got %d, want %d", got, os.Getpid())
@@ -27,29 +27,21 @@ func TestLockRoot(t *testing.T) {
 	t.Run("ErrLocked", func(t *testing.T) {
 		_, err := LockRoot(root)
 		var le *LockedError
-		if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
-			t.Fatalf("got %v, want a *LockedError wrapping ErrLocked", err)
-		}
-		if le.PID != os.Getpid() || le.Root != root {
-			t.Fatalf("got %+v, want root %s held by %d", le, root, os.Getpid())
-		}
+		require.True(t, errors.As(err, &le), "got %v, want a *LockedError wrapping ErrLocked", err)
+		require.ErrorIs(t, err, ErrLocked, "got %v, want a *LockedError wrapping ErrLocked", err)
+		require.Equal(t, os.Getpid(), le.PID, "got %+v, want root %s held by %d", le, root, os.Getpid())
+		require.Equal(t, root, le.Root, "got %+v, want root %s held by %d", le, root, os.Getpid())
 		if msg := err.Error(); !strings.Contains(msg, root) || !strings.Contains(msg, "one writer per root") {
 			t.Fatalf("got %q, want it to name the root and the rule", msg)
 		}
 	})
 	t.Run("Released", func(t *testing.T) {
-		if err := release(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, release())
 		if got := HolderPID(root); got != 0 {
 			t.Fatalf("got holder %d after release, want 0", got)
 		}
 		again, err := LockRoot(root)
-		if err != nil {
-			t.Fatalf("lock again after release: %v", err)
-		}
-		if err := again(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "lock again after release")
+		require.NoError(t, again())
 	})
 }

@@ -66,8 +66,8 @@ type Entry struct {
 	UpdatedSeq    uint64          `json:"updatedSeq"`
 }
 
-// distillEntry is e as a distiller's context.
-func (e Entry) distillEntry() distill.Entry {
+// Distill is e as a distiller's context.
+func (e Entry) Distill() distill.Entry {
 	var terms []string
 	for _, t := range strings.Split(e.Terms, ",") {
 		if t = strings.TrimSpace(t); t != "" {
@@ -235,12 +235,12 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 	if err != nil {
 		return Entry{}, fmt.Errorf("encode memory/remember: %w", err)
 	}
-	id, err := randomHex()
+	id, err := RandomHex()
 	if err != nil {
 		return Entry{}, err
 	}
 	env := events.Envelope{V: events.CurrentVersion, ID: "dshmem:remember:" + id, Type: events.TypeMemoryRemember,
-		Time: eventTime(r.Time), Cwd: r.Cwd, Data: raw}
+		Time: EventTime(r.Time), Cwd: r.Cwd, Data: raw}
 	o, err := e.appendOwn(ctx, env)
 	if err != nil {
 		return Entry{}, err
@@ -268,14 +268,14 @@ func (e *Engine) Forget(ctx context.Context, id, reason string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("encode memory/forget: %w", err)
 	}
-	rid, err := randomHex()
+	rid, err := RandomHex()
 	if err != nil {
 		return Entry{}, err
 	}
 	// The projector applies a forget only to entries of the event's own
 	// stream, so the event goes to the entry's scope.
 	env := events.Envelope{V: events.CurrentVersion, ID: "dshmem:forget:" + rid, Type: events.TypeMemoryForget,
-		Time: eventTime(time.Time{}), Stream: en.Scope, Data: raw}
+		Time: EventTime(time.Time{}), Stream: en.Scope, Data: raw}
 	if _, err := e.appendOwn(ctx, env); err != nil {
 		return Entry{}, err
 	}
@@ -307,18 +307,18 @@ func (e *Engine) appendOwn(ctx context.Context, env events.Envelope) (Outcome, e
 	return o, nil
 }
 
-// eventTime formats t as the time of an event the engine writes itself;
+// EventTime formats t as the time of an event the engine writes itself;
 // a zero t means now.
-func eventTime(t time.Time) string {
+func EventTime(t time.Time) string {
 	if t.IsZero() {
 		t = time.Now()
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// randomHex returns 16 random hex digits, for the ids of events the
+// RandomHex returns 16 random hex digits, for the ids of events the
 // engine writes itself.
-func randomHex() (string, error) {
+func RandomHex() (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("random id: %w", err)

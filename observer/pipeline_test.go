@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"bytes"
@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/internal/enginetest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestConcurrentIntake runs intake calls from many goroutines at once —
@@ -17,10 +21,8 @@ import (
 // and that the live index equals a rebuild of the log.
 func TestConcurrentIntake(t *testing.T) {
 	ctx := context.Background()
-	eng, err := Open(ctx, t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, err := observer.Open(ctx, t.TempDir(), observer.Options{})
+	require.NoError(t, err)
 	defer eng.Close()
 	const sessions, msgs, senders = 8, 40, 6
 	var wg sync.WaitGroup
@@ -60,29 +62,23 @@ func TestConcurrentIntake(t *testing.T) {
 	count := map[string]int{}
 	lg := eng.Log()
 	for _, st := range lg.Streams() {
-		if err := lg.Scan(st, 1, func(e events.Envelope) error {
+		require.NoError(t, lg.Scan(st, 1, func(e events.Envelope) error {
 			count[e.ID]++
 			var s int
 			if _, err := fmt.Sscanf(e.Session, "s%d", &s); err != nil {
 				return err
 			}
-			if want := StreamForCwd(fmt.Sprintf("/w/%d", s)); st != want {
+			if want := observer.StreamForCwd(fmt.Sprintf("/w/%d", s)); st != want {
 				return fmt.Errorf("%s is in stream %s, want %s (its session's cwd)", e.ID, st, want)
 			}
 			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		}))
 	}
-	if len(count) != sessions*(msgs+1) {
-		t.Fatalf("got %d distinct ids in the log, want %d", len(count), sessions*(msgs+1))
-	}
+	require.Len(t, count, sessions*(msgs+1), "got %d distinct ids in the log, want %d", len(count), sessions*(msgs+1))
 	for id, n := range count {
-		if n != 1 {
-			t.Fatalf("%s is in the log %d times", id, n)
-		}
+		require.EqualValues(t, 1, n, "%s is in the log %d times", id, n)
 	}
-	if live, fresh := indexDumps(t, eng); !bytes.Equal(live, fresh) {
+	if live, fresh := enginetest.IndexDumps(t, eng); !bytes.Equal(live, fresh) {
 		t.Fatal("live index differs from a rebuild of the log")
 	}
 }

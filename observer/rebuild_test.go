@@ -1,11 +1,15 @@
-package observer
+package observer_test
 
 import (
 	"bytes"
 	"context"
+	"dshmem/observer"
+	"dshmem/observer/internal/enginetest"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestLiveIndexEqualsRebuild ingests data that JSON encoders like to
@@ -14,10 +18,8 @@ import (
 func TestLiveIndexEqualsRebuild(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	eng, err := Open(ctx, root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err)
 	defer eng.Close()
 	lines := [][]byte{
 		[]byte(`{"id":"a","type":"user/message","time":"2026-08-18T10:00:00Z","session":"s","cwd":"/p","data":{"text":"if a < b && c > d { return \"<ok>\" }"}}`),
@@ -26,21 +28,13 @@ func TestLiveIndexEqualsRebuild(t *testing.T) {
 		[]byte(`{"id":"d","type":"memory/remember","time":"2026-08-18T10:00:03Z","cwd":"/p","data":{"content":"Use <b>pnpm</b> & never npm","tags":["a&b"],"importance":2}}`),
 	}
 	res, outs, err := eng.Ingest(ctx, lines)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Appended != len(lines) {
-		t.Fatalf("appended %d, want %d: %+v", res.Appended, len(lines), outs)
-	}
-	segs, _ := filepath.Glob(filepath.Join(root, LogDir, "*", "*.jsonl.zst"))
+	require.NoError(t, err)
+	require.Equal(t, len(lines), res.Appended, "appended %d, want %d: %+v", res.Appended, len(lines), outs)
+	segs, _ := filepath.Glob(filepath.Join(root, observer.LogDir, "*", "*.jsonl.zst"))
 	raw, err := exec.Command("zstd", "-dc", segs[0]).Output()
-	if err != nil {
-		t.Fatalf("zstd -dc: %v", err)
-	}
-	if !bytes.Contains(raw, []byte(`a < b && c > d`)) {
-		t.Fatalf("the log escaped the text instead of keeping it:\n%s", raw)
-	}
-	if live, fresh := indexDumps(t, eng); !bytes.Equal(live, fresh) {
+	require.NoError(t, err, "zstd -dc")
+	require.Contains(t, string(raw), string([]byte(`a < b && c > d`)), "the log escaped the text instead of keeping it:\n%s", raw)
+	if live, fresh := enginetest.IndexDumps(t, eng); !bytes.Equal(live, fresh) {
 		t.Fatalf("live index differs from a rebuild of the log:\nlive:\n%s\nfresh:\n%s", live, fresh)
 	}
 }

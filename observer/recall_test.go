@@ -1,4 +1,4 @@
-package observer
+package observer_test
 
 import (
 	"context"
@@ -7,6 +7,11 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/httpapi"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRecordShown: Engine.RecordShown writes one memory/shown event with
@@ -15,55 +20,39 @@ import (
 func TestRecordShown(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	eng, err := Open(ctx, root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err)
 	at := time.Date(2026, 8, 18, 10, 0, 0, 123, time.UTC)
 	t.Run("OK", func(t *testing.T) {
-		if err := eng.RecordShown(ctx, "s1", "/work/shown", "recall", []string{"m-0000000000000001", "m-0000000000000002"}, at); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, eng.RecordShown(ctx, "s1", "/work/shown", "recall", []string{"m-0000000000000001", "m-0000000000000002"}, at))
 		var id, typ, stream, when, mode, session string
 		var n int
-		err := eng.store.DB().QueryRowContext(ctx, `SELECT id, type, stream, time, data ->> 'mode', data ->> 'session',
+		err := eng.Store().DB().QueryRowContext(ctx, `SELECT id, type, stream, time, data ->> 'mode', data ->> 'session',
 			json_array_length(data -> 'entries') FROM events WHERE session = 's1'`).Scan(&id, &typ, &stream, &when, &mode, &session, &n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []string{"shown:s1:1787047200000000123", events.TypeMemoryShown, StreamForCwd("/work/shown"), "2026-08-18T10:00:00.000000123Z", "recall", "s1"}
+		require.NoError(t, err)
+		want := []string{"shown:s1:1787047200000000123", events.TypeMemoryShown, observer.StreamForCwd("/work/shown"), "2026-08-18T10:00:00.000000123Z", "recall", "s1"}
 		got := []string{id, typ, stream, when, mode, session}
 		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("got %q, want %q", got[i], want[i])
-			}
+			assert.Equal(t, want[i], got[i], "got %q, want %q", got[i], want[i])
 		}
-		if n != 2 {
-			t.Errorf("got %d entries, want 2", n)
-		}
+		assert.EqualValues(t, 2, n, "got %d entries, want 2", n)
 	})
 	t.Run("NothingForNoIDs", func(t *testing.T) {
-		if err := eng.RecordShown(ctx, "s2", "", "recall", nil, at); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, eng.RecordShown(ctx, "s2", "", "recall", nil, at))
 		var n int
-		if err := eng.store.DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n); err != nil || n != 0 {
+		if err := eng.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("got %d events (%v), want 0", n, err)
 		}
 	})
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.Close())
 	t.Run("ErrReadOnly", func(t *testing.T) {
-		ro, err := Open(ctx, root, Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ro, err := observer.Open(ctx, root, observer.Options{ReadOnly: true})
+		require.NoError(t, err)
 		defer ro.Close()
-		if err := ro.RecordShown(ctx, "s1", "", "recall", []string{"m-0000000000000001"}, at); !errors.Is(err, ErrReadOnly) {
+		if err := ro.RecordShown(ctx, "s1", "", "recall", []string{"m-0000000000000001"}, at); !errors.Is(err, observer.ErrReadOnly) {
 			t.Fatalf("got %v, want ErrReadOnly", err)
 		}
-		if _, err := NewServer(ro, ServerOptions{}); !errors.Is(err, ErrReadOnly) {
+		if _, err := httpapi.NewServer(ro, httpapi.ServerOptions{}); !errors.Is(err, observer.ErrReadOnly) {
 			t.Fatalf("NewServer: got %v, want ErrReadOnly", err)
 		}
 	})

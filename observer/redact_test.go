@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"dshmem/events"
 	"dshmem/observer/dsh"
@@ -32,15 +34,11 @@ type corpusSample struct {
 func readCorpus(t testing.TB) []corpusSample {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(secretsDir, "corpus.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []corpusSample
 	for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
 		var s corpusSample
-		if err := json.Unmarshal(line, &s); err != nil {
-			t.Fatalf("corpus.jsonl line %d: %v", i+1, err)
-		}
+		require.NoError(t, json.Unmarshal(line, &s), "corpus.jsonl line %d", i+1)
 		out = append(out, s)
 	}
 	return out
@@ -50,9 +48,7 @@ func readCorpus(t testing.TB) []corpusSample {
 func readTexts(t testing.TB, name string) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(secretsDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
@@ -62,38 +58,26 @@ func readTexts(t testing.TB, name string) []string {
 			out = append(out, line)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, sc.Err())
 	return out
 }
 
 func TestRedactCorpus(t *testing.T) {
 	samples := readCorpus(t)
-	if len(samples) < 40 {
-		t.Fatalf("corpus has %d samples, want at least 40", len(samples))
-	}
+	require.False(t, len(samples) < 40, "corpus has %d samples, want at least 40", len(samples))
 	kinds := map[string]int{}
 	r := NewRedactor()
 	for _, s := range samples {
 		kinds[s.Kind]++
 		t.Run(s.Kind, func(t *testing.T) {
 			got, found := r.String(s.Text)
-			if !slices.Contains(found, s.Kind) {
-				t.Errorf("kinds %v, want %s; output %q", found, s.Kind, got)
-			}
-			if !strings.Contains(got, "[REDACTED:"+s.Kind+"]") {
-				t.Errorf("output %q lacks [REDACTED:%s]", got, s.Kind)
-			}
+			assert.True(t, slices.Contains(found, s.Kind), "kinds %v, want %s; output %q", found, s.Kind, got)
+			assert.Contains(t, got, "[REDACTED:"+s.Kind+"]", "output %q lacks [REDACTED:%s]", got, s.Kind)
 			for _, secret := range s.Secrets {
-				if strings.Contains(got, secret) {
-					t.Errorf("output %q still holds %q", got, secret)
-				}
+				assert.NotContains(t, got, secret, "output %q still holds %q", got, secret)
 			}
 			for _, keep := range s.Keep {
-				if !strings.Contains(got, keep) {
-					t.Errorf("output %q lost %q", got, keep)
-				}
+				assert.Contains(t, got, keep, "output %q lost %q", got, keep)
 			}
 			if again, more := r.String(got); again != got || more != nil {
 				t.Errorf("second pass changed %q to %q (kinds %v)", got, again, more)
@@ -103,9 +87,7 @@ func TestRedactCorpus(t *testing.T) {
 	for _, k := range []string{kindPrivateKey, kindAnthropicKey, kindOpenAIKey, kindGitHubToken, kindSlackToken,
 		kindGoogleAPIKey, kindAWSSecretKey, kindAWSAccessKeyID, kindJWT, kindBearerToken, kindBasicAuth,
 		kindURLCredentials, kindPassword} {
-		if kinds[k] == 0 {
-			t.Errorf("corpus has no sample of kind %s", k)
-		}
+		assert.NotEqualValues(t, 0, kinds[k], "corpus has no sample of kind %s", k)
 	}
 }
 
@@ -151,9 +133,7 @@ func TestRedactNearMisses(t *testing.T) {
 // files.
 func TestRedactOrdinaryText(t *testing.T) {
 	texts := readTexts(t, "ordinary.txt")
-	if len(texts) < 500 {
-		t.Fatalf("ordinary.txt has %d texts, want at least 500", len(texts))
-	}
+	require.False(t, len(texts) < 500, "ordinary.txt has %d texts, want at least 500", len(texts))
 	texts = append(texts, madialTexts(t, "../testdata/madial")...)
 	if dir := os.Getenv("DSHMEM_MADIAL_DIR"); dir != "" {
 		full := madialTexts(t, dir)
@@ -176,20 +156,15 @@ func TestRedactOrdinaryText(t *testing.T) {
 func madialTexts(t *testing.T, dir string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no *.json in %s: %v", dir, err)
-	}
+	require.NoError(t, err, "no *.json in %s", dir)
+	require.NotEqualValues(t, 0, len(files), "no *.json in %s: %v", dir, err)
 	var out []string
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
 			var rec map[string]json.RawMessage
-			if err := json.Unmarshal(line, &rec); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
+			require.NoError(t, json.Unmarshal(line, &rec), "%s", name)
 			for key, v := range rec {
 				var strs []string
 				var fields map[string]any
@@ -252,21 +227,14 @@ func TestRedactEnvelope(t *testing.T) {
 			`"ghp_FAKE0123456789abcdefghijklmnopqrstuv":"k"}`),
 	}
 	kinds, err := NewRedactor().Envelope(&e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := `{"zeta":1,"name":"bash","alpha":{"ok":true,"n":null,"big":12345678901234567890,` +
 		`"f":1.50,"e":1e400,"list":["a",2,"password=[REDACTED:password]",[],{}]},"text":"key [REDACTED:openai-key] <b>&",` +
 		`"[REDACTED:github-token]":"k"}`
-	if string(e.Data) != want {
-		t.Fatalf("got  %s\nwant %s", e.Data, want)
-	}
-	if !slices.Equal(kinds, []string{kindGitHubToken, kindOpenAIKey, kindPassword}) {
-		t.Fatalf("kinds %v, want [github-token openai-key password]", kinds)
-	}
-	if e.ID != "sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e" || e.Cwd != "/home/u/password=hunter2" {
-		t.Fatalf("envelope fields outside data changed: id %q cwd %q", e.ID, e.Cwd)
-	}
+	require.Equal(t, want, string(e.Data), "got  %s\nwant %s", e.Data, want)
+	require.True(t, slices.Equal(kinds, []string{kindGitHubToken, kindOpenAIKey, kindPassword}), "kinds %v, want [github-token openai-key password]", kinds)
+	require.EqualValues(t, "sk-7f3a9c2e5b8d4f1a6c0e9b2d7a5f3c8e", e.ID, "envelope fields outside data changed: id %q cwd %q", e.ID, e.Cwd)
+	require.EqualValues(t, "/home/u/password=hunter2", e.Cwd, "envelope fields outside data changed: id %q cwd %q", e.ID, e.Cwd)
 	// Same values, other spelling: same bytes.
 	e2 := events.Envelope{Data: json.RawMessage(` { "a" : "\u00e9\/" , "b":[ 1 ,true] } `)}
 	if _, err := NewRedactor().Envelope(&e2); err != nil || string(e2.Data) != `{"a":"é/","b":[1,true]}` {
@@ -322,34 +290,22 @@ func BenchmarkRedactString(b *testing.B) {
 // keys included) the redactor finds nothing.
 func TestRedactDSHFixtures(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(dshFixtures, "*--session*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	live, err := dsh.FindSessions(filepath.Join(dshFixtures, "live"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	paths = append(paths, live...)
-	if len(paths) != 6 {
-		t.Fatalf("got %d fixture files, want 6 (5 snapshots + live)", len(paths))
-	}
+	require.Len(t, paths, 6, "got %d fixture files, want 6 (5 snapshots + live)", len(paths))
 	r := NewRedactor()
 	strs := 0
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if strings.HasSuffix(p, ".zstd") {
 			dec, err := zstd.NewReader(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			raw, err = dec.DecodeAll(raw, nil)
 			dec.Close()
-			if err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
+			require.NoError(t, err, "%s", p)
 		}
 		for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
 			strs += countStrings(t, line)
@@ -359,9 +315,7 @@ func TestRedactDSHFixtures(t *testing.T) {
 			}
 		}
 	}
-	if strs < 10000 {
-		t.Fatalf("got %d strings from %d files, want at least 10,000: the fixtures changed", strs, len(paths))
-	}
+	require.False(t, strs < 10000, "got %d strings from %d files, want at least 10,000: the fixtures changed", strs, len(paths))
 	t.Logf("%d strings of %d files, none redacted", strs, len(paths))
 }
 
@@ -384,3 +338,5 @@ func countStrings(t *testing.T, data []byte) int {
 	}
 	return n
 }
+
+const dshFixtures = "../testdata/dsh-sessions"

@@ -274,7 +274,7 @@ func ResolveStream(e *events.Envelope, sessionCwd string, lineNo int, resolve fu
 		src = "the session's cwd"
 	}
 	return Scope{}, &LineError{Line: lineNo, Field: "stream", Msg: fmt.Sprintf(
-		"is %q but %s %s belongs to the scope %s; omit stream and dshmem derives it", e.Stream, src, quoteClip(cwd), want)}
+		"is %q but %s %s belongs to the scope %s; omit stream and dshmem derives it", e.Stream, src, QuoteClip(cwd), want)}
 }
 
 // streamOfAncestor reports whether stream is the key of norm (a
@@ -293,3 +293,6 @@ func streamOfAncestor(stream, norm string) bool {
 		d = parent
 	}
 }
+
+// IsWorkspaceStream reports whether s is a workspace stream ("ws-…").
+func IsWorkspaceStream(s string) bool { return strings.HasPrefix(s, "ws-") && ValidStream(s) }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"dshmem/events"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestNormalizeCwd(t *testing.T) {
@@ -31,9 +33,7 @@ func TestNormalizeCwd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := NormalizeCwd(tt.in)
-			if got != tt.want {
-				t.Fatalf("NormalizeCwd(%q) = %q, want %q", tt.in, got, tt.want)
-			}
+			require.Equal(t, tt.want, got, "NormalizeCwd(%q) = %q, want %q", tt.in, got, tt.want)
 			if again := NormalizeCwd(got); again != got {
 				t.Fatalf("NormalizeCwd is not idempotent: %q -> %q -> %q", tt.in, got, again)
 			}
@@ -62,12 +62,8 @@ func TestStreamForCwd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := StreamForCwd(tt.cwd)
-			if got != tt.want {
-				t.Fatalf("StreamForCwd(%q) = %q, want %q", tt.cwd, got, tt.want)
-			}
-			if !ValidStream(got) {
-				t.Fatalf("ValidStream(%q) = false, want true", got)
-			}
+			require.Equal(t, tt.want, got, "StreamForCwd(%q) = %q, want %q", tt.cwd, got, tt.want)
+			require.True(t, ValidStream(got), "ValidStream(%q) = false, want true", got)
 		})
 	}
 	// Hard-coded values pin the format (computed with
@@ -82,9 +78,7 @@ func TestStreamForCwd(t *testing.T) {
 			t.Errorf("StreamForCwd(%q) = %q, want %q", cwd, got, want)
 		}
 	}
-	if StreamForCwd("/home/u/proj") == StreamForCwd("/home/u/proj2") {
-		t.Fatal("different directories share a stream")
-	}
+	require.NotEqual(t, StreamForCwd("/home/u/proj2"), StreamForCwd("/home/u/proj"), "different directories share a stream")
 }
 
 func TestValidStream(t *testing.T) {
@@ -151,9 +145,8 @@ func TestResolveStream(t *testing.T) {
 				}
 				return
 			}
-			if lerr != nil || got != tt.want {
-				t.Fatalf("got %+v, %v; want %+v", got, lerr, tt.want)
-			}
+			require.Nil(t, lerr, "got %+v, %v; want %+v", got, lerr, tt.want)
+			require.Equal(t, tt.want, got, "got %+v, %v; want %+v", got, lerr, tt.want)
 		})
 	}
 }

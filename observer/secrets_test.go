@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSecretsNeverReachDisk ingests every credential sample of the
@@ -20,9 +24,7 @@ import (
 // its WAL.
 func TestSecretsNeverReachDisk(t *testing.T) {
 	f, err := os.Open(filepath.Join("..", "testdata", "secrets", "corpus.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	type sample struct {
 		Kind    string   `json:"kind"`
@@ -34,21 +36,15 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var s sample
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &s))
 		samples = append(samples, s)
 	}
-	if len(samples) < 40 {
-		t.Fatalf("corpus has %d samples, want at least 40", len(samples))
-	}
+	require.False(t, len(samples) < 40, "corpus has %d samples, want at least 40", len(samples))
 
 	root := t.TempDir()
 	ctx := context.Background()
 	eng, err := Open(ctx, root, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var lines [][]byte
 	for i, s := range samples {
 		text, _ := json.Marshal(s.Text)
@@ -60,9 +56,7 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 		)
 	}
 	res, outs, err := eng.Ingest(ctx, lines)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// A memory/remember that is nothing but a secret is refused; all
 	// else is stored, redacted.
 	if res.Appended < 3*len(samples) {
@@ -73,20 +67,14 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 		}
 		t.Fatalf("appended %d of %d events", res.Appended, len(lines))
 	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.Close())
 
 	var disk bytes.Buffer
 	segs, _ := filepath.Glob(filepath.Join(root, LogDir, "*", "*.jsonl.zst"))
-	if len(segs) == 0 {
-		t.Fatal("no segments written")
-	}
+	require.NotEqualValues(t, 0, len(segs), "no segments written")
 	for _, seg := range segs {
 		sf, err := os.Open(seg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		r := events.NewReader(sf)
 		for {
 			b, err := r.Next()
@@ -100,19 +88,15 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 		}
 		sf.Close()
 	}
-	if !bytes.Contains(disk.Bytes(), []byte("[REDACTED:")) {
-		t.Fatal("the decompressed log holds no placeholder: the check below would prove nothing")
-	}
-	for _, name := range []string{IndexFile, IndexFile + "-wal"} {
+	require.Contains(t, string(disk.Bytes()), string([]byte("[REDACTED:")), "the decompressed log holds no placeholder: the check below would prove nothing")
+	for _, name := range []string{sqlstore.IndexFile, sqlstore.IndexFile + "-wal"} {
 		if b, err := os.ReadFile(filepath.Join(root, name)); err == nil {
 			disk.Write(b)
 		}
 	}
 	for _, s := range samples {
 		for _, secret := range s.Secrets {
-			if bytes.Contains(disk.Bytes(), []byte(secret)) {
-				t.Errorf("%s: secret %q reached the disk", s.Kind, secret)
-			}
+			assert.NotContains(t, string(disk.Bytes()), string([]byte(secret)), "%s: secret %q reached the disk", s.Kind, secret)
 		}
 	}
 }

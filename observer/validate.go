@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/markdown"
 )
 
 // Size caps of intake (ARCHITECTURE §8: every input has a size cap).
@@ -167,13 +168,13 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 		return fail("type", "%v", err)
 	}
 	if !events.KnownType(e.Type) {
-		return fail("type", "unknown event type %s; known types: %s", quoteClip(e.Type), strings.Join(events.Types, ", "))
+		return fail("type", "unknown event type %s; known types: %s", QuoteClip(e.Type), strings.Join(events.Types, ", "))
 	}
 	if e.Time, err = requiredString(fields, "time"); err != nil {
 		return fail("time", "%v", err)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
-		return fail("time", "not RFC 3339: %s (want e.g. 2026-08-18T10:00:00Z)", quoteClip(e.Time))
+		return fail("time", "not RFC 3339: %s (want e.g. 2026-08-18T10:00:00Z)", QuoteClip(e.Time))
 	}
 	if e.Session, err = optionalString(fields, "session"); err != nil {
 		return fail("session", "%v", err)
@@ -182,21 +183,21 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 		return fail("cwd", "%v", err)
 	}
 	if e.Cwd != "" && !isAbsCwd(NormalizeCwd(e.Cwd)) {
-		return fail("cwd", "not an absolute path: %s (send the session's working directory, e.g. /home/u/proj or C:\\Users\\u\\proj)", quoteClip(e.Cwd))
+		return fail("cwd", "not an absolute path: %s (send the session's working directory, e.g. /home/u/proj or C:\\Users\\u\\proj)", QuoteClip(e.Cwd))
 	}
 	if e.Stream, err = optionalString(fields, "stream"); err != nil {
 		return fail("stream", "%v", err)
 	}
 	if e.Stream != "" {
 		if !ValidStream(e.Stream) {
-			return fail("stream", "not a stream name: %s (want \"global\" or ws-<20 hex digits>); usually omit it, dshmem derives it from cwd", quoteClip(e.Stream))
+			return fail("stream", "not a stream name: %s (want \"global\" or ws-<20 hex digits>); usually omit it, dshmem derives it from cwd", QuoteClip(e.Stream))
 		}
 		// Which scope the cwd belongs to is the engine's to decide
 		// (Resolver): here the stream must at least be the key of the
 		// cwd or of one of its ancestors.
 		if e.Cwd != "" && !streamOfAncestor(e.Stream, NormalizeCwd(e.Cwd)) {
 			return fail("stream", "is %s but cwd %s resolves to %s or the scope of one of its parent directories; omit stream and dshmem derives it",
-				quoteClip(e.Stream), quoteClip(e.Cwd), StreamForCwd(e.Cwd))
+				QuoteClip(e.Stream), QuoteClip(e.Cwd), StreamForCwd(e.Cwd))
 		}
 	}
 
@@ -331,11 +332,11 @@ func jsonKind(raw json.RawMessage) string {
 }
 
 // clip quotes at most 64 bytes of a raw value for an error message.
-func clip(raw []byte) string { return quoteClip(string(raw)) }
+func clip(raw []byte) string { return QuoteClip(string(raw)) }
 
-// quoteClip quotes s for an error message, cut so that a huge bad value
+// QuoteClip quotes s for an error message, cut so that a huge bad value
 // does not make a huge error.
-func quoteClip(s string) string {
+func QuoteClip(s string) string {
 	if c := clipped(s); c != s {
 		return strconv.Quote(strings.TrimSuffix(c, "…")) + "…"
 	}
@@ -348,11 +349,7 @@ func clipped(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return markdown.CutUTF8(s, max) + "…"
 }
 
 // shape is what a required data field must hold.
@@ -433,7 +430,7 @@ func checkData(e *events.Envelope, lineNo int) *LineError {
 				return fail("origin", "%v", err)
 			}
 			if s != "top" && s != "subagent" {
-				return fail("origin", "must be \"top\" or \"subagent\", got %s", quoteClip(s))
+				return fail("origin", "must be \"top\" or \"subagent\", got %s", QuoteClip(s))
 			}
 		}
 	case events.TypeMemoryRemember:

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"dshmem/events"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // validLines are accepted envelopes, one per event type that has data
@@ -34,29 +37,20 @@ func TestValidateOK(t *testing.T) {
 	for i, line := range validLines {
 		t.Run(fmt.Sprintf("OK%d", i), func(t *testing.T) {
 			e, lerr := Validate([]byte(line), i+1)
-			if lerr != nil {
-				t.Fatalf("Validate(%s) = %v, want no error", line, lerr)
-			}
-			if e.V != events.CurrentVersion || e.Seq != 0 {
-				t.Fatalf("got v %d seq %d, want v %d seq 0", e.V, e.Seq, events.CurrentVersion)
-			}
-			if len(e.Data) > 0 && !json.Valid(e.Data) {
-				t.Fatalf("data %s is not valid JSON", e.Data)
-			}
+			require.Nil(t, lerr, "Validate(%s) = %v, want no error", line, lerr)
+			require.Equal(t, events.CurrentVersion, e.V, "got v %d seq %d, want v %d seq 0", e.V, e.Seq, events.CurrentVersion)
+			require.EqualValues(t, 0, e.Seq, "got v %d seq %d, want v %d seq 0", e.V, e.Seq, events.CurrentVersion)
+			require.False(t, len(e.Data) > 0 && !json.Valid(e.Data), "data %s is not valid JSON", e.Data)
 		})
 	}
 }
 
 func TestValidateKeepsFields(t *testing.T) {
 	e, lerr := Validate([]byte(`{"id":"x:1","type":"user/message","time":"2026-08-18T10:00:00.5+02:00","session":"s","cwd":"/p/","data":{ "z":1, "text":"t", "a":{"b":[true,null,1.50]} }}`), 1)
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
+	require.Nil(t, lerr, lerr)
 	want := events.Envelope{V: 1, ID: "x:1", Type: "user/message", Time: "2026-08-18T10:00:00.5+02:00", Session: "s", Cwd: "/p/",
 		Data: json.RawMessage(`{"z":1,"text":"t","a":{"b":[true,null,1.50]}}`)}
-	if !reflect.DeepEqual(e, want) {
-		t.Fatalf("got %+v (data %s), want %+v (data %s)", e, e.Data, want, want.Data)
-	}
+	require.True(t, reflect.DeepEqual(e, want), "got %+v (data %s), want %+v (data %s)", e, e.Data, want, want.Data)
 }
 
 func TestValidateRejects(t *testing.T) {
@@ -122,9 +116,7 @@ func TestValidateRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, lerr := Validate([]byte(tt.line), 3)
-			if lerr == nil {
-				t.Fatalf("Validate accepted %.120s", tt.line)
-			}
+			require.NotNil(t, lerr, "Validate accepted %.120s", tt.line)
 			if lerr.Line != 3 || lerr.Field != tt.field || !strings.Contains(lerr.Msg, tt.msg) {
 				t.Fatalf("got line %d field %q msg %q, want line 3 field %q msg containing %q", lerr.Line, lerr.Field, lerr.Msg, tt.field, tt.msg)
 			}
@@ -144,17 +136,14 @@ func TestValidateErrorIsShort(t *testing.T) {
 			t.Errorf("accepted a line with a %d-byte value", len(huge))
 			continue
 		}
-		if len(lerr.Error()) > 500 || !strings.Contains(lerr.Error(), "…") {
-			t.Errorf("got %d-byte error %.80q…, want a clipped one", len(lerr.Error()), lerr.Error())
-		}
+		assert.False(t, len(lerr.Error()) > 500 || !strings.Contains(lerr.Error(), "…"), "got %d-byte error %.80q…, want a clipped one", len(lerr.Error()), lerr.Error())
 	}
 }
 
 func TestValidateErrorKeepsID(t *testing.T) {
 	e, lerr := Validate([]byte(`{"id":"dsh:s:9","type":"user/message","time":"now"}`), 1)
-	if lerr == nil || e.ID != "dsh:s:9" {
-		t.Fatalf("got id %q, err %v; want id dsh:s:9 and an error", e.ID, lerr)
-	}
+	require.NotNil(t, lerr, "got id %q, err %v; want id dsh:s:9 and an error", e.ID, lerr)
+	require.EqualValues(t, "dsh:s:9", e.ID, "got id %q, err %v; want id dsh:s:9 and an error", e.ID, lerr)
 }
 
 func TestLineErrorString(t *testing.T) {
@@ -198,9 +187,8 @@ func TestSplitLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := collect(t, []byte(tt.input))
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
-			}
+			require.NoError(t, err, "got %v, %v; want %v", got, err, tt.want)
+			require.True(t, reflect.DeepEqual(got, tt.want), "got %v, %v; want %v", got, err, tt.want)
 		})
 	}
 }
@@ -210,12 +198,9 @@ func TestSplitLinesOversizeLine(t *testing.T) {
 	big := `{"id":"big","type":"user/message","time":"2026-08-18T10:00:00Z","data":{"text":"` + strings.Repeat("y", MaxEventBytes) + `"}}`
 	input := good + "\n" + big + "\n" + good + "\n"
 	got, err := collect(t, []byte(input))
-	if err != nil || len(got) != 3 {
-		t.Fatalf("got %d lines, %v; want 3 lines", len(got), err)
-	}
-	if len(got[1].line) != MaxEventBytes+1 {
-		t.Fatalf("oversize line handed on with %d bytes, want %d", len(got[1].line), MaxEventBytes+1)
-	}
+	require.NoError(t, err, "got %d lines, %v; want 3 lines", len(got), err)
+	require.Len(t, got, 3, "got %d lines, %v; want 3 lines", len(got), err)
+	require.Len(t, got[1].line, MaxEventBytes+1, "oversize line handed on with %d bytes, want %d", len(got[1].line), MaxEventBytes+1)
 	for i, want := range []string{"", "line 2: event is larger than the 256 KiB limit", ""} {
 		_, lerr := Validate([]byte(got[i].line), got[i].no)
 		switch {
@@ -228,9 +213,9 @@ func TestSplitLinesOversizeLine(t *testing.T) {
 	// A line of exactly MaxEventBytes passes whole.
 	exact := []byte(strings.Repeat(" ", MaxEventBytes-len(good)) + good)
 	got, err = collect(t, exact)
-	if err != nil || len(got) != 1 || len(got[0].line) != MaxEventBytes {
-		t.Fatalf("got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
-	}
+	require.NoError(t, err, "got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
+	require.Len(t, got, 1, "got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
+	require.Len(t, got[0].line, MaxEventBytes, "got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
 	if _, lerr := Validate([]byte(got[0].line), 1); lerr != nil {
 		t.Fatalf("line of exactly MaxEventBytes: got %v, want no error", lerr)
 	}
@@ -241,19 +226,15 @@ func TestSplitLinesIngestLimit(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		input := bytes.Repeat(line, MaxIngestBytes/1024)
 		got, err := collect(t, input)
-		if err != nil || len(got) != MaxIngestBytes/1024 {
-			t.Fatalf("got %d lines, %v; want %d lines", len(got), err, MaxIngestBytes/1024)
-		}
+		require.NoError(t, err, "got %d lines, %v; want %d lines", len(got), err, MaxIngestBytes/1024)
+		require.Len(t, got, MaxIngestBytes/1024, "got %d lines, %v; want %d lines", len(got), err, MaxIngestBytes/1024)
 	})
 	t.Run("ErrIngestTooLarge", func(t *testing.T) {
 		input := append(bytes.Repeat(line, MaxIngestBytes/1024), '\n')
 		got, err := collect(t, input)
-		if !errors.Is(err, ErrIngestTooLarge) || len(got) != 0 {
-			t.Fatalf("got %d lines, %v; want no line and ErrIngestTooLarge", len(got), err)
-		}
-		if !strings.Contains(err.Error(), "8388608 bytes") {
-			t.Fatalf("error %q does not name the limit", err)
-		}
+		require.ErrorIs(t, err, ErrIngestTooLarge, "got %d lines, %v; want no line and ErrIngestTooLarge", len(got), err)
+		require.Len(t, got, 0, "got %d lines, %v; want no line and ErrIngestTooLarge", len(got), err)
+		require.Contains(t, err.Error(), "8388608 bytes", "error %q does not name the limit", err)
 	})
 }
 
@@ -281,9 +262,7 @@ func semanticJSON(t *testing.T, raw []byte) any {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("decode %s: %v", raw, err)
-	}
+	require.NoError(t, dec.Decode(&v), "decode %s", raw)
 	return v
 }
 

@@ -1,44 +1,26 @@
-package observer
+package observer_test
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dshmem/events"
+	"dshmem/observer"
+	"dshmem/observer/internal/enginetest"
 	"dshmem/projector"
-)
 
-// mkdirs creates each directory (relative to base) and, for a name ending
-// in "/.git" or "/.git-file", a .git directory or a .git file (as a git
-// worktree or submodule has).
-func mkdirs(t *testing.T, base string, dirs ...string) {
-	t.Helper()
-	for _, d := range dirs {
-		p := filepath.Join(base, filepath.FromSlash(d))
-		if dir, ok := strings.CutSuffix(p, ".git-file"); ok {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: /elsewhere/.git/worktrees/x\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/stretchr/testify/require"
+)
 
 func TestResolver(t *testing.T) {
 	base := filepath.ToSlash(t.TempDir())
 	home := base + "/home/u"
-	mkdirs(t, base,
+	enginetest.Mkdirs(t, base,
 		"home/u/.git",                 // a dotfiles repository at home
 		"home/.git",                   // and a repository above it
 		"home/u/proj/.git",            // a repository
@@ -56,7 +38,7 @@ func TestResolver(t *testing.T) {
 		"home/u/proj2/old/sub",        // old was a scope before this rule
 		"srv/svc/a",                   // outside home, / is a scope
 	)
-	ws := StreamForCwd
+	ws := observer.StreamForCwd
 	known := map[string]bool{
 		ws(home + "/notes"):     true,
 		ws(home + "/work"):      true,
@@ -65,7 +47,7 @@ func TestResolver(t *testing.T) {
 		ws(base + "/home"):      true, // a scope above home: never home's
 		ws("/"):                 true,
 	}
-	r := Resolver{Known: func(s string) bool { return known[s] }, Home: home}
+	r := observer.Resolver{Known: func(s string) bool { return known[s] }, Home: home}
 	tests := []struct {
 		name, cwd, want string
 	}{
@@ -90,15 +72,14 @@ func TestResolver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := r.Resolve(tt.cwd)
-			if got.Dir != tt.want || got.Stream != ws(tt.want) {
-				t.Fatalf("Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
-			}
+			require.Equal(t, tt.want, got.Dir, "Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
+			require.Equal(t, ws(tt.want), got.Stream, "Resolve(%q) = %+v, want %s (%s)", tt.cwd, got, tt.want, ws(tt.want))
 		})
 	}
 	t.Run("HomeNotCapturedFromAbove", func(t *testing.T) {
 		// Home is not a scope yet; a scope and a repository above it
 		// still do not take it.
-		r := Resolver{Known: func(s string) bool { return s == ws(base+"/home") }, Home: home}
+		r := observer.Resolver{Known: func(s string) bool { return s == ws(base+"/home") }, Home: home}
 		if got := r.Resolve(home); got.Dir != home {
 			t.Fatalf("Resolve(home) = %+v, want home itself", got)
 		}
@@ -107,12 +88,12 @@ func TestResolver(t *testing.T) {
 		}
 	})
 	t.Run("GlobalForNoCwd", func(t *testing.T) {
-		if got := r.Resolve(""); got != (Scope{Stream: GlobalStream}) {
+		if got := r.Resolve(""); got != (observer.Scope{Stream: observer.GlobalStream}) {
 			t.Fatalf("got %+v, want the global scope", got)
 		}
 	})
 	t.Run("KnownWindowsScopeKeepsItsKey", func(t *testing.T) {
-		r := Resolver{Known: func(s string) bool { return s == ws("c:/users/u/proj") }, Home: home}
+		r := observer.Resolver{Known: func(s string) bool { return s == ws("c:/users/u/proj") }, Home: home}
 		if got := r.Resolve(`C:\Users\U\Proj`); got.Stream != ws("c:/users/u/proj") {
 			t.Fatalf("got %+v", got)
 		}
@@ -129,35 +110,15 @@ func TestResolver(t *testing.T) {
 	})
 }
 
-// wsConv is the intake lines of one host session in cwd: a start, a user
-// message that names what it is about, an assistant answer.
-func wsConv(session, cwd, text string) [][]byte {
-	var out [][]byte
-	for _, l := range []string{
-		`{"id":"%[1]s:0","type":"session/start","time":"2026-08-18T10:00:00Z","session":"%[1]s","cwd":%[2]q,"data":{"origin":"top"}}`,
-		`{"id":"%[1]s:1","type":"user/message","time":"2026-08-18T10:00:01Z","session":"%[1]s","data":{"text":%[3]q}}`,
-		`{"id":"%[1]s:2","type":"assistant/message","time":"2026-08-18T10:00:02Z","session":"%[1]s","data":{"text":"Noted."}}`,
-	} {
-		out = append(out, []byte(fmt.Sprintf(l, session, cwd, text)))
-	}
-	return out
-}
-
 // scopeJSONOf reads scopes/<stream>/scope.json under root.
-func scopeJSONOf(t *testing.T, eng *Engine, stream string) scopeFile {
+func scopeJSONOf(t *testing.T, eng *observer.Engine, stream string) scopeFile {
 	t.Helper()
 	// The Markdown files are written in the background after a fold.
-	if err := eng.WriteFiles(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(eng.root, filepath.FromSlash(projector.ScopePath(stream))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, eng.WriteFiles(context.Background()))
+	b, err := os.ReadFile(filepath.Join(eng.Root(), filepath.FromSlash(projector.ScopePath(stream))))
+	require.NoError(t, err)
 	var sj scopeFile
-	if err := json.Unmarshal(b, &sj); err != nil {
-		t.Fatalf("scope.json: %v\n%s", err, b)
-	}
+	require.NoError(t, json.Unmarshal(b, &sj), "scope.json: %v\n%s", err, b)
 	return sj
 }
 
@@ -167,16 +128,16 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 	ctx := context.Background()
 	base := filepath.ToSlash(t.TempDir())
 	proj := base + "/proj"
-	mkdirs(t, base, "proj/.git", "proj/cmd/tool", "notes/a")
+	enginetest.Mkdirs(t, base, "proj/.git", "proj/cmd/tool", "notes/a")
 	root := t.TempDir()
-	eng := ckOpen(t, root)
-	pstream := StreamForCwd(proj)
+	eng := enginetest.Open(t, root)
+	pstream := observer.StreamForCwd(proj)
 
 	t.Run("FirstSessionInSubdirectory", func(t *testing.T) {
 		// The project's first session starts in a subdirectory: the
 		// stream is the repository's, the events keep their real cwd, and
 		// scope.json records the repository root.
-		ckIngest(t, eng, wsConv("s1", proj+"/cmd/tool", "remember that we deploy with helm"))
+		enginetest.Ingest(t, eng, enginetest.Conv("s1", proj+"/cmd/tool", "remember that we deploy with helm"))
 		if got := eng.Log().Streams(); len(got) != 1 || got[0] != pstream {
 			t.Fatalf("streams %v, want only %s", got, pstream)
 		}
@@ -186,9 +147,7 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 			return nil
 		})
 		want := []string{"scope/register@" + proj, "session/start@" + proj + "/cmd/tool", "user/message@", "assistant/message@"}
-		if strings.Join(cwds, " ") != strings.Join(want, " ") {
-			t.Fatalf("log holds %v, want %v", cwds, want)
-		}
+		require.Equal(t, strings.Join(want, " "), strings.Join(cwds, " "), "log holds %v, want %v", cwds, want)
 		if sj := scopeJSONOf(t, eng, pstream); sj.Key != pstream || sj.Cwd != proj {
 			t.Fatalf("scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
 		}
@@ -197,24 +156,22 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		}
 	})
 	t.Run("RememberFromSubdirectory", func(t *testing.T) {
-		en, err := eng.Remember(ctx, RememberRequest{Cwd: proj + "/cmd", Content: "Releases are tagged vX.Y.Z", Time: ckT0})
-		if err != nil || en.Scope != pstream {
-			t.Fatalf("got %+v, %v; want an entry of %s", en, err, pstream)
-		}
+		en, err := eng.Remember(ctx, observer.RememberRequest{Cwd: proj + "/cmd", Content: "Releases are tagged vX.Y.Z", Time: wsT0})
+		require.NoError(t, err, "got %+v, %v; want an entry of %s", en, err, pstream)
+		require.Equal(t, pstream, en.Scope, "got %+v, %v; want an entry of %s", en, err, pstream)
 		if got := eng.Scope(proj + "/cmd/tool/"); got.Stream != pstream || got.Dir != proj {
 			t.Fatalf("Scope = %+v", got)
 		}
 	})
 	t.Run("ExistingScopeWithoutGit", func(t *testing.T) {
-		ckIngest(t, eng, wsConv("s2", base+"/notes", "notes"))
-		ckIngest(t, eng, wsConv("s3", base+"/notes/a", "more notes"))
+		enginetest.Ingest(t, eng, enginetest.Conv("s2", base+"/notes", "notes"))
+		enginetest.Ingest(t, eng, enginetest.Conv("s3", base+"/notes/a", "more notes"))
 		if got, _, _ := eng.Store().SessionCwd(ctx, "s3"); got != base+"/notes/a" {
 			t.Fatalf("session cwd %q", got)
 		}
-		n := StreamForCwd(base + "/notes")
-		if eng.Log().LastSeq(StreamForCwd(base+"/notes/a")) != 0 || eng.Log().LastSeq(n) != 6 {
-			t.Fatalf("notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
-		}
+		n := observer.StreamForCwd(base + "/notes")
+		require.EqualValues(t, 0, eng.Log().LastSeq(observer.StreamForCwd(base+"/notes/a")), "notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
+		require.EqualValues(t, 6, eng.Log().LastSeq(n), "notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
 		// The first event named the directory: no scope/register.
 		if sj := scopeJSONOf(t, eng, n); sj.Cwd != base+"/notes" {
 			t.Fatalf("scope.json = %+v", sj)
@@ -222,40 +179,36 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 	})
 	t.Run("OwnScopeKeepsItsKey", func(t *testing.T) {
 		// A scope made before the repository existed above it stays.
-		mkdirs(t, base, "later/sub")
+		enginetest.Mkdirs(t, base, "later/sub")
 		sub := base + "/later/sub"
-		ckIngest(t, eng, wsConv("s4", sub, "before git init"))
-		mkdirs(t, base, "later/.git")
-		ckIngest(t, eng, wsConv("s5", sub, "after git init"))
-		ckIngest(t, eng, wsConv("s6", base+"/later", "at the root"))
-		if got := eng.Log().LastSeq(StreamForCwd(sub)); got != 6 {
+		enginetest.Ingest(t, eng, enginetest.Conv("s4", sub, "before git init"))
+		enginetest.Mkdirs(t, base, "later/.git")
+		enginetest.Ingest(t, eng, enginetest.Conv("s5", sub, "after git init"))
+		enginetest.Ingest(t, eng, enginetest.Conv("s6", base+"/later", "at the root"))
+		if got := eng.Log().LastSeq(observer.StreamForCwd(sub)); got != 6 {
 			t.Fatalf("stream of %s ends at %d, want 6", sub, got)
 		}
-		if got := eng.Log().LastSeq(StreamForCwd(base + "/later")); got != 3 {
+		if got := eng.Log().LastSeq(observer.StreamForCwd(base + "/later")); got != 3 {
 			t.Fatalf("stream of the repository root ends at %d, want 3", got)
 		}
 	})
 	t.Run("SameCallCreatesAndReuses", func(t *testing.T) {
 		// Two sessions in one call, the second in a subdirectory of the
 		// first (no repository): both land in the first's new scope.
-		mkdirs(t, base, "fresh/x")
-		lines := append(wsConv("s7", base+"/fresh", "one"), wsConv("s8", base+"/fresh/x", "two")...)
-		ckIngest(t, eng, lines)
-		if got := eng.Log().LastSeq(StreamForCwd(base + "/fresh")); got != 6 {
+		enginetest.Mkdirs(t, base, "fresh/x")
+		lines := append(enginetest.Conv("s7", base+"/fresh", "one"), enginetest.Conv("s8", base+"/fresh/x", "two")...)
+		enginetest.Ingest(t, eng, lines)
+		if got := eng.Log().LastSeq(observer.StreamForCwd(base + "/fresh")); got != 6 {
 			t.Fatalf("got seq %d, want 6 events in the scope of fresh", got)
 		}
 	})
 	t.Run("ReplayEqualsLive", func(t *testing.T) {
-		live, fresh := indexDumps(t, eng)
-		if string(live) != string(fresh) {
-			t.Fatalf("live index differs from a fold of the log:\nlive\n%s\nfresh\n%s", live, fresh)
-		}
+		live, fresh := enginetest.IndexDumps(t, eng)
+		require.Equal(t, string(fresh), string(live), "live index differs from a fold of the log:\nlive\n%s\nfresh\n%s", live, fresh)
 	})
 	t.Run("ReadOnlyEngineResolvesAlike", func(t *testing.T) {
-		ro, err := Open(ctx, root, Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ro, err := observer.Open(ctx, root, observer.Options{ReadOnly: true})
+		require.NoError(t, err)
 		defer ro.Close()
 		for _, cwd := range []string{proj + "/cmd/tool", base + "/notes/a", base + "/later/sub"} {
 			if got, want := ro.Scope(cwd), eng.Scope(cwd); got != want {
@@ -267,3 +220,5 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		}
 	})
 }
+
+var wsT0 = time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)

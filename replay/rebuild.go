@@ -22,8 +22,9 @@ type Log interface {
 	LastSeq(stream string) uint64
 }
 
-// IndexFile is the name of the index inside a root (observer.IndexFile).
-const IndexFile = "index.db"
+// IndexFile is the name of the index inside a root, declared once in
+// sqlstore.
+const IndexFile = sqlstore.IndexFile
 
 // rebuildCacheKiB is the SQLite page cache of a rebuild, in KiB.
 const rebuildCacheKiB = 64 << 10

@@ -88,6 +88,11 @@ func openWriter(path string) (*sqlx.DB, error) {
 // maxIdleConns is how many idle connections a Store keeps open.
 const maxIdleConns = 16
 
+// IndexFile is the name of the index inside a memory root
+// (<root>/index.db, beside <root>/log). Part of the on-disk layout; do
+// not change.
+const IndexFile = "index.db"
+
 // Open opens (creating if needed) the index at path in WAL mode and
 // applies every pending migration.
 func Open(path string) (*Store, error) {
@@ -144,7 +149,7 @@ func (s *Store) Close() error {
 
 // DB returns the underlying pool.
 //
-// Deprecated: only the top-level observer package still calls it, until
+// Deprecated: only observer and its subpackages still call it, until
 // its queries move to the named methods listed for it (issue 11); then
 // it is unexported. Every other package calls named methods.
 func (s *Store) DB() *sqlx.DB { return s.db }

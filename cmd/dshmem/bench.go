@@ -3,12 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"dshmem/observer/bench"
 	"encoding/json"
 	"fmt"
 	"os"
 	"time"
-
-	"dshmem/observer"
 )
 
 func init() {
@@ -88,18 +87,18 @@ func benchIngest(ctx context.Context, env *cliEnv, args []string) error {
 		return writeBenchFile(file, *n, *size)
 	}
 	progress := benchProgress(env, "events")
-	opts := observer.BenchOptions{Events: *n, Size: *size, Progress: progress}
-	var results []observer.BenchResult
+	opts := bench.BenchOptions{Events: *n, Size: *size, Progress: progress}
+	var results []bench.BenchResult
 	for _, phase := range []string{"log", "log+index"} {
 		dir, err := os.MkdirTemp("", "dshmem-bench-")
 		if err != nil {
 			return err
 		}
-		var r observer.BenchResult
+		var r bench.BenchResult
 		if phase == "log" {
-			r, err = observer.BenchLog(ctx, dir, opts)
+			r, err = bench.BenchLog(ctx, dir, opts)
 		} else {
-			r, err = observer.BenchIngest(ctx, dir, opts)
+			r, err = bench.BenchIngest(ctx, dir, opts)
 		}
 		os.RemoveAll(dir)
 		if err != nil {
@@ -146,7 +145,7 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer stop()
 	progress := benchProgress(env, "")
-	r, err := observer.BenchRecall(ctx, observer.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress})
+	r, err := bench.BenchRecall(ctx, bench.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress})
 	if err != nil {
 		return fmt.Errorf("bench recall: %w", err)
 	}
@@ -199,7 +198,7 @@ func writeBenchFile(path string, n, size int) error {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	syn := observer.NewSynth(1)
+	syn := bench.NewSynth(1)
 	for i := 0; i < n; i++ {
 		w.Write(syn.Line(i, size, 4))
 		w.WriteByte('\n')

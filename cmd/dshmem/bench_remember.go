@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/bench"
+	"dshmem/observer/httpapi"
 )
 
 const benchRememberUsage = `bench remember [--entries N] [--callers C] [--json]
@@ -81,11 +83,11 @@ func benchRemember(ctx context.Context, env *cliEnv, args []string) error {
 	}()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *callers}, Timeout: 60 * time.Second}
-	synth := observer.NewSynth(13)
+	synth := bench.NewSynth(13)
 	bodies := make([][]byte, *entries)
 	for i := range bodies {
 		imp := i % 4
-		bodies[i], _ = json.Marshal(observer.RememberAPIRequest{Content: fmt.Sprintf("fact %d: %s", i, synth.Text(160)),
+		bodies[i], _ = json.Marshal(httpapi.RememberAPIRequest{Content: fmt.Sprintf("fact %d: %s", i, synth.Text(160)),
 			Cwd: "/home/u/bench-remember", Type: "fact", Importance: &imp})
 	}
 	lat := make([]time.Duration, *entries)
@@ -179,12 +181,12 @@ func window(name string, lat []time.Duration, from time.Time, ends []time.Time) 
 // startServerProcess runs `bin --root root serve --no-watch` and waits
 // for the serve.json that names it (the server writes it once it
 // listens). stop sends SIGTERM and waits for a clean exit.
-func startServerProcess(ctx context.Context, bin, root string) (observer.ServeInfo, func() error, error) {
+func startServerProcess(ctx context.Context, bin, root string) (httpapi.ServeInfo, func() error, error) {
 	cmd := exec.CommandContext(ctx, bin, "--root", root, "serve", "--no-watch")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return observer.ServeInfo{}, nil, fmt.Errorf("start %s serve: %w", bin, err)
+		return httpapi.ServeInfo{}, nil, fmt.Errorf("start %s serve: %w", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -203,24 +205,24 @@ func startServerProcess(ctx context.Context, bin, root string) (observer.ServeIn
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		info, err := observer.ReadServeFile(root)
+		info, err := httpapi.ReadServeFile(root)
 		if err == nil && info.PID == cmd.Process.Pid {
 			return info, stop, nil
 		}
 		select {
 		case err := <-exited:
-			return observer.ServeInfo{}, nil, fmt.Errorf("server exited before it was ready: %v: %s", err, stderr.String())
+			return httpapi.ServeInfo{}, nil, fmt.Errorf("server exited before it was ready: %v: %s", err, stderr.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return observer.ServeInfo{}, nil, fmt.Errorf("server wrote no %s within 60 s", filepath.Join(root, observer.ServeFile))
+			return httpapi.ServeInfo{}, nil, fmt.Errorf("server wrote no %s within 60 s", filepath.Join(root, httpapi.ServeFile))
 		}
 	}
 }
 
 // postJSON sends body to the server and requires a 200.
-func postJSON(ctx context.Context, client *http.Client, info observer.ServeInfo, path string, body []byte) error {
+func postJSON(ctx context.Context, client *http.Client, info httpapi.ServeInfo, path string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+info.Addr+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -245,9 +247,9 @@ func countEntries(ctx context.Context, root string) (int, error) {
 		return 0, err
 	}
 	defer eng.Close()
-	st, err := eng.Store().Stats(ctx)
+	active, err := eng.Entries(ctx, observer.EntryFilter{Statuses: []string{"active"}})
 	if err != nil {
 		return 0, fmt.Errorf("count entries: %w", err)
 	}
-	return int(st.ActiveEntries), nil
+	return len(active), nil
 }

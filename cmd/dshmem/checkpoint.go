@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"dshmem/observer"
+	"dshmem/observer/checkpoint"
 	"dshmem/observer/distill"
 )
 
@@ -80,7 +80,7 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) error {
 		return forwardCheckpoint(ctx, env, err, *cwd, *session, *force, *asJSON) // a server holds the root (forward.go)
 	}
 	defer eng.Close()
-	results, err := eng.Checkpoint(ctx, observer.CheckpointRequest{
+	results, err := checkpoint.Run(ctx, eng, checkpoint.Request{
 		Cwd: *cwd, Session: *session, Force: *force, Now: time.Now(), Distiller: d,
 	})
 	failed := false
@@ -126,7 +126,7 @@ func newDistiller(name, baseURL, model string) (distill.Distiller, error) {
 	return nil, usageError{fmt.Sprintf("--distiller %q is not a distiller: use rules or openai (or set %s)", name, envDistiller)}
 }
 
-func printCheckpoint(env *cliEnv, results []observer.CheckpointResult) {
+func printCheckpoint(env *cliEnv, results []checkpoint.Result) {
 	if len(results) == 0 {
 		fmt.Fprintln(env.stdout, "nothing pending")
 		return
@@ -172,14 +172,14 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-func printCheckpointJSON(env *cliEnv, results []observer.CheckpointResult) {
+func printCheckpointJSON(env *cliEnv, results []checkpoint.Result) {
 	type out struct {
-		observer.CheckpointResult
+		checkpoint.Result
 		Error string `json:"error,omitempty"`
 	}
 	list := make([]out, 0, len(results))
 	for _, r := range results {
-		o := out{CheckpointResult: r}
+		o := out{Result: r}
 		if r.Err != nil {
 			o.Error = r.Err.Error()
 		}

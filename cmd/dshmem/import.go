@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dshmem/observer/importer"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"dshmem/observer"
 )
 
 func init() {
@@ -53,7 +52,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["import"]
 	fs := newFlags(c)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	batch := fs.Int("batch", observer.DefaultImportBatch, "events per intake call (one fsync each)")
+	batch := fs.Int("batch", importer.DefaultImportBatch, "events per intake call (one fsync each)")
 	pos, err := env.parseFlags(c, fs, args)
 	if err != nil {
 		return err
@@ -89,12 +88,12 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer eng.Close()
 	progress, events, done := importProgress(env, path)
-	opts := observer.ImportOptions{Batch: *batch, Progress: progress, Events: events}
-	var rep observer.ImportReport
+	opts := importer.Options{Batch: *batch, Progress: progress, Events: events}
+	var rep importer.Report
 	if kind == "dsh" {
-		rep, err = eng.ImportDSH(ctx, path, opts)
+		rep, err = importer.ImportDSH(ctx, eng, path, opts)
 	} else {
-		rep, err = eng.ImportLegacy(ctx, path, opts)
+		rep, err = importer.ImportLegacy(ctx, eng, path, opts)
 	}
 	done()
 	if *asJSON {
@@ -144,7 +143,7 @@ func importProgress(env *cliEnv, path string) (progress func(n, total int, path 
 		m.done
 }
 
-func printImportReport(w io.Writer, rep *observer.ImportReport) {
+func printImportReport(w io.Writer, rep *importer.Report) {
 	if len(rep.Layouts) > 0 {
 		fmt.Fprintf(w, "layouts: %s\n", strings.Join(rep.Layouts, ", "))
 	}

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"dshmem/observer/importer"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"dshmem/observer"
 )
 
 const (
@@ -62,7 +61,7 @@ func TestImportDSHCommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d, stderr %s", code, errs)
 		}
-		var rep observer.ImportReport
+		var rep importer.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

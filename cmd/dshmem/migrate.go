@@ -37,7 +37,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	if len(pos) == 0 {
 		return usageError{"needs status, up or down-to N"}
 	}
-	path := filepath.Join(env.root, observer.IndexFile)
+	path := filepath.Join(env.root, sqlstore.IndexFile)
 	switch pos[0] {
 	case "status":
 		if len(pos) != 1 {

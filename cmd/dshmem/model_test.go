@@ -25,10 +25,14 @@ func TestModelCommand(t *testing.T) {
 		}
 	})
 	t.Run("FromInstalledFolder", func(t *testing.T) {
-		evalTestModel(t) // skips (or fails in CI) without an installed model
+		// Without an installed model this skips, except in CI (CI=true),
+		// where .ci/run installs it first and its absence is a failure.
 		_, src, _ := cli(t, "", "model", "status", "--json")
 		if !strings.Contains(src, `"installed":true`) {
-			t.Fatalf("status --json: %s", src)
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("the model is needed in CI; status --json: %s", src)
+			}
+			t.Skipf("model not installed (`dshmem model install`); status --json: %s", src)
 		}
 		from := strings.Split(strings.Split(src, `"dir":"`)[1], `"`)[0]
 		t.Setenv("DSHMEM_MODELS", t.TempDir())

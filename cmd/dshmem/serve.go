@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 )
 
 func init() {
@@ -77,7 +78,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if *idleExit < 0 {
 		return usageError{fmt.Sprintf("--idle-exit %s is negative: give a duration such as 30m, or 0 to run until stopped", *idleExit)}
 	}
-	if err := observer.CheckLoopback(*addr, *allowRemote); err != nil {
+	if err := httpapi.CheckLoopback(*addr, *allowRemote); err != nil {
 		return usageError{err.Error()}
 	}
 	d, err := newDistiller(*name, os.Getenv(envLLMBaseURL), os.Getenv(envLLMModel))
@@ -92,7 +93,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		var le *observer.LockedError
 		if errors.As(err, &le) {
-			if info, rerr := observer.ReadServeFile(env.root); rerr == nil && info.PID == le.PID {
+			if info, rerr := httpapi.ReadServeFile(env.root); rerr == nil && info.PID == le.PID {
 				return fmt.Errorf("a server already runs on %s (pid %d, %s)", env.root, info.PID, info.Addr)
 			}
 		}
@@ -104,22 +105,22 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	logger := log.New(env.stderr, "dshmem serve: ", log.LstdFlags)
-	srv, err := observer.NewServer(eng, observer.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf, IdleExit: *idleExit})
+	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf, IdleExit: *idleExit})
 	if err != nil {
 		l.Close()
 		return err
 	}
 	pid := os.Getpid()
-	info := observer.ServeInfo{Addr: l.Addr().String(), PID: pid, Token: srv.Token()}
-	if err := observer.WriteServeFile(env.root, info); err != nil {
+	info := httpapi.ServeInfo{Addr: l.Addr().String(), PID: pid, Token: srv.Token()}
+	if err := httpapi.WriteServeFile(env.root, info); err != nil {
 		l.Close()
 		return err
 	}
-	defer observer.RemoveServeFile(env.root, pid)
+	defer httpapi.RemoveServeFile(env.root, pid)
 	if watch != "" {
-		logger.Printf("listening on http://%s (token in %s); following %s", info.Addr, filepath.Join(env.root, observer.ServeFile), watch)
+		logger.Printf("listening on http://%s (token in %s); following %s", info.Addr, filepath.Join(env.root, httpapi.ServeFile), watch)
 	} else {
-		logger.Printf("listening on http://%s (token in %s)", info.Addr, filepath.Join(env.root, observer.ServeFile))
+		logger.Printf("listening on http://%s (token in %s)", info.Addr, filepath.Join(env.root, httpapi.ServeFile))
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -136,7 +137,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if serveErr == nil {
 		serveErr = <-errc
 	}
-	if err := observer.RemoveServeFile(env.root, pid); err != nil {
+	if err := httpapi.RemoveServeFile(env.root, pid); err != nil {
 		logger.Printf("%v", err)
 	}
 	if err := eng.Close(); err != nil {

@@ -15,17 +15,18 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 )
 
 // startInProcess runs a server over root in this process and writes its
 // serve.json, as `dshmem serve` does.
-func startInProcess(t *testing.T, root string) *observer.Server {
+func startInProcess(t *testing.T, root string) *httpapi.Server {
 	t.Helper()
 	eng, err := observer.Open(context.Background(), root, observer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := observer.NewServer(eng, observer.ServerOptions{AutoCheckpoint: -1})
+	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func startInProcess(t *testing.T, root string) *observer.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := observer.WriteServeFile(root, observer.ServeInfo{Addr: l.Addr().String(), PID: os.Getpid(), Token: srv.Token()}); err != nil {
+	if err := httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: l.Addr().String(), PID: os.Getpid(), Token: srv.Token()}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -41,7 +42,7 @@ func startInProcess(t *testing.T, root string) *observer.Server {
 	t.Cleanup(func() {
 		srv.Shutdown(context.Background())
 		<-done
-		observer.RemoveServeFile(root, os.Getpid())
+		httpapi.RemoveServeFile(root, os.Getpid())
 		eng.Close()
 	})
 	return srv
@@ -134,12 +135,12 @@ func TestServeProcessSIGTERM(t *testing.T) {
 		for sc.Scan() {
 		}
 	}()
-	info, err := observer.ReadServeFile(root)
+	info, err := httpapi.ReadServeFile(root)
 	if err != nil || info.PID != cmd.Process.Pid {
 		cmd.Process.Kill()
 		t.Fatalf("serve.json: %+v %v", info, err)
 	}
-	if fi, _ := os.Stat(filepath.Join(root, observer.ServeFile)); fi.Mode().Perm() != 0o600 {
+	if fi, _ := os.Stat(filepath.Join(root, httpapi.ServeFile)); fi.Mode().Perm() != 0o600 {
 		t.Errorf("serve.json mode %v, want 0600", fi.Mode().Perm())
 	}
 	req, _ := http.NewRequest("POST", "http://"+info.Addr+"/v1/events", strings.NewReader(goodLines))
@@ -148,7 +149,7 @@ func TestServeProcessSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r observer.EventsResponse
+	var r httpapi.EventsResponse
 	json.NewDecoder(resp.Body).Decode(&r)
 	resp.Body.Close()
 	if r.Appended != 3 {
@@ -168,7 +169,7 @@ func TestServeProcessSIGTERM(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("serve did not stop within 30s of SIGTERM")
 	}
-	if _, err := os.Stat(filepath.Join(root, observer.ServeFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(root, httpapi.ServeFile)); !os.IsNotExist(err) {
 		t.Fatalf("serve.json left behind: %v", err)
 	}
 	// Everything acknowledged is in the log: a fresh open sees it.
@@ -207,7 +208,7 @@ func TestServeIdleExit(t *testing.T) {
 	if !strings.Contains(stderr.String(), "idle for 300ms") || !strings.Contains(stderr.String(), "stopped") {
 		t.Errorf("stderr does not say why it stopped:\n%s", stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(root, observer.ServeFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(root, httpapi.ServeFile)); !os.IsNotExist(err) {
 		t.Fatalf("serve.json left behind: %v", err)
 	}
 	if code, _, errs := cli(t, "", "--root", root, "serve", "--no-watch", "--idle-exit", "-1s"); code != 2 || !strings.Contains(errs, "negative") {

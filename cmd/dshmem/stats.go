@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"dshmem/observer"
+	"dshmem/sqlstore"
 )
 
 func init() {
@@ -82,7 +83,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	sort.Slice(st.Streams, func(i, j int) bool { return st.Streams[i].Stream < st.Streams[j].Stream })
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if fi, err := os.Stat(filepath.Join(env.root, observer.IndexFile+suffix)); err == nil {
+		if fi, err := os.Stat(filepath.Join(env.root, sqlstore.IndexFile+suffix)); err == nil {
 			st.IndexBytes += fi.Size()
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"dshmem/observer/handedit"
 	"encoding/json"
 	"fmt"
 )
@@ -41,7 +42,7 @@ func runSync(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	rep, err := eng.Sync(ctx)
+	rep, err := handedit.Sync(ctx, eng)
 	if err != nil {
 		return err
 	}

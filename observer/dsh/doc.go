@@ -67,6 +67,6 @@
 //     text is memory read back.
 //
 // dshmem never writes, renames or locks a host log; this package only reads.
-// Encoder and WriteZstd exist so that tests here and elsewhere can produce
-// logs framed exactly as the host frames them.
+// Tests here and elsewhere produce logs framed exactly as the host frames
+// them with observer/dsh/dshtest.
 package dsh

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"dshmem/observer/dsh/dshtest"
 )
 
 // skippableFrame is a skippable frame (RFC 8878 §3.1.2) holding payload.
@@ -20,7 +22,7 @@ func skippableFrame(payload []byte) []byte {
 
 // hostHeader is the magic and frame header the host writes, before any block.
 func hostHeader() []byte {
-	return append(bytes.Clone(frameMagicBytes), hostFHD, hostWindow)
+	return append(bytes.Clone(frameMagicBytes), dshtest.HostFHD, dshtest.HostWindow)
 }
 
 // blockHeader is a 3-byte block header: last bit, type, size.
@@ -35,7 +37,7 @@ func blockHeader(last bool, typ, size int) []byte {
 // TestParseFrame holds parseFrame to the package documentation: what ends
 // a frame, which frames are refused and why.
 func TestParseFrame(t *testing.T) {
-	host, err := EncodeFrame([]byte("{\"type\":\"session\",\"id\":\"s\"}\n"))
+	host, err := dshtest.EncodeFrame([]byte("{\"type\":\"session\",\"id\":\"s\"}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestSkippableFramesSteppedOver(t *testing.T) {
 func TestNoChecksumFrameNotRead(t *testing.T) {
 	lines := fixtureLines(t, filepath.Join(fixtureDir, "advanced-toolchain--session.jsonl"))
 	var buf bytes.Buffer
-	if err := WriteZstd(&buf, lines, 4); err != nil {
+	if err := dshtest.WriteZstd(&buf, lines, 4); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
@@ -145,7 +147,7 @@ func TestNoChecksumFrameNotRead(t *testing.T) {
 		}
 	})
 	t.Run("CorruptError", func(t *testing.T) {
-		frame, err := EncodeFrame([]byte(`{"type":"turn/start","seq":1000,"time":1,"data":{}}` + "\n"))
+		frame, err := dshtest.EncodeFrame([]byte(`{"type":"turn/start","seq":1000,"time":1,"data":{}}` + "\n"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dshmem/observer/dsh/dshtest"
 )
 
 // zstdSeeds are host-framed logs: the real capture, every fixture
@@ -22,7 +24,7 @@ func zstdSeeds(f *testing.F) [][]byte {
 	paths, _ := filepath.Glob(filepath.Join(fixtureDir, "*--session*.jsonl"))
 	for _, p := range paths {
 		var buf bytes.Buffer
-		if err := WriteZstd(&buf, fixtureLines(f, p), 16); err != nil {
+		if err := dshtest.WriteZstd(&buf, fixtureLines(f, p), 16); err != nil {
 			f.Fatal(err)
 		}
 		b := buf.Bytes()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/observer/dsh/dshtest"
 )
 
 const fixtureDir = "../../testdata/dsh-sessions"
@@ -39,14 +40,33 @@ func fixtureLines(t testing.TB, path string) [][]byte {
 func writeZstdFile(t testing.TB, dir, name string, lines [][]byte, batch int) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteZstd(&buf, lines, batch); err != nil {
-		t.Fatalf("WriteZstd: %v", err)
+	if err := dshtest.WriteZstd(&buf, lines, batch); err != nil {
+		t.Fatalf("dshtest.WriteZstd: %v", err)
 	}
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p, buf.Bytes()
+}
+
+// readTree reads every session FindSessions lists under root, as the
+// importer does, failing the test on any error.
+func readTree(t testing.TB, root string) []Session {
+	t.Helper()
+	paths, err := FindSessions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := make([]Session, 0, len(paths))
+	for _, p := range paths {
+		s, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	return sessions
 }
 
 func writeJSONLFile(t testing.TB, dir, name string, lines [][]byte) string {

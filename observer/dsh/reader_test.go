@@ -126,10 +126,7 @@ func checkFixture(t *testing.T, fx fixtureWant, s Session) {
 
 // TestGoldenEnvelopes pins a few envelopes exactly.
 func TestGoldenEnvelopes(t *testing.T) {
-	sessions, err := ReadTree(fixtureDir)
-	if err != nil {
-		t.Fatalf("ReadTree: %v", err)
-	}
+	sessions := readTree(t, fixtureDir)
 	byID := map[string]events.Envelope{}
 	for _, s := range sessions {
 		for _, e := range s.Events {
@@ -174,10 +171,7 @@ func TestGoldenEnvelopes(t *testing.T) {
 }
 
 func TestStatsString(t *testing.T) {
-	sessions, err := ReadTree(fixtureDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sessions := readTree(t, fixtureDir)
 	tot := Total(sessions)
 	if tot.Files != 6 || tot.Sessions != 6 || tot.Events != 96 || len(tot.Unknown) != 0 {
 		t.Errorf("total: %v", tot)

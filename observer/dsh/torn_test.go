@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"dshmem/observer/dsh/dshtest"
 )
 
 // TestTornAndCorrupt cuts and damages a host-framed log.
@@ -160,7 +162,7 @@ func TestChecksumHelper(t *testing.T) {
 		}
 	}
 	// The encoder writes the host's frame header byte for byte.
-	frame, err := EncodeFrame([]byte("{}\n"))
+	frame, err := dshtest.EncodeFrame([]byte("{}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package dsh
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -77,25 +76,4 @@ func FindSessions(root string) ([]string, error) {
 	}
 	sort.Strings(paths)
 	return paths, nil
-}
-
-// ReadTree reads every session FindSessions lists under root. A file that
-// cannot be read does not stop the others: the sessions read are returned,
-// sorted by path, together with the joined errors of the rest.
-func ReadTree(root string) ([]Session, error) {
-	paths, err := FindSessions(root)
-	if err != nil {
-		return nil, err
-	}
-	var sessions []Session
-	var errs []error
-	for _, p := range paths {
-		s, err := ReadFile(p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		sessions = append(sessions, s)
-	}
-	return sessions, errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,7 @@ func TestFindSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{v2, s2, s3, flatA, flatB}
-	sortStrings(want)
+	slices.Sort(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
@@ -48,26 +49,37 @@ func TestFindSessions(t *testing.T) {
 		// Make v2 distinguishable: a different header id.
 		l2 := append([][]byte{[]byte(strings.Replace(string(lines[0]), "33333333-3333-4333-8333-333333333333", "v2-session", 1))}, lines[1:]...)
 		writeZstdFile(t, filepath.Dir(v2), filepath.Base(v2), l2, 3)
-		sessions, err := ReadTree(filepath.Join(root, "--home-u-a--", "s1"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sessions := readTree(t, filepath.Join(root, "--home-u-a--", "s1"))
 		if len(sessions) != 1 || sessions[0].ID != "v2-session" || sessions[0].Path != v2 {
 			t.Fatalf("got %d sessions (%+v), want only %s", len(sessions), sessionIDs(sessions), v2)
 		}
 	})
-	t.Run("ReadTreeKeepsGoing", func(t *testing.T) {
-		writeRaw(t, filepath.Join(root, "fixtures"), "c--session.jsonl", []byte("not json\n{\"type\":\"session\"}\n"))
-		sessions, err := ReadTree(root)
-		if err == nil || !strings.Contains(err.Error(), "c--session.jsonl") {
-			t.Fatalf("got %v, want an error naming c--session.jsonl", err)
+	t.Run("ABadFileStopsOnlyItself", func(t *testing.T) {
+		bad := writeRaw(t, filepath.Join(root, "fixtures"), "c--session.jsonl", []byte("not json\n{\"type\":\"session\"}\n"))
+		paths, err := FindSessions(root)
+		if err != nil || len(paths) != 6 {
+			t.Fatalf("got %d paths, %v; want 6, the bad one among them", len(paths), err)
 		}
-		var ce *CorruptError
-		if !errors.As(err, &ce) {
-			t.Errorf("got %T, want *CorruptError inside", err)
+		read := 0
+		for _, p := range paths {
+			_, err := ReadFile(p)
+			if p != bad {
+				if err != nil {
+					t.Errorf("ReadFile(%s): %v", p, err)
+				}
+				read++
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), "c--session.jsonl") {
+				t.Errorf("ReadFile(%s): got %v, want an error naming c--session.jsonl", p, err)
+			}
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Errorf("got %T, want *CorruptError inside", err)
+			}
 		}
-		if len(sessions) != 5 {
-			t.Errorf("got %d sessions, want 5", len(sessions))
+		if read != 5 {
+			t.Errorf("got %d sessions read, want 5", read)
 		}
 	})
 	t.Run("SingleFile", func(t *testing.T) {
@@ -78,11 +90,8 @@ func TestFindSessions(t *testing.T) {
 	})
 }
 
-func TestReadTreeTestdata(t *testing.T) {
-	sessions, err := ReadTree(fixtureDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestReadFixtureTree(t *testing.T) {
+	sessions := readTree(t, fixtureDir)
 	var names []string
 	for _, s := range sessions {
 		names = append(names, strings.TrimPrefix(filepath.ToSlash(s.Path), fixtureDir+"/"))
@@ -106,12 +115,4 @@ func sessionIDs(ss []Session) []string {
 		ids = append(ids, s.ID)
 	}
 	return ids
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 )
 
@@ -134,7 +135,7 @@ func Load(dir string) (*Model, error) {
 	var missing error
 	get := func(name string, shape ...int) []float32 {
 		s, ok := spans[name]
-		if !ok || s.dtype != "float32" || !sameShape(s.shape, shape) {
+		if !ok || s.dtype != "float32" || !slices.Equal(s.shape, shape) {
 			if missing == nil {
 				missing = fmt.Errorf("load model: weight %s: got %v %s, want %v float32", name, s.shape, s.dtype, shape)
 			}
@@ -201,18 +202,6 @@ func Load(dir string) (*Model, error) {
 		return nil, fmt.Errorf("load model: vocab.json has %d pieces, the embedding table 8002", tok.Len())
 	}
 	return m, nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func littleEndian() bool {

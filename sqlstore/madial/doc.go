@@ -2,6 +2,13 @@
 // rankings of it, so dshmem's retrieval can be measured against the
 // published embedding baselines with one metric code path.
 //
+// Bench is 'dshmem eval madial': it ranks every case with dshmem's own
+// recall path (each user's memories folded by the projector into a fresh
+// index, as ingest would fold them), optionally the sentence encoder, a
+// lexical floor, and the published baselines. Folding is why this package,
+// alone under sqlstore, imports events and projector: it is a benchmark
+// harness above the store, and nothing in the engine imports it.
+//
 // MADial-Bench (He et al., NAACL 2025; github.com/hejunqing/MADial-Bench,
 // MIT licence) pairs two children's memory archives with 160 dialogues in
 // which an assistant should recall one of them. Per dialogue the task is:

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"dshmem/markdown"
 )
 
 // prior multiplies the lexical score by importance, recency, the
@@ -84,7 +86,7 @@ func (r *call) pick(all []scored) {
 			if room <= 0 {
 				break
 			}
-			it.Text = cutUTF8(it.Text, room)
+			it.Text = markdown.CutUTF8(it.Text, room)
 			it.Flags = append(it.Flags, FlagTruncated)
 			need = budget
 		}
@@ -94,18 +96,6 @@ func (r *call) pick(all []scored) {
 			break
 		}
 	}
-}
-
-// cutUTF8 returns the longest prefix of s of at most n bytes that ends
-// at a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // entryFlags are the flags an entry carries whatever the query.

@@ -7,8 +7,9 @@
 // two-character query at all. Instead of a custom FTS5 tokenizer (modernc
 // has no way to register one from Go) the index stores pre-tokenized text:
 // IndexText(s) in an FTS5 column declared tokenize='unicode61' (or 'ascii'),
-// and queries come from MatchQuery. Each of our tokens is then exactly one
-// FTS5 token, which the package tests check against the linked SQLite.
+// and a query's terms come from Terms, each matched as Quote(term). Each of
+// our tokens is then exactly one FTS5 token, which the package tests check
+// against the linked SQLite.
 //
 // # Normalization
 //
@@ -82,14 +83,14 @@
 //
 // # Queries
 //
-// MatchQuery quotes every term as an FTS5 string. Any joins the distinct
-// terms with OR. All joins one group per CJK token or compound with AND,
-// where a compound's group is ("compound" OR (segment AND …)) and a
-// camelCase segment's is ("segment" OR ("part" AND …)): a row written
-// "/usr/local/bin/go_build.sh" then matches the query "go_build.sh", and
-// "parseHTTPRequest" matches "parseHTTP", although neither holds the
-// query's own compound token. A bigram is a single FTS5 token, so a quoted
-// bigram needs no phrase or NEAR logic. highlight() and snippet() on the
+// A query is tokenized as the text was: recall (sqlstore) probes the index
+// with one MATCH Quote(term) per term of Terms(query) and joins the rarest
+// with AND to gather candidates. Since compounds, segments and parts are
+// all tokens, a row written "/usr/local/bin/go_build.sh" is found by the
+// query "go_build.sh" through go, build and sh, and "parseHTTPRequest" by
+// "parseHTTP" through parse and http, although neither holds the query's
+// own compound token. A bigram is a single FTS5 token, so a quoted bigram
+// needs no phrase or NEAR logic. highlight() and snippet() on the
 // pre-tokenized column mark tokens, not the original text: build snippets
 // from the original.
 package tokenize

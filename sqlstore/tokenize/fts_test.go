@@ -2,6 +2,7 @@ package tokenize
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -84,31 +85,33 @@ func TestFTS5RoundTrip(t *testing.T) {
 			t.Errorf("raw match 记忆 = %v, want none", got)
 		}
 	})
+	const anyTerm, allTerms = false, true
 	tests := []struct {
 		name  string
 		query string
-		mode  Mode
+		all   bool
 		want  []int
 	}{
-		{"TwoCharChineseFound", "记忆", Any, []int{1, 2}},
-		{"LongerChineseAll", "记忆注入", All, []int{1, 2}},
-		{"ChineseAndASCIIAll", "DSH 记忆", All, []int{2}},
-		{"FullWidthQueryFindsASCII", "ｄｓｈ", Any, []int{2, 5}},
-		{"CamelPart", "request", Any, []int{3}},
-		{"SnakePart", "build", Any, []int{3}},
-		{"WholePathAll", "go_build.sh", All, []int{3}},
-		{"CamelPrefixAll", "parseHTTP", All, []int{3}},
-		{"CamelSuffixAll", "HTTPRequest", All, []int{3}},
-		{"LowercaseWholeWordAll", "parsehttprequest", All, []int{3}},
-		{"SubpathAll", "bin/go_build", All, []int{3}},
-		{"KanaBigram", "メモリ", All, []int{5}},
-		{"NoMatch", "逻辑错误", All, nil},
+		{"TwoCharChineseFound", "记忆", anyTerm, []int{1, 2}},
+		{"LongerChineseAll", "记忆注入", allTerms, []int{1, 2}},
+		{"ChineseAndASCIIAll", "DSH 记忆", allTerms, []int{2}},
+		{"FullWidthQueryFindsASCII", "ｄｓｈ", anyTerm, []int{2, 5}},
+		{"CamelPart", "request", anyTerm, []int{3}},
+		{"SnakePart", "build", anyTerm, []int{3}},
+		{"WholePathBySegments", "go_build.sh", anyTerm, []int{3}},
+		{"CamelPrefixByParts", "parseHTTP", anyTerm, []int{3}},
+		{"CamelSuffixByParts", "HTTPRequest", anyTerm, []int{3}},
+		{"LowercaseWholeWordAll", "parsehttprequest", allTerms, []int{3}},
+		{"SubpathBySegments", "bin/go_build", anyTerm, []int{3}},
+		{"KanaBigram", "メモリ", allTerms, []int{5}},
+		{"NoMatch", "逻辑错误", allTerms, nil},
+		{"FTSOperatorsAreJustWords", `NOT near OR "call" AND`, anyTerm, []int{3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expr := MatchQuery(tt.query, tt.mode)
+			expr := probes(tt.query, tt.all)
 			got := match(t, db, "tok", expr)
-			if !equalInts(got, tt.want) {
+			if !slices.Equal(got, tt.want) {
 				t.Errorf("MATCH %s = %v, want %v", expr, got, tt.want)
 			}
 		})
@@ -122,6 +125,20 @@ func TestFTS5RoundTrip(t *testing.T) {
 	})
 }
 
+// probes is what recall matches for query q: each term of Terms(q) as
+// Quote(term), joined with OR (a row any probe finds) or, with all, with
+// AND (a row holding every term); "" when q has no terms.
+func probes(q string, all bool) string {
+	terms := Terms(q)
+	for i := range terms {
+		terms[i] = Quote(terms[i])
+	}
+	if all {
+		return strings.Join(terms, " AND ")
+	}
+	return strings.Join(terms, " OR ")
+}
+
 func ftsTokenCount(t testing.TB, db *sql.DB, rowid int) int {
 	t.Helper()
 	var n int
@@ -129,18 +146,6 @@ func ftsTokenCount(t testing.TB, db *sql.DB, rowid int) int {
 		t.Fatalf("count tokens: %v", err)
 	}
 	return n
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestClassesAgreeWithUnicode61 checks every rune the tokenizer keeps in a
@@ -194,7 +199,7 @@ func FuzzTokens(f *testing.F) {
 	var sc Scanner // reused across inputs, as ranking reuses one
 	f.Fuzz(func(t *testing.T, s string) {
 		toks := Tokens(s)
-		if scanned := scanAll(&sc, s); !equalStrings(scanned, toks) {
+		if scanned := scanAll(&sc, s); !slices.Equal(scanned, toks) {
 			t.Fatalf("Scanner.Scan(%q) = %q, Tokens = %q", s, scanned, toks)
 		}
 		for _, tok := range toks {
@@ -217,7 +222,7 @@ func FuzzTokens(f *testing.F) {
 			}
 		}
 		idx := IndexText(s)
-		if got := strings.Fields(idx); !equalStrings(got, toks) {
+		if got := strings.Fields(idx); !slices.Equal(got, toks) {
 			t.Fatalf("IndexText(%q) = %q, fields %q, want %q", s, idx, got, toks)
 		}
 		rowid++
@@ -227,10 +232,10 @@ func FuzzTokens(f *testing.F) {
 		if got := ftsTokenCount(t, db, rowid); got != len(toks) {
 			t.Fatalf("IndexText(%q) = %q: unicode61 saw %d tokens, want %d", s, idx, got, len(toks))
 		}
-		for _, mode := range []Mode{Any, All} {
-			if q := MatchQuery(s, mode); q != "" {
-				if ids := match(t, db, "tok", q); !containsInt(ids, rowid) {
-					t.Fatalf("MatchQuery(%q, %d) = %s does not find its own row", s, mode, q)
+		for _, all := range []bool{false, true} {
+			if q := probes(s, all); q != "" {
+				if ids := match(t, db, "tok", q); !slices.Contains(ids, rowid) {
+					t.Fatalf("probes(%q, all %v) = %s does not find its own row", s, all, q)
 				}
 			}
 		}
@@ -239,25 +244,4 @@ func FuzzTokens(f *testing.F) {
 			t.Fatalf("delete: %v", err)
 		}
 	})
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

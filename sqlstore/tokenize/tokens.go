@@ -130,12 +130,6 @@ type tokenizer struct {
 	b      []byte   // fold buffer
 	out    []string // tokens, when fn is nil
 	fn     func(tok []byte)
-
-	// wantGroups makes the tokenizer also build groups: one FTS5
-	// expression per CJK token or per compound, each matching a row
-	// exactly when the row holds the text the group came from.
-	wantGroups bool
-	groups     []string
 }
 
 func (t *tokenizer) run(s string) {
@@ -189,106 +183,65 @@ func (t *tokenizer) run(s string) {
 }
 
 // emitCJK emits the bigrams of a CJK-like run, or the run itself when it is
-// a single character. Each is its own query group.
+// a single character.
 func (t *tokenizer) emitCJK(run []rune) {
 	if len(run) == 1 {
-		t.group(t.emit(run, false))
+		t.emit(run, false)
 		return
 	}
 	for k := 0; k+1 < len(run); k++ {
-		t.group(t.emit(run[k:k+2], false))
+		t.emit(run[k:k+2], false)
 	}
 }
 
 // emitWord emits a compound (segments joined by connector punctuation):
 // the whole compound when it has more than one segment, then each segment,
 // each followed by its camelCase/letter-digit parts when it has more than
-// one. The compound is one query group: "the compound, or every segment",
-// where a segment is "the segment, or every part".
+// one.
 func (t *tokenizer) emitWord(all []rune, bounds []int) {
-	var whole string
 	if len(bounds) > 1 {
-		whole = t.emit(all, true)
+		t.emit(all, true)
 	}
-	var segExprs []string
 	start := 0
 	for _, end := range bounds {
 		seg := all[start:end]
 		start = end
-		segTok := t.emit(seg, false)
+		t.emit(seg, false)
 		t.cut = splitParts(t.cut[:0], seg)
-		if !t.wantGroups {
-			p := 0
-			for _, c := range t.cut {
-				t.emit(seg[p:c], false)
-				p = c
-			}
-			if len(t.cut) > 0 {
-				t.emit(seg[p:], false)
-			}
-			continue
-		}
-		var parts []string
 		p := 0
 		for _, c := range t.cut {
-			parts = append(parts, t.emit(seg[p:c], false))
+			t.emit(seg[p:c], false)
 			p = c
 		}
 		if len(t.cut) > 0 {
-			parts = append(parts, t.emit(seg[p:], false))
+			t.emit(seg[p:], false)
 		}
-		if len(parts) == 0 {
-			segExprs = append(segExprs, Quote(segTok))
-			continue
-		}
-		for i := range parts {
-			parts[i] = Quote(parts[i])
-		}
-		segExprs = append(segExprs, anyOf(Quote(segTok), allOf(parts)))
-	}
-	if !t.wantGroups {
-		return
-	}
-	expr := allOf(segExprs)
-	if whole != "" {
-		expr = anyOf(Quote(whole), expr)
-	}
-	t.groups = append(t.groups, expr)
-}
-
-// group records a one-token query group.
-func (t *tokenizer) group(tok string) {
-	if t.wantGroups && tok != "" {
-		t.groups = append(t.groups, Quote(tok))
 	}
 }
 
-// emit appends the case-folded form of rs as a token and returns it (or,
-// with a Scanner, hands it to fn and returns ""). An over-long token is
-// dropped (returning "") when dropLong is set and cut to maxToken bytes
-// otherwise.
-func (t *tokenizer) emit(rs []rune, dropLong bool) string {
+// emit appends the case-folded form of rs as a token (or, with a Scanner,
+// hands it to fn). An over-long token is dropped when dropLong is set and
+// cut to maxToken bytes otherwise.
+func (t *tokenizer) emit(rs []rune, dropLong bool) {
 	t.b = t.b[:0]
 	for _, r := range rs {
 		r = fold(r)
 		if len(t.b)+utf8.RuneLen(r) > maxToken {
 			if dropLong {
-				return ""
+				return
 			}
 			break
 		}
 		t.b = utf8.AppendRune(t.b, r)
 	}
 	if len(t.b) == 0 {
-		return ""
+		return
 	}
 	if t.fn != nil {
 		t.fn(t.b)
-		return ""
+		return
 	}
-	tok := string(t.b)
-	t.out = append(t.out, tok)
-	return tok
+	t.out = append(t.out, string(t.b))
 }
 
 // splitParts returns the cut points that split a segment into parts at

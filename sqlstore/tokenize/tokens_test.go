@@ -113,31 +113,17 @@ func TestTerms(t *testing.T) {
 	}
 }
 
-func TestMatchQuery(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		mode Mode
-		want string
-	}{
-		{"AnyJoinsWithOR", "修复 DSH", Any, `"修复" OR "dsh"`},
-		{"AllJoinsWithAND", "修复 DSH", All, `"修复" AND "dsh"`},
-		{"AllCompoundOrSegments", "go_build.sh", All, `("gobuildsh" OR ("go" AND "build" AND "sh"))`},
-		{"AllCamelOrParts", "parseHTTP 记忆", All, `("parsehttp" OR ("parse" AND "http")) AND "记忆"`},
-		{"AllNested", "os.getEnv", All, `("osgetenv" OR ("os" AND ("getenv" OR ("get" AND "env"))))`},
-		{"AllDuplicatesRemoved", "x x 记忆 记忆", All, `"x" AND "记忆"`},
-		{"AnyCompoundTermsFlat", "go_build", Any, `"gobuild" OR "go" OR "build"`},
-		{"DuplicatesRemoved", "记忆 记忆 Memory memory", Any, `"记忆" OR "memory"`},
-		{"FTSOperatorsAreJustWords", `NOT near OR "x" AND`, Any, `"not" OR "near" OR "or" OR "x" OR "and"`},
-		{"EmptyWhenNoTokens", "?!… 😀", Any, ""},
-		{"EmptyInput", "", All, ""},
+func TestQuote(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"记忆", `"记忆"`},
+		{`a"b`, `"a""b"`},
+	} {
+		if got := Quote(tt.in); got != tt.want {
+			t.Errorf("Quote(%q) = %s, want %s", tt.in, got, tt.want)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := MatchQuery(tt.in, tt.mode); got != tt.want {
-				t.Errorf("MatchQuery(%q) = %s, want %s", tt.in, got, tt.want)
-			}
-		})
+	if got := Terms("?!… 😀"); len(got) != 0 {
+		t.Errorf("Terms of no tokens = %q, want none: recall must not MATCH an empty expression", got)
 	}
 }
 

@@ -66,12 +66,6 @@ func (t *table) logp(w []byte) (float64, bool) {
 	return math.Log(n) - t.lnTotal, true
 }
 
-// Known reports whether w is a dictionary word.
-func Known(w string) bool {
-	_, ok := get().words.Count([]byte(w))
-	return ok
-}
-
 // WordInfo is −ln p(w) of a dictionary word (its self-information: a
 // background idf), and false when w is not in the dictionary.
 func WordInfo(w string) (float64, bool) {

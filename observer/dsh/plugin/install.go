@@ -158,7 +158,7 @@ func Install(o Options) (*InstallReport, error) {
 		}
 	}
 	if rep.Plugin != "unchanged" {
-		if err := writeAtomic(rep.PluginFile, source, 0o600); err != nil {
+		if err := markdown.WriteFileAtomic(rep.PluginFile, source, 0o600); err != nil {
 			return nil, fmt.Errorf("install plugin: %w", err)
 		}
 	}
@@ -166,12 +166,14 @@ func Install(o Options) (*InstallReport, error) {
 		return rep, nil
 	}
 	if old != nil {
-		if err := writeAtomic(BackupPath(o.DSHHome), old, mode); err != nil {
+		if err := markdown.WriteFileAtomic(BackupPath(o.DSHHome), old, mode); err != nil {
 			return nil, fmt.Errorf("back up %s: %w", rep.PatchFile, err)
 		}
 		rep.Backup = BackupPath(o.DSHHome)
 	}
-	if err := writeAtomic(linkTarget(rep.PatchFile), ed.Text, mode); err != nil {
+	// Atomic, so that the host, which reloads cordis.patch.yml while it
+	// runs, sees the old file or the new, never half.
+	if err := markdown.WriteFileAtomic(linkTarget(rep.PatchFile), ed.Text, mode); err != nil {
 		return nil, fmt.Errorf("add dshmem's row: %w", err)
 	}
 	return rep, nil
@@ -213,7 +215,7 @@ func Uninstall(o Options) (*UninstallReport, error) {
 		}
 		rep.Row, rep.RowLine, rep.Patches = ed.Action, ed.Line, ed.Patches
 		if ed.Action == Removed {
-			if err := writeAtomic(BackupPath(o.DSHHome), old, mode); err != nil {
+			if err := markdown.WriteFileAtomic(BackupPath(o.DSHHome), old, mode); err != nil {
 				return nil, fmt.Errorf("back up %s: %w", rep.PatchFile, err)
 			}
 			rep.Backup = BackupPath(o.DSHHome)
@@ -225,9 +227,9 @@ func Uninstall(o Options) (*UninstallReport, error) {
 				if err := os.Remove(rep.PatchFile); err != nil {
 					return nil, fmt.Errorf("remove dshmem's row: %w", err)
 				}
-				syncDir(o.DSHHome)
+				markdown.SyncDir(o.DSHHome)
 				rep.FileRemoved = true
-			} else if err := writeAtomic(linkTarget(rep.PatchFile), ed.Text, mode); err != nil {
+			} else if err := markdown.WriteFileAtomic(linkTarget(rep.PatchFile), ed.Text, mode); err != nil {
 				return nil, fmt.Errorf("remove dshmem's row: %w", err)
 			}
 			rep.EmptyList = ed.EmptyList
@@ -244,7 +246,7 @@ func Uninstall(o Options) (*UninstallReport, error) {
 	}
 	left := 0
 	for _, e := range ents {
-		// plugin.mjs, and temp files of an interrupted writeAtomic.
+		// plugin.mjs, and temp files of an interrupted markdown.WriteFileAtomic.
 		if e.Name() == FileName || (strings.HasPrefix(e.Name(), "."+FileName+".tmp-") && e.Type().IsRegular()) {
 			p := filepath.Join(dir, e.Name())
 			if err := os.Remove(p); err != nil {
@@ -262,7 +264,7 @@ func Uninstall(o Options) (*UninstallReport, error) {
 		}
 		rep.Removed = append(rep.Removed, dir)
 	}
-	syncDir(o.DSHHome)
+	markdown.SyncDir(o.DSHHome)
 	return rep, nil
 }
 
@@ -305,22 +307,4 @@ func withPath(err error, path string) error {
 		pe.Path = path
 	}
 	return err
-}
-
-// writeAtomic writes b to path so that the host, which reloads
-// cordis.patch.yml while it runs, sees the old file or the new, never half.
-func writeAtomic(path string, b []byte, mode os.FileMode) error {
-	return markdown.WriteFileAtomic(path, b, mode)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }

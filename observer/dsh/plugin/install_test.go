@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"dshmem/observer/httpapi"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,8 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"dshmem/observer"
 )
 
 // fakeBinary writes an executable file that stands for dshmem.
@@ -256,23 +255,23 @@ func TestReadStatus(t *testing.T) {
 				http.Error(w, "no", http.StatusUnauthorized)
 				return
 			}
-			json.NewEncoder(w).Encode(observer.Health{OK: true, API: "v1", PID: 4242})
+			json.NewEncoder(w).Encode(httpapi.Health{OK: true, API: "v1", PID: 4242})
 		}))
 		defer srv.Close()
 		addr := strings.TrimPrefix(srv.URL, "http://")
-		if err := observer.WriteServeFile(root, observer.ServeInfo{Addr: addr, PID: 4242, Token: "tok"}); err != nil {
+		if err := httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: addr, PID: 4242, Token: "tok"}); err != nil {
 			t.Fatal(err)
 		}
 		st, _ := ReadStatus(ctx, Options{DSHHome: home, Root: root})
 		if !st.Server.Running || st.Server.Addr != addr || st.Server.PID != 4242 {
 			t.Errorf("got %+v, want running at %s pid 4242", st.Server, addr)
 		}
-		observer.WriteServeFile(root, observer.ServeInfo{Addr: addr, PID: 4242, Token: "wrong"})
+		httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: addr, PID: 4242, Token: "wrong"})
 		if st, _ := ReadStatus(ctx, Options{DSHHome: home, Root: root}); st.Server.Running {
 			t.Errorf("wrong token: got running")
 		}
 		srv.Close()
-		observer.WriteServeFile(root, observer.ServeInfo{Addr: addr, PID: 4242, Token: "tok"})
+		httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: addr, PID: 4242, Token: "tok"})
 		if st, _ := ReadStatus(ctx, Options{DSHHome: home, Root: root}); st.Server.Running || !strings.Contains(st.Server.Detail, "stale") {
 			t.Errorf("server gone: got %+v", st.Server)
 		}

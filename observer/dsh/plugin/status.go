@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"dshmem/observer/httpapi"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"dshmem/observer"
 )
 
 // Status is what `dshmem dsh status` reports. Its JSON is for scripts:
@@ -131,7 +130,7 @@ func ReadStatus(ctx context.Context, o Options) (*Status, error) {
 // probeServer reads root/serve.json and asks the server it names for
 // /v1/healthz, with the token and a short timeout.
 func probeServer(ctx context.Context, root string) ServerState {
-	info, err := observer.ReadServeFile(root)
+	info, err := httpapi.ReadServeFile(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ServerState{Detail: "not running (the plugin starts one when a session begins)"}
 	}
@@ -153,7 +152,7 @@ func probeServer(ctx context.Context, root string) ServerState {
 		return st
 	}
 	defer resp.Body.Close()
-	var h observer.Health
+	var h httpapi.Health
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&h) != nil || !h.OK {
 		st.Detail = fmt.Sprintf("not running: %s answered %s to /v1/healthz, not a dshmem server with this token", info.Addr, resp.Status)
 		return st

@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"dshmem/observer"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBench runs both benchmark phases small: every synthetic event is
+// accepted, counted and lands on disk. (The numbers themselves are for
+// `dshmem bench`; no timing is asserted.)
+func TestBench(t *testing.T) {
+	ctx := context.Background()
+	o := BenchOptions{Events: 300, Size: 200, Producers: 3, Batch: 50, Workspaces: 3}
+	t.Run("Log", func(t *testing.T) {
+		r, err := BenchLog(ctx, t.TempDir(), o)
+		require.NoError(t, err)
+		require.EqualValues(t, "log", r.Phase, "got %+v, want 300 events logged with latencies", r)
+		require.EqualValues(t, 300, r.Events, "got %+v, want 300 events logged with latencies", r)
+		require.False(t, r.LogBytes <= 0, "got %+v, want 300 events logged with latencies", r)
+		require.False(t, r.P50 <= 0, "got %+v, want 300 events logged with latencies", r)
+		require.False(t, r.P99 < r.P50, "got %+v, want 300 events logged with latencies", r)
+	})
+	t.Run("Ingest", func(t *testing.T) {
+		root := t.TempDir()
+		r, err := BenchIngest(ctx, root, o)
+		require.NoError(t, err)
+		require.EqualValues(t, "log+index", r.Phase, "got %+v, want 300 events logged and indexed", r)
+		require.EqualValues(t, 300, r.Events, "got %+v, want 300 events logged and indexed", r)
+		require.False(t, r.LogBytes <= 0, "got %+v, want 300 events logged and indexed", r)
+		require.False(t, r.IndexBytes <= 0, "got %+v, want 300 events logged and indexed", r)
+		eng, err := observer.Open(ctx, root, observer.Options{ReadOnly: true})
+		require.NoError(t, err)
+		defer eng.Close()
+		var n int
+		if err := eng.Store().DB().Get(&n, `SELECT count(*) FROM events`); err != nil || n != 300 {
+			t.Fatalf("index holds %d events (%v), want 300", n, err)
+		}
+	})
+}
+
+// TestSynthDeterministic: the same seed makes the same lines, and every
+// line is a valid envelope, so benchmarks and the crash test compare
+// like with like.
+func TestSynthDeterministic(t *testing.T) {
+	a, b := NewSynth(3), NewSynth(3)
+	for i := range 50 {
+		la, lb := a.Line(i, 300, 4), b.Line(i, 300, 4)
+		require.Equal(t, string(lb), string(la), "line %d differs between two Synths of one seed:\n%s\n%s", i, la, lb)
+		if _, lerr := observer.Validate(la, i+1); lerr != nil {
+			t.Fatalf("line %d: %v", i, lerr)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package madial
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"dshmem/events"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
+)
+
+// recallRetriever answers Run through recall.Find: the first time it
+// sees a user, it folds that user's memories into a fresh index as
+// memory/remember events (content = the event sentence, tags = scene and
+// emotion, time = the memory's date), exactly as ingest would. The first
+// error sticks in err and makes every later call rank nothing.
+type recallRetriever struct {
+	ctx     context.Context
+	dir     string
+	weights *recall.Weights // nil: recall.DefaultWeights
+	stores  map[int]*userIndex
+	err     error
+}
+
+type userIndex struct {
+	s   *sqlstore.Store
+	ids map[string]int // entry id → memory id
+	now time.Time
+}
+
+// recallStream is the stream the memories are folded into.
+const recallStream = "global"
+
+func (r *recallRetriever) index(user int, mems []Memory) (*userIndex, error) {
+	if ui, ok := r.stores[user]; ok {
+		return ui, nil
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := sqlstore.Open(filepath.Join(r.dir, fmt.Sprintf("user-%d.db", user)))
+	if err != nil {
+		return nil, err
+	}
+	ui := &userIndex{s: s, ids: map[string]int{}}
+	evs := make([]events.Envelope, 0, len(mems))
+	for i, m := range mems {
+		t, err := time.Parse("2006-01-02", m.Time)
+		if err != nil {
+			t = time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		if t.After(ui.now) {
+			ui.now = t
+		}
+		data, _ := json.Marshal(map[string]any{"content": m.Text, "tags": []string{m.Scene, m.Emotion}})
+		seq := uint64(i + 1)
+		evs = append(evs, events.Envelope{V: events.CurrentVersion, Stream: recallStream, Seq: seq,
+			ID: fmt.Sprintf("madial:%d", m.ID), Type: events.TypeMemoryRemember, Time: t.Format(time.RFC3339), Data: data})
+		ui.ids[projector.EntryID(recallStream, seq, 0)] = m.ID
+	}
+	if err := projector.New(s).Fold(r.ctx, evs); err != nil {
+		s.Close()
+		return nil, err
+	}
+	ui.now = ui.now.Add(24 * time.Hour)
+	if r.stores == nil {
+		r.stores = map[int]*userIndex{}
+	}
+	r.stores[user] = ui
+	return ui, nil
+}
+
+// Rank implements Retriever.
+func (r *recallRetriever) Rank(c Case, candidates []Memory, k int) []int {
+	return ids(r.RankScored(c, candidates, k))
+}
+
+// RankScored implements ScoredRetriever: the recall path's items and
+// their scores.
+func (r *recallRetriever) RankScored(c Case, candidates []Memory, k int) []recall.Ranked[int] {
+	if r.err != nil {
+		return nil
+	}
+	ui, err := r.index(c.UserID, candidates)
+	if err != nil {
+		r.err = err
+		return nil
+	}
+	res, err := recall.Find(r.ctx, ui.s, recall.Query{Text: c.Query, Limit: k, Bytes: -1, NoFloor: true,
+		Now: ui.now, Timeout: 10 * time.Second, Weights: r.weights})
+	if err != nil {
+		r.err = err
+		return nil
+	}
+	if res.Partial {
+		r.err = fmt.Errorf("case %d: %s", c.ID, res.Note)
+		return nil
+	}
+	out := make([]recall.Ranked[int], 0, len(res.Items))
+	for _, it := range res.Items {
+		if id, ok := ui.ids[it.ID]; ok {
+			out = append(out, recall.Ranked[int]{ID: id, Score: it.Score})
+		}
+	}
+	return out
+}
+
+func (r *recallRetriever) close() {
+	for _, ui := range r.stores {
+		ui.s.Close()
+	}
+}
