@@ -15,7 +15,8 @@ const CurrentVersion = 1
 // Seq is assigned by the log when the event is appended; Id is the
 // idempotency key chosen by the producer; Time is the event's own time
 // (RFC 3339), not the time it was ingested. Data holds the type-specific
-// payload as raw JSON so that folding code decodes only what it needs.
+// payload as raw JSON, as stored; events/payload defines it per type and
+// is the one place it is decoded.
 type Envelope struct {
 	V       int             `json:"v"`
 	Stream  string          `json:"stream"`

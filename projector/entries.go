@@ -10,21 +10,12 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/tokenize"
 )
 
-// Entry types of the memory model (ARCHITECTURE §5).
-var entryTypes = map[string]bool{
-	"preference": true, "decision": true, "architecture": true, "rule": true,
-	"fact": true, "fix": true, "procedure": true,
-}
-
-const (
-	defaultEntryType  = "fact"
-	defaultImportance = 1
-	maxTitleRunes     = 160
-)
+const maxTitleRunes = 160
 
 // EntryID derives the id of the entry created by the pos-th item of the
 // event at (stream, seq): "m-" and the first 16 hex digits of
@@ -53,30 +44,20 @@ type entry struct {
 	version            int64
 }
 
-// Entry statuses (ARCHITECTURE §5).
+// Entry statuses: short names of payload's.
 const (
-	statusActive     = "active"
-	statusConflict   = "conflict"
-	statusSuperseded = "superseded"
-	statusForgotten  = "forgotten"
+	statusActive     = payload.StatusActive
+	statusConflict   = payload.StatusConflict
+	statusSuperseded = payload.StatusSuperseded
+	statusForgotten  = payload.StatusForgotten
 )
-
-type rememberData struct {
-	Content     string          `json:"content"`
-	Title       string          `json:"title"`
-	Type        string          `json:"type"`
-	Description string          `json:"description"`
-	Terms       string          `json:"terms"`
-	Tags        json.RawMessage `json:"tags"`       // decoded leniently: see remember
-	Importance  json.RawMessage `json:"importance"` // likewise
-}
 
 // decodeRemember reads a memory/remember event's data; ok is false when
 // the event adds no entry (no content, or data that does not decode).
 // Every other remember adds one active entry: the summary's history
 // relies on that (fileTrack.plan).
-func decodeRemember(ev *events.Envelope) (d rememberData, ok bool) {
-	if json.Unmarshal(ev.Data, &d) != nil {
+func decodeRemember(ev *events.Envelope) (d payload.Remember, ok bool) {
+	if payload.Unmarshal(ev.Data, &d) != nil {
 		return d, false
 	}
 	return d, strings.TrimSpace(d.Content) != ""
@@ -86,12 +67,22 @@ func decodeRemember(ev *events.Envelope) (d rememberData, ok bool) {
 // intake should have refused (no content) records nothing rather than
 // failing replay; values out of range are brought into it.
 func (f *fold) remember(ev *events.Envelope) error {
-	d, ok := decodeRemember(ev)
+	e, ok := rememberEntry(ev)
 	if !ok {
 		return nil
 	}
+	return f.addEntry(ev, &e, "add", "")
+}
+
+// rememberEntry is the entry a memory/remember event adds; ok is false
+// when it adds none (decodeRemember).
+func rememberEntry(ev *events.Envelope) (e entry, ok bool) {
+	d, ok := decodeRemember(ev)
+	if !ok {
+		return entry{}, false
+	}
 	content := strings.TrimSpace(d.Content)
-	e := entry{
+	e = entry{
 		id:          EntryID(ev.Stream, ev.Seq, 0),
 		scope:       ev.Stream,
 		typ:         d.Type,
@@ -100,18 +91,18 @@ func (f *fold) remember(ev *events.Envelope) error {
 		terms:       strings.TrimSpace(d.Terms),
 		content:     content,
 		tags:        cleanTags(d.Tags),
-		confidence:  1,
+		confidence:  payload.DefaultConfidence,
 		status:      statusActive,
 		version:     1,
 	}
-	if !entryTypes[e.typ] {
-		e.typ = defaultEntryType
+	if !payload.KnownEntryType(e.typ) {
+		e.typ = payload.DefaultEntryType
 	}
 	if e.title == "" {
 		e.title = titleFrom(content)
 	}
-	e.importance = decodeImportance(d.Importance, defaultImportance)
-	return f.addEntry(ev, &e, "add", "")
+	e.importance = valueOr(d.Importance, payload.DefaultImportance)
+	return e, true
 }
 
 // addEntry inserts a new entry, its first version (op names the op that
@@ -188,11 +179,8 @@ func (f *fold) entryVersion(ev *events.Envelope, e *entry, op, reason string) er
 // of different streams commute. An unknown id, or an entry already
 // forgotten, records nothing (replay must not fail on it).
 func (f *fold) forget(ev *events.Envelope) error {
-	var d struct {
-		EntryID string `json:"entryId"`
-		Reason  string `json:"reason"`
-	}
-	if json.Unmarshal(ev.Data, &d) != nil || d.EntryID == "" {
+	var d payload.Forget
+	if payload.Unmarshal(ev.Data, &d) != nil || d.EntryID == "" {
 		return nil
 	}
 	e, err := f.loadEntry(d.EntryID, ev.Stream)
@@ -289,11 +277,8 @@ func titleFrom(content string) string {
 	return strings.TrimSpace(line[:i])
 }
 
-// cleanTags decodes a JSON array of strings (anything else is no tags),
-// trims them and drops empty and repeated ones, keeping order.
-func cleanTags(raw json.RawMessage) []string {
-	var tags []string
-	_ = json.Unmarshal(raw, &tags)
+// cleanTags trims tags and drops empty and repeated ones, keeping order.
+func cleanTags(tags []string) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	for _, t := range tags {
@@ -305,6 +290,14 @@ func cleanTags(raw json.RawMessage) []string {
 		out = append(out, t)
 	}
 	return out
+}
+
+// valueOr is *p, or def when p is nil (not given).
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 func joinNonEmpty(parts ...string) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -17,26 +18,32 @@ import (
 // sqlstore.FetchEpisodes compute the same text in SQL from events.data; the
 // projector tests hold the two to each other.
 func EpisodeText(typ string, data json.RawMessage) (text string, injected bool, ok bool) {
+	var err error
 	switch typ {
-	case events.TypeUserMessage, events.TypeAssistantMessage, events.TypeToolResult, events.TypeCompactionSummary:
-		var d struct {
-			Text     string `json:"text"`
-			Injected bool   `json:"injected"`
-		}
-		if json.Unmarshal(data, &d) != nil {
-			return "", false, false
-		}
+	case events.TypeUserMessage:
+		var d payload.UserMessage
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeAssistantMessage:
+		var d payload.AssistantMessage
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeToolResult:
+		var d payload.ToolResult
+		err = payload.Unmarshal(data, &d)
+		text, injected = d.Text, d.Injected
+	case events.TypeCompactionSummary:
+		var d payload.CompactionSummary
+		err = payload.Unmarshal(data, &d)
 		text, injected = d.Text, d.Injected
 	case events.TypeTaskEnd:
-		var d struct {
-			Request string `json:"request"`
-			Result  string `json:"result"`
-		}
-		if json.Unmarshal(data, &d) != nil {
-			return "", false, false
-		}
+		var d payload.TaskEnd
+		err = payload.Unmarshal(data, &d)
 		text = strings.Trim(d.Request+"\n"+d.Result, "\n")
 	default:
+		return "", false, false
+	}
+	if err != nil {
 		return "", false, false
 	}
 	return text, injected, text != ""

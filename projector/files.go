@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/markdown"
 	"dshmem/sqlstore"
 )
@@ -134,10 +135,8 @@ func registeredDir(ev *events.Envelope) (string, bool) {
 	if ev.Type != events.TypeScopeRegister {
 		return "", false
 	}
-	var d struct {
-		Dir string `json:"dir"`
-	}
-	if json.Unmarshal(ev.Data, &d) != nil || d.Dir == "" {
+	var d payload.ScopeRegister
+	if payload.Unmarshal(ev.Data, &d) != nil || d.Dir == "" {
 		return "", false
 	}
 	return d.Dir, true

@@ -3,19 +3,19 @@ package projector
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 )
 
 // memory/ops folds the answer of a checkpoint's distiller, or the ops a
 // hand edit of a Markdown projection was read back into, into entries.
-// The event's data (written by observer.Engine.Checkpoint; by sync for
-// hand edits):
+// The event's data is payload.Ops (written by observer.Engine.Checkpoint;
+// by sync for hand edits):
 //
 //	{"checkpoint":"ck-<16 hex, random, chosen by the writer>",
 //	 "session":"…","from":N,"to":M,           the claimed seq range of that session
@@ -68,51 +68,23 @@ func ConflictGroupID(stream string, seq uint64, pos int) string {
 	return "cg-" + hex.EncodeToString(sum[:8])
 }
 
-// opsData is the data of a memory/ops event. Each op is decoded on its
-// own, so one malformed op does not hide the others.
-type opsData struct {
-	Checkpoint string            `json:"checkpoint"`
-	Ops        []json.RawMessage `json:"ops"`
-}
-
-// opItem is one op as logged. Fields that may be absent or of a lenient
-// shape are raw; description and terms are pointers so that an explicit
-// "" (a hand edit that cleared them) differs from absent.
-type opItem struct {
-	Op               string          `json:"op"`
-	TargetID         string          `json:"targetId"`
-	EvidenceEventIDs []string        `json:"evidenceEventIds"`
-	Type             string          `json:"type"`
-	Title            string          `json:"title"`
-	Description      *string         `json:"description"`
-	Content          string          `json:"content"`
-	Tags             json.RawMessage `json:"tags"`
-	Terms            json.RawMessage `json:"terms"`
-	Importance       json.RawMessage `json:"importance"`
-	Confidence       json.RawMessage `json:"confidence"`
-	Reason           string          `json:"reason"`
-	Provenance       string          `json:"provenance"`
-}
-
 // ops folds a memory/ops event (see the comment at the top of this file).
+// An op that does not decode is the zero payload.Op, whose empty name
+// makes it a skipped op that keeps its index.
 func (f *fold) ops(ev *events.Envelope) error {
-	var d opsData
-	if json.Unmarshal(ev.Data, &d) != nil {
+	var d payload.Ops
+	if payload.Unmarshal(ev.Data, &d) != nil {
 		return nil
 	}
-	for i, raw := range d.Ops {
-		var o opItem
-		if json.Unmarshal(raw, &o) != nil {
-			continue
-		}
-		if err := f.op(ev, d.Checkpoint, i, &o); err != nil {
-			return fmt.Errorf("op %d (%s): %w", i, o.Op, err)
+	for i := range d.Ops {
+		if err := f.op(ev, d.Checkpoint, i, &d.Ops[i]); err != nil {
+			return fmt.Errorf("op %d (%s): %w", i, d.Ops[i].Op, err)
 		}
 	}
 	return nil
 }
 
-func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *opItem) error {
+func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *payload.Op) error {
 	name := strings.ToLower(strings.TrimSpace(o.Op))
 	prov := provenance{Reason: o.Reason, Source: o.Provenance, Checkpoint: checkpoint}
 	for _, id := range o.EvidenceEventIDs {
@@ -120,7 +92,7 @@ func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *opItem) erro
 	}
 	prov.EventIDs = appendNew(prov.EventIDs, ev.ID)
 
-	if name == "add" {
+	if name == payload.OpAdd {
 		e, ok := newEntry(ev, i, o, "")
 		if !ok {
 			return nil
@@ -131,21 +103,21 @@ func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *opItem) erro
 		e.prov = prov
 		return f.addEntry(ev, e, "add", o.Reason)
 	}
-	if name != "revise" && name != "supersede" && name != "conflict" && name != "forget" {
+	if !payload.KnownOp(name) {
 		return nil
 	}
 	t, err := f.loadEntry(o.TargetID, ev.Stream)
 	if err != nil || t == nil || t.status == statusForgotten {
 		return err
 	}
-	if name == "forget" {
+	if name == payload.OpForget {
 		return f.forgetEntry(ev, t, o.Reason)
 	}
 	if t.status == statusSuperseded {
 		return nil
 	}
 	switch name {
-	case "revise":
+	case payload.OpRevise:
 		reindex := t.revise(o)
 		t.prov.EventIDs = appendNew(t.prov.EventIDs, prov.EventIDs...)
 		if o.Reason != "" {
@@ -153,7 +125,7 @@ func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *opItem) erro
 		}
 		return f.updateEntry(ev, t, "revise", o.Reason, reindex)
 
-	case "supersede":
+	case payload.OpSupersede:
 		n, ok := newEntry(ev, i, o, t.typ)
 		if !ok {
 			return nil
@@ -171,7 +143,7 @@ func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *opItem) erro
 		}
 		return f.resolveGroup(ev, t.scope, t.conflictGroup)
 
-	case "conflict":
+	case payload.OpConflict:
 		n, ok := newEntry(ev, i, o, t.typ)
 		if !ok {
 			return nil
@@ -199,7 +171,7 @@ func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *opItem) erro
 // newEntry builds the entry the pos-th op of ev creates, in the event's
 // stream; typ is the type when the op names none that is valid ("" means
 // fact). ok is false when the op has neither title nor content.
-func newEntry(ev *events.Envelope, pos int, o *opItem, typ string) (*entry, bool) {
+func newEntry(ev *events.Envelope, pos int, o *payload.Op, typ string) (*entry, bool) {
 	title := strings.TrimSpace(o.Title)
 	content := o.Content
 	if strings.TrimSpace(content) == "" {
@@ -218,19 +190,19 @@ func newEntry(ev *events.Envelope, pos int, o *opItem, typ string) (*entry, bool
 		title:      title,
 		content:    content,
 		tags:       cleanTags(o.Tags),
-		terms:      decodeTerms(o.Terms),
-		importance: decodeImportance(o.Importance, defaultImportance),
-		confidence: decodeConfidence(o.Confidence, 1),
+		terms:      joinTerms(o.Terms),
+		importance: valueOr(o.Importance, payload.DefaultImportance),
+		confidence: valueOr(o.Confidence, payload.DefaultConfidence),
 		status:     statusActive,
 		version:    1,
 	}
 	if o.Description != nil {
 		e.description = strings.TrimSpace(*o.Description)
 	}
-	if !entryTypes[e.typ] {
+	if !payload.KnownEntryType(e.typ) {
 		e.typ = typ
-		if !entryTypes[e.typ] {
-			e.typ = defaultEntryType
+		if !payload.KnownEntryType(e.typ) {
+			e.typ = payload.DefaultEntryType
 		}
 	}
 	return e, true
@@ -238,9 +210,9 @@ func newEntry(ev *events.Envelope, pos int, o *opItem, typ string) (*entry, bool
 
 // revise applies the fields o gives to e and reports whether e's indexed
 // text changed.
-func (e *entry) revise(o *opItem) (textChanged bool) {
+func (e *entry) revise(o *payload.Op) (textChanged bool) {
 	before := [5]string{e.title, e.description, e.terms, e.content, strings.Join(e.tags, "\x00")}
-	if t := strings.ToLower(strings.TrimSpace(o.Type)); entryTypes[t] {
+	if t := strings.ToLower(strings.TrimSpace(o.Type)); payload.KnownEntryType(t) {
 		e.typ = t
 	}
 	if t := strings.TrimSpace(o.Title); t != "" {
@@ -252,14 +224,14 @@ func (e *entry) revise(o *opItem) (textChanged bool) {
 	if strings.TrimSpace(o.Content) != "" {
 		e.content = o.Content
 	}
-	if len(o.Terms) > 0 && string(o.Terms) != "null" {
-		e.terms = decodeTerms(o.Terms)
+	if o.Terms != nil {
+		e.terms = joinTerms(o.Terms)
 	}
-	if len(o.Tags) > 0 && string(o.Tags) != "null" {
+	if o.Tags != nil {
 		e.tags = cleanTags(o.Tags)
 	}
-	e.importance = decodeImportance(o.Importance, e.importance)
-	e.confidence = decodeConfidence(o.Confidence, e.confidence)
+	e.importance = valueOr(o.Importance, e.importance)
+	e.confidence = valueOr(o.Confidence, e.confidence)
 	after := [5]string{e.title, e.description, e.terms, e.content, strings.Join(e.tags, "\x00")}
 	return before != after
 }
@@ -271,34 +243,10 @@ func (f *fold) entryExists(id string) (bool, error) {
 	return f.tx.EntryExists(id)
 }
 
-// decodeTerms reads terms given as a JSON array of strings (joined with
-// ", ", blanks and repeats dropped) or as one string.
-func decodeTerms(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return strings.TrimSpace(s)
-	}
-	return strings.Join(cleanTags(raw), ", ")
-}
-
-// decodeImportance reads a number clamped to 0–3, or def when raw is
-// absent or not a number.
-func decodeImportance(raw json.RawMessage, def int) int {
-	var v float64
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
-		return def
-	}
-	return int(min(max(v, 0), 3))
-}
-
-// decodeConfidence reads a number clamped to 0–1, or def when raw is
-// absent or not a number.
-func decodeConfidence(raw json.RawMessage, def float64) float64 {
-	var v float64
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
-		return def
-	}
-	return min(max(v, 0), 1)
+// joinTerms is the terms column of terms: joined with ", ", blanks and
+// repeats dropped.
+func joinTerms(terms []string) string {
+	return strings.Join(cleanTags(terms), ", ")
 }
 
 // appendNew appends the items of add that list does not hold yet.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/markdown"
 	"dshmem/sqlstore"
 )
@@ -37,7 +38,7 @@ const (
 
 // globalTypes are the entry types of the global stream that go to
 // global.md; every other type goes to a knowledge file.
-var globalTypes = map[string]bool{"preference": true, "rule": true, "decision": true}
+var globalTypes = map[string]bool{payload.TypePreference: true, payload.TypeRule: true, payload.TypeDecision: true}
 
 // Kind says which projection a path is.
 type Kind int
@@ -204,7 +205,7 @@ func Topic(typ string, tags []string) string {
 		}
 	}
 	if typ == "" {
-		return defaultEntryType
+		return payload.DefaultEntryType
 	}
 	return typ
 }
@@ -366,19 +367,14 @@ func BlockOf(ev *events.Envelope) (day string, b Block, ok bool) {
 	var kind, id, text string
 	switch ev.Type {
 	case events.TypeCompactionSummary:
-		var d struct {
-			CompactionID string `json:"compactionId"`
-			Text         string `json:"text"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil || d.CompactionID == "" {
+		var d payload.CompactionSummary
+		if payload.Unmarshal(ev.Data, &d) != nil || d.CompactionID == "" {
 			return "", Block{}, false
 		}
 		kind, id, text = "compaction", d.CompactionID, d.Text
 	case events.TypeSessionEnd:
-		var d struct {
-			Summary string `json:"summary"`
-		}
-		if json.Unmarshal(ev.Data, &d) != nil || strings.TrimSpace(d.Summary) == "" || ev.Session == "" {
+		var d payload.SessionEnd
+		if payload.Unmarshal(ev.Data, &d) != nil || strings.TrimSpace(d.Summary) == "" || ev.Session == "" {
 			return "", Block{}, false
 		}
 		kind, id, text = "session", ev.Session, d.Summary

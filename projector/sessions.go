@@ -1,13 +1,13 @@
 package projector
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/sqlstore"
 )
 
@@ -53,12 +53,8 @@ func (f *fold) session(ev *events.Envelope, p *prepared) {
 	}
 	switch ev.Type {
 	case events.TypeSessionStart:
-		var d struct {
-			Origin      string `json:"origin"`
-			Parent      string `json:"parent"`
-			AgentPreset string `json:"agentPreset"`
-		}
-		_ = json.Unmarshal(ev.Data, &d) // a malformed start still starts the session
+		var d payload.SessionStart
+		_ = payload.Unmarshal(ev.Data, &d) // a malformed start still starts the session
 		a.started = true
 		a.origin, a.parent, a.agentPreset = d.Origin, d.Parent, d.AgentPreset
 		a.startedAt = ev.Time

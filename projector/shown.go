@@ -1,9 +1,8 @@
 package projector
 
 import (
-	"encoding/json"
-
 	"dshmem/events"
+	"dshmem/events/payload"
 )
 
 // shown counts, per session, how often each entry was shown to it
@@ -12,11 +11,8 @@ import (
 // checked against entries: an entry may live in another stream, and a
 // fold must not read across streams. Repeats within one event count once.
 func (f *fold) shown(ev *events.Envelope) error {
-	var d struct {
-		Entries []string `json:"entries"`
-		Session string   `json:"session"`
-	}
-	if json.Unmarshal(ev.Data, &d) != nil {
+	var d payload.Shown
+	if payload.Unmarshal(ev.Data, &d) != nil {
 		return nil
 	}
 	session := d.Session

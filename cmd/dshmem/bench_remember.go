@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/bench"
 	"dshmem/observer/httpapi"
@@ -88,7 +89,7 @@ func benchRemember(ctx context.Context, env *cliEnv, args []string) error {
 	for i := range bodies {
 		imp := i % 4
 		bodies[i], _ = json.Marshal(httpapi.RememberAPIRequest{Content: fmt.Sprintf("fact %d: %s", i, synth.Text(160)),
-			Cwd: "/home/u/bench-remember", Type: "fact", Importance: &imp})
+			Cwd: "/home/u/bench-remember", Type: payload.TypeFact, Importance: &imp})
 	}
 	lat := make([]time.Duration, *entries)
 	end := make([]time.Time, *entries)

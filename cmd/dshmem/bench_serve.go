@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
 )
@@ -83,7 +84,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	for w, topic := range serveBenchTopics {
 		for i := range 25 {
 			b, _ := json.Marshal(map[string]any{"content": fmt.Sprintf("For %s, rule %d: check the %s checklist item %d before merging", topic, i, topic, i),
-				"cwd": fmt.Sprintf("/bench/ws%d", w), "type": "procedure"})
+				"cwd": fmt.Sprintf("/bench/ws%d", w), "type": payload.TypeProcedure})
 			if code, err := call("POST", "/v1/remember", b); err != nil || code != 200 {
 				return fmt.Errorf("seed entries: %d %v", code, err)
 			}
@@ -120,20 +121,22 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 				}
 			}
 			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
-				var evs []map[string]any
-				mk := func(typ string, data map[string]any) {
+				var evs []events.Envelope
+				mk := func(p payload.Payload) {
 					id := fmt.Sprintf("%s:%d:%d", sid, n, len(evs))
 					ids = append(ids, id)
-					evs = append(evs, map[string]any{"id": id, "type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano),
-						"session": sid, "cwd": cwd, "data": data})
+					data, _ := payload.Marshal(p) // plain structs: cannot fail
+					evs = append(evs, events.Envelope{V: events.CurrentVersion, ID: id, Type: p.EventType(),
+						Time: time.Now().UTC().Format(time.RFC3339Nano), Session: sid, Cwd: cwd, Data: data})
 				}
 				if n == 0 {
-					mk("session/start", map[string]any{"origin": "top"})
+					mk(payload.SessionStart{Origin: payload.OriginTop})
 				}
-				mk("user/message", map[string]any{"text": fmt.Sprintf("step %d: what about the %s checklist item %d?", n, serveBenchTopics[w], n%25)})
-				mk("tool/call", map[string]any{"name": "bash", "args": map[string]any{"cmd": fmt.Sprintf("make check-%d", n)}})
-				mk("tool/result", map[string]any{"name": "bash", "ok": n%5 != 0, "text": "done"})
-				mk("assistant/message", map[string]any{"text": fmt.Sprintf("checked item %d", n), "step": n})
+				mk(payload.UserMessage{Text: fmt.Sprintf("step %d: what about the %s checklist item %d?", n, serveBenchTopics[w], n%25)})
+				args, _ := json.Marshal(map[string]string{"cmd": fmt.Sprintf("make check-%d", n)})
+				mk(payload.ToolCall{Name: "bash", Args: args})
+				mk(payload.ToolResult{Name: "bash", OK: new(n%5 != 0), Text: "done"})
+				mk(payload.AssistantMessage{Text: fmt.Sprintf("checked item %d", n), Step: n})
 				b, _ := json.Marshal(evs)
 				timed("events", "POST", "/v1/events", b, 200)
 				q, _ := json.Marshal(map[string]any{"query": fmt.Sprintf("%s item %d", serveBenchTopics[w], n%25), "cwd": cwd, "session": sid})

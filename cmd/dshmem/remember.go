@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"dshmem/events/payload"
 	"dshmem/observer"
 )
-
-// memoryTypes are the types of the memory model (ARCHITECTURE §5).
-var memoryTypes = []string{"preference", "decision", "architecture", "rule", "fact", "fix", "procedure"}
 
 func init() {
 	register(&command{
@@ -40,7 +38,7 @@ func runRemember(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(c)
 	cwd := fs.String("cwd", "", "workspace directory (default: the current directory)")
 	global := fs.Bool("global", false, "remember in the global scope, for every workspace")
-	typ := fs.String("type", "", "entry type: "+strings.Join(memoryTypes, ", "))
+	typ := fs.String("type", "", "entry type: "+strings.Join(payload.EntryTypes, ", "))
 	tags := fs.String("tags", "", "comma-separated tags")
 	importance := fs.Int("importance", 1, "importance 0–3")
 	title := fs.String("title", "", "title (default: the first line of TEXT)")
@@ -52,8 +50,8 @@ func runRemember(ctx context.Context, env *cliEnv, args []string) error {
 	if *global && *cwd != "" {
 		return usageError{"--cwd and --global both choose the scope; give one"}
 	}
-	if *typ != "" && !isOneOf(memoryTypes, *typ) {
-		return usageError{fmt.Sprintf("--type %q is not an entry type: use one of %s", *typ, strings.Join(memoryTypes, ", "))}
+	if *typ != "" && !payload.KnownEntryType(*typ) {
+		return usageError{fmt.Sprintf("--type %q is not an entry type: use one of %s", *typ, strings.Join(payload.EntryTypes, ", "))}
 	}
 	req := observer.RememberRequest{Content: text, Title: *title, Type: *typ, Tags: splitCommaList(*tags)}
 	if *importance < 0 || *importance > 3 {

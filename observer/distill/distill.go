@@ -3,6 +3,8 @@ package distill
 import (
 	"context"
 	"errors"
+
+	"dshmem/events/payload"
 )
 
 // Roles of a Message.
@@ -12,39 +14,51 @@ const (
 	RoleTool      = "tool"
 )
 
-// Op names. An Op's Op field holds one of these.
+// The op kinds, entry types, statuses and provenances are
+// events/payload's; these names are the same constants, for callers
+// written before payload existed.
 const (
-	OpAdd       = "add"
-	OpRevise    = "revise"
-	OpSupersede = "supersede"
-	OpConflict  = "conflict"
-	OpForget    = "forget"
-)
+	// Deprecated: use payload.OpAdd.
+	OpAdd = payload.OpAdd
+	// Deprecated: use payload.OpRevise.
+	OpRevise = payload.OpRevise
+	// Deprecated: use payload.OpSupersede.
+	OpSupersede = payload.OpSupersede
+	// Deprecated: use payload.OpConflict.
+	OpConflict = payload.OpConflict
+	// Deprecated: use payload.OpForget.
+	OpForget = payload.OpForget
 
-// Entry types (ARCHITECTURE §5).
-const (
-	TypePreference   = "preference"
-	TypeDecision     = "decision"
-	TypeArchitecture = "architecture"
-	TypeRule         = "rule"
-	TypeFact         = "fact"
-	TypeFix          = "fix"
-	TypeProcedure    = "procedure"
-)
+	// Deprecated: use payload.TypePreference.
+	TypePreference = payload.TypePreference
+	// Deprecated: use payload.TypeDecision.
+	TypeDecision = payload.TypeDecision
+	// Deprecated: use payload.TypeArchitecture.
+	TypeArchitecture = payload.TypeArchitecture
+	// Deprecated: use payload.TypeRule.
+	TypeRule = payload.TypeRule
+	// Deprecated: use payload.TypeFact.
+	TypeFact = payload.TypeFact
+	// Deprecated: use payload.TypeFix.
+	TypeFix = payload.TypeFix
+	// Deprecated: use payload.TypeProcedure.
+	TypeProcedure = payload.TypeProcedure
 
-// Entry statuses.
-const (
-	StatusActive     = "active"
-	StatusConflict   = "conflict"
-	StatusSuperseded = "superseded"
-	StatusForgotten  = "forgotten"
-)
+	// Deprecated: use payload.StatusActive.
+	StatusActive = payload.StatusActive
+	// Deprecated: use payload.StatusConflict.
+	StatusConflict = payload.StatusConflict
+	// Deprecated: use payload.StatusSuperseded.
+	StatusSuperseded = payload.StatusSuperseded
+	// Deprecated: use payload.StatusForgotten.
+	StatusForgotten = payload.StatusForgotten
 
-// Provenances of an Op.
-const (
-	ProvenanceDistiller = "distiller"
-	ProvenanceHandEdit  = "hand-edit"
-	ProvenanceRemember  = "remember"
+	// Deprecated: use payload.ProvenanceDistiller.
+	ProvenanceDistiller = payload.ProvenanceDistiller
+	// Deprecated: use payload.ProvenanceHandEdit.
+	ProvenanceHandEdit = payload.ProvenanceHandEdit
+	// Deprecated: use payload.ProvenanceRemember.
+	ProvenanceRemember = payload.ProvenanceRemember
 )
 
 // ResultVersion is the version of the ops schema this package reads and
@@ -113,22 +127,43 @@ func (r Request) inRange(m Message) bool {
 }
 
 // Op is one memory operation, as written into a memory/ops event.
-type Op struct {
-	Op               string   `json:"op"` // add | revise | supersede | conflict | forget
-	TargetID         string   `json:"targetId,omitempty"`
-	OldQuote         string   `json:"oldQuote,omitempty"`
-	NewQuote         string   `json:"newQuote,omitempty"`
-	EvidenceEventIDs []string `json:"evidenceEventIds,omitempty"`
-	Type             string   `json:"type,omitempty"`
-	Title            string   `json:"title,omitempty"`
-	Description      string   `json:"description,omitempty"`
-	Content          string   `json:"content,omitempty"`
-	Tags             []string `json:"tags,omitempty"`
-	Terms            []string `json:"terms,omitempty"`
-	Importance       int      `json:"importance,omitempty"`
-	Confidence       float64  `json:"confidence,omitempty"`
-	Reason           string   `json:"reason,omitempty"`
-	Provenance       string   `json:"provenance,omitempty"` // "distiller" | "hand-edit" | "remember"
+//
+// A distiller's op never writes a field's zero value: no empty
+// description, tags or terms (nil, not empty), no importance 0 and no
+// confidence 0 (nil). The projector then takes the default for a new
+// entry and keeps the target's for a revise, as it always has; text,
+// optional, nonZero and value below keep the rule in one place.
+type Op = payload.Op
+
+// optional is &s, or nil for "": an empty description is not written.
+func optional(s string) *string { return nonZero(s) }
+
+// nonZero is &v, or nil for the zero value, which a distiller's op never
+// writes.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// value is *p, or the zero value when p is nil.
+func value[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// nilIfEmpty is l, or nil when it holds nothing: an empty list is not
+// written.
+func nilIfEmpty(l []string) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
 }
 
 // Result is a distiller's answer.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"dshmem/events/payload"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -85,7 +86,7 @@ func SelectRelated(msgs []Message, candidates []Entry) []Entry {
 	}
 	var ranked []scored
 	for i, e := range candidates {
-		if e.Status == StatusSuperseded || e.Status == StatusForgotten {
+		if e.Status == payload.StatusSuperseded || e.Status == payload.StatusForgotten {
 			continue
 		}
 		score := 0
@@ -157,7 +158,7 @@ func entryText(e Entry) string {
 
 // opText is the text of an op compared with entryText for duplicates.
 func opText(o Op) string {
-	return entryText(Entry{Title: o.Title, Description: o.Description, Content: o.Content, Tags: o.Tags, Terms: o.Terms})
+	return entryText(Entry{Title: o.Title, Description: value(o.Description), Content: o.Content, Tags: o.Tags, Terms: o.Terms})
 }
 
 // promptEntry and promptMessage are the JSON lines the openai distiller

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"dshmem/events/payload"
 )
 
 // MaxAnswerBytes caps an answer ParseResult reads.
@@ -135,7 +137,7 @@ func parseItem(raw json.RawMessage) (Op, error) {
 		if err := json.Unmarshal(t, &s); err != nil {
 			return Op{}, err
 		}
-		return Op{Op: OpAdd, Content: s}, nil
+		return Op{Op: payload.OpAdd, Content: s}, nil
 	}
 	if len(t) == 0 || t[0] != '{' {
 		return Op{}, fmt.Errorf("not an object or a string")
@@ -146,14 +148,14 @@ func parseItem(raw json.RawMessage) (Op, error) {
 	}
 	op := strings.ToLower(strings.TrimSpace(r.Op))
 	if op == "" {
-		op = OpAdd
+		op = payload.OpAdd
 	}
 	return Op{
 		Op: op, TargetID: string(r.TargetID), OldQuote: r.OldQuote, NewQuote: r.NewQuote,
 		EvidenceEventIDs: r.EvidenceEventIDs, Type: strings.ToLower(strings.TrimSpace(r.Type)),
-		Title: r.Title, Description: r.Description, Content: r.Content,
-		Tags: r.Tags, Terms: r.Terms, Importance: int(math.Max(-100, math.Min(100, float64(r.Importance)))),
-		Confidence: float64(r.Confidence),
+		Title: r.Title, Description: optional(r.Description), Content: r.Content,
+		Tags: nilIfEmpty(r.Tags), Terms: nilIfEmpty(r.Terms), Importance: nonZero(int(math.Max(-100, math.Min(100, float64(r.Importance))))),
+		Confidence: nonZero(float64(r.Confidence)),
 		Reason:     r.Reason, Provenance: r.Provenance,
 	}, nil
 }

@@ -67,7 +67,7 @@ func TestParseResultFields(t *testing.T) {
 	}
 	o := res.Operations[0]
 	if o.Op != OpAdd || o.TargetID != "42" || strings.Join(o.Tags, "|") != "api|rpc|network" ||
-		strings.Join(o.EvidenceEventIDs, "|") != "e02" || o.Importance != 2 || o.Confidence != 0.8 {
+		strings.Join(o.EvidenceEventIDs, "|") != "e02" || value(o.Importance) != 2 || value(o.Confidence) != 0.8 {
 		t.Errorf("got %+v", o)
 	}
 	b, _ = os.ReadFile(filepath.Join(fixtureDir, "ops-valid.json"))
@@ -76,7 +76,7 @@ func TestParseResultFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := res.Operations[1]
-	if s.TargetID != "m-db" || s.OldQuote != "MySQL 8.0" || s.NewQuote != "we moved to PostgreSQL" || s.Confidence != 0.95 {
+	if s.TargetID != "m-db" || s.OldQuote != "MySQL 8.0" || s.NewQuote != "we moved to PostgreSQL" || value(s.Confidence) != 0.95 {
 		t.Errorf("got %+v", s)
 	}
 	if strings.Join(res.Operations[0].Terms, "|") != "indentation|缩进" {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"dshmem/events/payload"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -58,52 +59,52 @@ type pattern struct {
 // removed (see split); the English ones are case-insensitive.
 var patterns = []pattern{
 	// Corrections come first: "记住：数据库不是MySQL而是PostgreSQL" is a correction.
-	{name: "en-not-but", lang: "en", correction: true, oldGroup: 1, newGroup: 2, typ: TypeDecision, importance: 2,
+	{name: "en-not-but", lang: "en", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
 		re:     regexp.MustCompile(`(?i)\bnot\s+(?:the\s+|a\s+|an\s+)?([^,;.!?—–]{1,40}?)\s*,?\s*(?:\bbut\b|—|–|--|;)\s*(?:rather\s+|instead\s+)?(\S.*)$`),
 		reject: notNamedThing},
-	{name: "en-instead-of", lang: "en", correction: true, oldGroup: 2, newGroup: 1, fallbackAdd: true, typ: TypeDecision, importance: 2,
+	{name: "en-instead-of", lang: "en", correction: true, oldGroup: 2, newGroup: 1, fallbackAdd: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:we\s+|i\s+)?(?:now\s+|should\s+)?use\s+(\S.*?)\s+instead(?:\s+of\s+(\S.*?))?$`)},
-	{name: "en-instead-of-first", lang: "en", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: TypeDecision, importance: 2,
+	{name: "en-instead-of-first", lang: "en", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`(?i)^instead\s+of\s+(\S.*?),?\s+(?:we\s+|i\s+)?(?:now\s+)?use\s+(\S.*)$`)},
-	{name: "en-switched-to", lang: "en", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: TypeDecision, importance: 2,
+	{name: "en-switched-to", lang: "en", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:we|i)(?:\s+have|'ve|’ve)?\s+(?:switched|moved|migrated|changed)\s+(?:over\s+)?(?:from\s+(\S.*?)\s+)?to\s+(\S.*)$`)},
-	{name: "zh-不是而是", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: TypeDecision, importance: 2,
+	{name: "zh-不是而是", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
 		re:     regexp.MustCompile(`(?:^|[^是])不是\s*([^，,。；;、\s][^，,。；;、]{0,29}?)\s*[，,]?\s*(?:而是|是)\s*(\S.*)$`),
 		reject: notNamedThing},
-	{name: "zh-改用", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: TypeDecision, importance: 2,
+	{name: "zh-改用", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`(?:(?:不用|不再用|别用|不要用|不要再用)\s*(\S.*?)\s*了?\s*[，,]?\s*)?(?:改用|换用)\s*(\S.*)$`)},
-	{name: "zh-从X换成Y", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: TypeDecision, importance: 2,
+	{name: "zh-从X换成Y", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, fallbackAdd: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`从\s*(\S.*?)\s*(?:换成|迁移到|切换到|换到|迁到)\s*(\S.*)$`)},
 
-	{name: "en-remember", lang: "en", typ: TypeFact, payload: 1, importance: 2,
+	{name: "en-remember", lang: "en", typ: payload.TypeFact, payload: 1, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:please\s+)?(?:remember|keep\s+in\s+mind)\s*(?:that\s+|[:：,—-]\s*)(\S.*)$`)},
-	{name: "zh-记住", lang: "zh", typ: TypeFact, payload: 1, importance: 2,
+	{name: "zh-记住", lang: "zh", typ: payload.TypeFact, payload: 1, importance: 2,
 		re:     regexp.MustCompile(`^(?:请|你)?(?:帮我)?(?:记住|记一下|记下|记好)\s*[：:，,]?\s*(\S.*)$`),
 		reject: rejectPrefixes("了", "吗", "没")},
 
-	{name: "en-always-never", lang: "en", typ: TypeRule, importance: 2,
+	{name: "en-always-never", lang: "en", typ: payload.TypeRule, importance: 2,
 		re:      regexp.MustCompile(`(?i)^(?:(?:from\s+now\s+on|going\s+forward)\s*,?\s*)?(?:please\s+)?(?:always|never)\s+(\S.*)$`),
 		payload: 0, reject: rejectWords("mind", "again", "heard", "seen", "thought", "knew", "expected", "been")},
-	{name: "en-must", lang: "en", typ: TypeRule, importance: 2,
+	{name: "en-must", lang: "en", typ: payload.TypeRule, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:you|we)\s+(?:must|should)\s+(?:always|never)\s+(\S.*)$`)},
-	{name: "zh-必须不要禁止", lang: "zh", typ: TypeRule, importance: 2,
+	{name: "zh-必须不要禁止", lang: "zh", typ: payload.TypeRule, importance: 2,
 		re: regexp.MustCompile(`^(?:(?:以后|今后|从现在起|从今以后)\s*[，,]?\s*)?(?:请|都|永远|任何时候都|一定)?\s*(?:必须|务必|不要|不许|不准|禁止|千万不要|千万别|永远不要|一定要)\s*(\S.*)$`),
 		// A rule holds beyond today: "必须今天修好" is a request, not a rule.
 		reject: rejectPrefixes("紧", "了", "客气", "担心", "着急", "急", "今天", "现在", "马上", "立刻", "这次", "这个", "这里")},
 
-	{name: "en-decided", lang: "en", typ: TypeDecision, payload: 1, importance: 2,
+	{name: "en-decided", lang: "en", typ: payload.TypeDecision, payload: 1, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:we|i)(?:\s+have|'ve|’ve)?\s+decided\s+(?:to\s+|that\s+|on\s+)?(\S.*)$`)},
-	{name: "en-from-now-on", lang: "en", typ: TypeDecision, payload: 1, importance: 2,
+	{name: "en-from-now-on", lang: "en", typ: payload.TypeDecision, payload: 1, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:from\s+now\s+on|going\s+forward|from\s+here\s+on)\s*,?\s+(?:we(?:'ll|’ll|\s+will)\s+)?(\S.*)$`)},
-	{name: "zh-决定", lang: "zh", typ: TypeDecision, importance: 2,
+	{name: "zh-决定", lang: "zh", typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`^(?:我们|我)?(?:已经|最终|最后)?(?:决定|定了)了?\s*[：:，,]?\s*(\S.*)$`)},
-	{name: "zh-以后都用", lang: "zh", typ: TypeDecision, importance: 2,
+	{name: "zh-以后都用", lang: "zh", typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`^(?:以后|今后|从现在起|从今以后|统一)\s*[，,]?\s*(?:都|一律|统一|就)?\s*(?:用|使用|采用)\s*(\S.*)$`)},
 
-	{name: "en-prefer", lang: "en", typ: TypePreference, payload: 1, titlePrefix: "Prefer ", importance: 1,
+	{name: "en-prefer", lang: "en", typ: payload.TypePreference, payload: 1, titlePrefix: "Prefer ", importance: 1,
 		re:     regexp.MustCompile(`(?i)^i(?:'d|’d|\s+would|\s+really|\s+generally|\s+usually|\s+always)?\s+prefer\s+(\S.*)$`),
 		reject: rejectWords("this", "that", "it", "these", "those", "the first", "the second", "the former", "the latter", "yours", "your")},
-	{name: "zh-喜欢偏好习惯", lang: "zh", typ: TypePreference, importance: 1,
+	{name: "zh-喜欢偏好习惯", lang: "zh", typ: payload.TypePreference, importance: 1,
 		re:     regexp.MustCompile(`^我(?:比较|更|一般|通常|平时|个人)?(?:更)?(?:喜欢|偏好|偏爱|习惯|倾向于|倾向)\s*(\S.*)$`),
 		reject: rejectPrefixes("这", "那", "你", "它", "他", "她")},
 }
@@ -193,29 +194,29 @@ func distillStatement(req Request, m Message, s string) (Op, bool) {
 			}
 			return correction(req, m, s, oldText, newText, p)
 		}
-		payload := strings.TrimSpace(sub[p.payload])
+		rest := strings.TrimSpace(sub[p.payload])
 		if p.payload == 0 && len(sub) > 1 {
 			// The veto looks at what follows the trigger even when the
 			// title is the whole statement.
-			payload = strings.TrimSpace(sub[1])
+			rest = strings.TrimSpace(sub[1])
 		}
-		if utf8.RuneCountInString(payload) < 2 || !hasWord(payload) || (p.reject != nil && p.reject(payload)) {
+		if utf8.RuneCountInString(rest) < 2 || !hasWord(rest) || (p.reject != nil && p.reject(rest)) {
 			continue
 		}
 		op := Op{
-			Op: OpAdd, Type: p.typ, Content: s,
+			Op: payload.OpAdd, Type: p.typ, Content: s,
 			EvidenceEventIDs: []string{m.EventID},
-			Importance:       p.importance, Confidence: 0.9,
+			Importance:       nonZero(p.importance), Confidence: new(0.9),
 			Reason:     "rules: " + p.name,
-			Provenance: ProvenanceDistiller,
+			Provenance: payload.ProvenanceDistiller,
 		}
 		if p.payload == 0 {
 			op.Title = makeTitle("", s, p.lang)
 		} else {
-			op.Title = makeTitle(p.titlePrefix, payload, p.lang)
+			op.Title = makeTitle(p.titlePrefix, rest, p.lang)
 		}
-		if p.typ == TypeFact && procedural(payload) {
-			op.Type = TypeProcedure
+		if p.typ == payload.TypeFact && procedural(rest) {
+			op.Type = payload.TypeProcedure
 		}
 		return op, true
 	}
@@ -229,13 +230,13 @@ func correction(req Request, m Message, s, oldText, newText string, p pattern) (
 	op := Op{
 		Type: p.typ, Title: makeTitle("", s, p.lang), Content: s,
 		NewQuote: s, EvidenceEventIDs: []string{m.EventID},
-		Importance: p.importance, Provenance: ProvenanceDistiller,
+		Importance: nonZero(p.importance), Provenance: payload.ProvenanceDistiller,
 	}
 	targets, quotes, verbatim := findCorrected(req.Related, oldText, newText)
 	switch {
 	case len(targets) == 1 && verbatim:
-		op.Op, op.TargetID, op.OldQuote = OpSupersede, targets[0].ID, quotes[0]
-		op.Confidence = 0.9
+		op.Op, op.TargetID, op.OldQuote = payload.OpSupersede, targets[0].ID, quotes[0]
+		op.Confidence = new(0.9)
 		op.Reason = "rules: " + p.name
 		if targets[0].Type != "" {
 			op.Type = targets[0].Type
@@ -243,18 +244,18 @@ func correction(req Request, m Message, s, oldText, newText string, p pattern) (
 	case len(targets) >= 1:
 		// Unclear: several entries fit, or the one that fits does not hold
 		// the old words verbatim. Both stay, as a conflict.
-		op.Op, op.TargetID = OpConflict, targets[0].ID
+		op.Op, op.TargetID = payload.OpConflict, targets[0].ID
 		if verbatim {
 			op.OldQuote = quotes[0]
 		}
-		op.Confidence = 0.5
+		op.Confidence = new(0.5)
 		op.Reason = "rules: " + p.name + ": unclear which entry is corrected"
 		if targets[0].Type != "" {
 			op.Type = targets[0].Type
 		}
 	case p.fallbackAdd:
-		op.Op, op.NewQuote = OpAdd, ""
-		op.Confidence = 0.8
+		op.Op, op.NewQuote = payload.OpAdd, ""
+		op.Confidence = new(0.8)
 		op.Reason = "rules: " + p.name + ": no related entry to correct"
 	default:
 		return Op{}, false

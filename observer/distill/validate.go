@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"dshmem/events/payload"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -60,16 +61,14 @@ type validator struct {
 // refused).
 func (v *validator) check(o Op) (Op, string) {
 	o.Op = strings.ToLower(strings.TrimSpace(o.Op))
-	switch o.Op {
-	case OpAdd, OpRevise, OpSupersede, OpConflict, OpForget:
-	default:
+	if !payload.KnownOp(o.Op) {
 		return o, fmt.Sprintf("unknown op %q: want add, revise, supersede, conflict or forget", o.Op)
 	}
 	if kind, field := opCredential(o); kind != "" {
 		return refusedCopy(o, kind), fmt.Sprintf("credential-shaped content (%s) in %s", kind, field)
 	}
 	if o.Provenance == "" {
-		o.Provenance = ProvenanceDistiller
+		o.Provenance = payload.ProvenanceDistiller
 	}
 	normalizeFields(&o)
 
@@ -85,7 +84,7 @@ func (v *validator) check(o Op) (Op, string) {
 		ev = append(ev, id)
 		userEvidence = userEvidence || m.userTyped()
 	}
-	if len(o.EvidenceEventIDs) == 0 && o.Provenance == ProvenanceDistiller {
+	if len(o.EvidenceEventIDs) == 0 && o.Provenance == payload.ProvenanceDistiller {
 		// The legacy shapes carry no evidence: infer it.
 		if id := v.inferEvidence(o); id != "" {
 			ev, userEvidence = []string{id}, true
@@ -93,13 +92,13 @@ func (v *validator) check(o Op) (Op, string) {
 		}
 	}
 	o.EvidenceEventIDs = ev
-	if o.Provenance == ProvenanceDistiller && !userEvidence {
+	if o.Provenance == payload.ProvenanceDistiller && !userEvidence {
 		return o, "no evidence from a message the user typed in the claimed range (assistant, tool and injected text are never learnt)"
 	}
 
 	// Target.
 	var target Entry
-	if o.Op == OpAdd {
+	if o.Op == payload.OpAdd {
 		o.TargetID = ""
 	} else {
 		if o.TargetID == "" {
@@ -112,34 +111,34 @@ func (v *validator) check(o Op) (Op, string) {
 			}
 			return o, fmt.Sprintf("targetId %q is not one of the related entries", o.TargetID)
 		}
-		if e.Status == StatusSuperseded || e.Status == StatusForgotten {
+		if e.Status == payload.StatusSuperseded || e.Status == payload.StatusForgotten {
 			return o, fmt.Sprintf("target %q is %s", e.ID, e.Status)
 		}
 		target = e
 	}
 
 	switch o.Op {
-	case OpAdd:
+	case payload.OpAdd:
 		if o.Title == "" && o.Content == "" {
 			return o, "add without title or content"
 		}
 		if o.Type == "" {
-			o.Type = TypeFact
+			o.Type = payload.TypeFact
 		}
 		if e, d, ok := v.nearDuplicate(o); ok {
-			o.Op = OpRevise
+			o.Op = payload.OpRevise
 			o.TargetID = e.ID
 			o.Reason = joinReason(o.Reason, fmt.Sprintf("near-duplicate of %s (Dice %.2f): add turned into revise", e.ID, d))
 			fillFromTarget(&o, e)
 		}
-	case OpRevise:
-		if o.Title == "" && o.Description == "" && o.Content == "" {
+	case payload.OpRevise:
+		if o.Title == "" && value(o.Description) == "" && o.Content == "" {
 			return o, "revise without title, description or content"
 		}
 		fillFromTarget(&o, target)
-	case OpSupersede:
+	case payload.OpSupersede:
 		if why := v.quotesHold(o, target); why != "" {
-			o.Op = OpConflict
+			o.Op = payload.OpConflict
 			o.Reason = joinReason(o.Reason, "supersede not verified: "+why+"; kept as a conflict")
 		}
 		if o.Title == "" && o.Content == "" {
@@ -152,7 +151,7 @@ func (v *validator) check(o Op) (Op, string) {
 		if o.Type == "" {
 			o.Type = target.Type
 		}
-	case OpConflict:
+	case payload.OpConflict:
 		if o.Title == "" && o.Content == "" {
 			return o, "conflict without the new title or content"
 		}
@@ -160,7 +159,7 @@ func (v *validator) check(o Op) (Op, string) {
 			o.Type = target.Type
 		}
 	}
-	if o.Op != OpForget && o.Title == "" {
+	if o.Op != payload.OpForget && o.Title == "" {
 		o.Title = TruncateRunes(firstLine(o.Content), MaxTitleRunes)
 	}
 	return o, ""
@@ -247,21 +246,20 @@ func (v *validator) quotesHold(o Op, target Entry) string {
 // case and a plural is made singular; an unknown type becomes "fact".
 func normalizeFields(o *Op) {
 	o.Title = TruncateRunes(strings.Join(strings.Fields(o.Title), " "), MaxTitleRunes)
-	o.Description = TruncateRunes(strings.TrimSpace(o.Description), MaxDescRunes)
+	o.Description = optional(TruncateRunes(strings.TrimSpace(value(o.Description)), MaxDescRunes))
 	o.Content = TruncateRunes(strings.TrimSpace(o.Content), MaxContentRunes)
 	o.Tags = capList(o.Tags, MaxTags)
 	o.Terms = capList(o.Terms, MaxTerms)
-	o.Importance = max(0, min(3, o.Importance))
-	if math.IsNaN(o.Confidence) {
-		o.Confidence = 0
+	o.Importance = nonZero(max(payload.MinImportance, min(payload.MaxImportance, value(o.Importance))))
+	c := value(o.Confidence)
+	if math.IsNaN(c) {
+		c = 0
 	}
-	o.Confidence = math.Max(0, math.Min(1, o.Confidence))
+	o.Confidence = nonZero(math.Max(0, math.Min(1, c)))
 	if o.Type != "" {
 		o.Type = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o.Type)), "s")
-		switch o.Type {
-		case TypePreference, TypeDecision, TypeArchitecture, TypeRule, TypeFact, TypeFix, TypeProcedure:
-		default:
-			o.Type = TypeFact
+		if !payload.KnownEntryType(o.Type) {
+			o.Type = payload.DefaultEntryType
 		}
 	}
 }
@@ -291,8 +289,8 @@ func fillFromTarget(o *Op, e Entry) {
 	if o.Title == "" {
 		o.Title = e.Title
 	}
-	if o.Description == "" {
-		o.Description = e.Description
+	if value(o.Description) == "" {
+		o.Description = optional(e.Description)
 	}
 	if o.Content == "" {
 		o.Content = e.Content
@@ -303,15 +301,15 @@ func fillFromTarget(o *Op, e Entry) {
 	if len(o.Terms) == 0 {
 		o.Terms = capList(e.Terms, MaxTerms)
 	}
-	if o.Importance == 0 {
-		o.Importance = max(0, min(3, e.Importance))
+	if o.Importance == nil {
+		o.Importance = nonZero(max(payload.MinImportance, min(payload.MaxImportance, e.Importance)))
 	}
 }
 
 // opCredential reports the first credential-shaped field of o.
 func opCredential(o Op) (kind, field string) {
 	fields := []struct{ name, text string }{
-		{"title", o.Title}, {"description", o.Description}, {"content", o.Content},
+		{"title", o.Title}, {"description", value(o.Description)}, {"content", o.Content},
 		{"newQuote", o.NewQuote}, {"oldQuote", o.OldQuote}, {"reason", o.Reason},
 		{"tags", strings.Join(o.Tags, " ")}, {"terms", strings.Join(o.Terms, " ")},
 	}
@@ -331,7 +329,7 @@ func refusedCopy(o Op, kind string) Op {
 		}
 		return mark
 	}
-	o.Title, o.Description, o.Content = blank(o.Title), blank(o.Description), blank(o.Content)
+	o.Title, o.Description, o.Content = blank(o.Title), optional(blank(value(o.Description))), blank(o.Content)
 	o.NewQuote, o.OldQuote, o.Reason = blank(o.NewQuote), blank(o.OldQuote), blank(o.Reason)
 	o.Tags, o.Terms = nil, nil
 	return o

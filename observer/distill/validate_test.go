@@ -1,6 +1,7 @@
 package distill
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -120,7 +121,7 @@ func TestValidateRevise(t *testing.T) {
 		t.Fatal(why)
 	}
 	// Fields the revise leaves empty keep the target's values.
-	if got.Title != mysqlEntry.Title || got.Type != mysqlEntry.Type || got.Importance != mysqlEntry.Importance {
+	if got.Title != mysqlEntry.Title || got.Type != mysqlEntry.Type || value(got.Importance) != mysqlEntry.Importance {
 		t.Errorf("got %+v, want title, type and importance of the target", got)
 	}
 	if _, why := validateOne(t, req, Op{Op: OpRevise, TargetID: "m-db", EvidenceEventIDs: []string{"e02"}}); !strings.Contains(why, "revise without") {
@@ -191,7 +192,7 @@ func TestValidateRejects(t *testing.T) {
 				t.Fatalf("got %q (%+v), want rejected with %q", why, got, c.why)
 			}
 			if strings.HasPrefix(c.name, "Secret") {
-				for _, s := range []string{got.Title, got.Description, got.Content, got.NewQuote, got.OldQuote, strings.Join(got.Tags, " ")} {
+				for _, s := range []string{got.Title, value(got.Description), got.Content, got.NewQuote, got.OldQuote, strings.Join(got.Tags, " ")} {
 					if credentialIn(s) != "" {
 						t.Errorf("rejected op still holds the secret: %q", s)
 					}
@@ -209,15 +210,15 @@ func TestValidateCaps(t *testing.T) {
 		tags = append(tags, "tag"+string(rune('a'+i)))
 		terms = append(terms, "term"+string(rune('a'+i)), "term"+string(rune('a'+i)))
 	}
-	got, why := validateOne(t, req, Op{Op: OpAdd, Type: "Preferences", Title: text, Description: strings.Repeat(text, 3), Content: "c",
-		Tags: append([]string{"", " "}, tags...), Terms: terms, Importance: 9, Confidence: 3, EvidenceEventIDs: []string{"e02", "e02"}})
+	got, why := validateOne(t, req, Op{Op: OpAdd, Type: "Preferences", Title: text, Description: new(strings.Repeat(text, 3)), Content: "c",
+		Tags: append([]string{"", " "}, tags...), Terms: terms, Importance: new(9), Confidence: new(3.0), EvidenceEventIDs: []string{"e02", "e02"}})
 	if why != "" {
 		t.Fatal(why)
 	}
 	if n := len([]rune(got.Title)); n != MaxTitleRunes || !strings.HasPrefix(text, got.Title) {
 		t.Errorf("title: got %d runes, want a %d-rune prefix", n, MaxTitleRunes)
 	}
-	if n := len([]rune(got.Description)); n != MaxDescRunes {
+	if n := len([]rune(value(got.Description))); n != MaxDescRunes {
 		t.Errorf("description: got %d runes, want %d", n, MaxDescRunes)
 	}
 	if len(got.Tags) != MaxTags || got.Tags[0] != "taga" {
@@ -226,8 +227,8 @@ func TestValidateCaps(t *testing.T) {
 	if len(got.Terms) != MaxTerms || got.Terms[1] != "termb" {
 		t.Errorf("terms: got %v, want the first %d distinct", got.Terms, MaxTerms)
 	}
-	if got.Importance != 3 || got.Confidence != 1 || got.Type != TypePreference {
-		t.Errorf("got importance %d confidence %v type %q, want 3, 1, preference", got.Importance, got.Confidence, got.Type)
+	if value(got.Importance) != 3 || value(got.Confidence) != 1 || got.Type != TypePreference {
+		t.Errorf("got importance %d confidence %v type %q, want 3, 1, preference", value(got.Importance), value(got.Confidence), got.Type)
 	}
 	if len(got.EvidenceEventIDs) != 1 || got.Provenance != ProvenanceDistiller {
 		t.Errorf("got evidence %v provenance %q", got.EvidenceEventIDs, got.Provenance)
@@ -289,5 +290,39 @@ func TestValidateInferEvidence(t *testing.T) {
 	_, why = validateOne(t, req, Op{Op: OpAdd, Title: "Always run gofmt", EvidenceEventIDs: []string{"e01"}})
 	if !strings.Contains(why, "no evidence") {
 		t.Errorf("got %q, want rejected", why)
+	}
+}
+
+// TestValidatedOpWire pins the memory/ops wire of validated ops: a
+// distiller's op never writes a zero value (no empty description, tags or
+// terms, no importance or confidence 0), so the projector takes its
+// defaults for an add and keeps the target's values for a revise.
+func TestValidatedOpWire(t *testing.T) {
+	req := request([]Entry{{ID: "m-z", Scope: "ws-1", Type: TypeFact, Title: "Zero", Content: "Importance zero.", Status: StatusActive}},
+		user(2, "the build uses make; importance zero"))
+	for _, c := range []struct {
+		name string
+		op   Op
+		want string
+	}{
+		{"AddWithZeros", Op{Op: OpAdd, Content: "The build uses make.", Description: new(" "), Tags: []string{" "},
+			Importance: new(0), Confidence: new(0.0), EvidenceEventIDs: []string{"e02"}},
+			`{"op":"add","evidenceEventIds":["e02"],"type":"fact","title":"The build uses make.","content":"The build uses make.","provenance":"distiller"}`},
+		{"ReviseFilledFromTarget", Op{Op: OpRevise, TargetID: "m-z", Content: "Importance zero, still.", EvidenceEventIDs: []string{"e02"}},
+			`{"op":"revise","targetId":"m-z","evidenceEventIds":["e02"],"type":"fact","title":"Zero","content":"Importance zero, still.","provenance":"distiller"}`},
+		{"AddWithValues", Op{Op: OpAdd, Content: "Use make.", Description: new("How to build."), Tags: []string{"build"},
+			Importance: new(2), Confidence: new(0.9), EvidenceEventIDs: []string{"e02"}},
+			`{"op":"add","evidenceEventIds":["e02"],"type":"fact","title":"Use make.","description":"How to build.","content":"Use make.","tags":["build"],"importance":2,"confidence":0.9,"provenance":"distiller"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, why := validateOne(t, req, c.op)
+			if why != "" {
+				t.Fatal(why)
+			}
+			b, err := json.Marshal(got)
+			if err != nil || string(b) != c.want {
+				t.Errorf("got %s (%v), want %s", b, err, c.want)
+			}
+		})
 	}
 }

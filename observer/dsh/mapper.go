@@ -1,7 +1,6 @@
 package dsh
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 )
 
 // Header is the first line of a host session log.
@@ -105,70 +105,17 @@ type block struct {
 	IsError    bool            `json:"isError"`
 }
 
-type source struct {
-	Kind   string `json:"kind"`
-	Form   string `json:"form,omitempty"`
-	Plugin string `json:"plugin,omitempty"`
-}
-
+// hostMessage is a message as the host logs it. Its source has the
+// shape of ours (payload.Source), which the mapper copies.
 type hostMessage struct {
 	ID      string  `json:"id"`
 	Role    string  `json:"role"`
 	Content []block `json:"content"`
 	Source  *struct {
-		source
+		payload.Source
 		CallID string `json:"callId"`
 	} `json:"source"`
 }
-
-// Payloads of the envelopes this package writes (Envelope.Data).
-type (
-	sessionStartData struct {
-		Origin          string `json:"origin"`
-		Parent          string `json:"parent,omitempty"`
-		AgentPreset     string `json:"agentPreset,omitempty"`
-		DelegationDepth int    `json:"delegationDepth"`
-	}
-	userMessageData struct {
-		Text      string `json:"text"`
-		Source    source `json:"source"`
-		Injected  bool   `json:"injected"`
-		MessageID string `json:"messageId,omitempty"`
-	}
-	assistantMessageData struct {
-		Text string `json:"text"`
-		Turn int    `json:"turn"`
-		Step int    `json:"step"`
-	}
-	toolCallData struct {
-		Name   string          `json:"name"`
-		Args   json.RawMessage `json:"args"`
-		CallID string          `json:"callId"`
-		Turn   int             `json:"turn"`
-		Step   int             `json:"step"`
-	}
-	toolResultData struct {
-		Name   string `json:"name"`
-		OK     bool   `json:"ok"`
-		Text   string `json:"text"`
-		Error  string `json:"error,omitempty"`
-		CallID string `json:"callId"`
-		Turn   int    `json:"turn"`
-		Step   int    `json:"step"`
-		// Injected marks the result of one of dshmem's own tools: memory
-		// echoed back, never an observation (MemoryTools).
-		Injected bool `json:"injected,omitempty"`
-	}
-	compactionSummaryData struct {
-		CompactionID string `json:"compactionId"`
-		Text         string `json:"text"`
-	}
-	turnEndData struct {
-		Reason string `json:"reason"`
-		Error  string `json:"error,omitempty"`
-		Turn   int    `json:"turn"`
-	}
-)
 
 // mapper turns host lines into envelopes. It carries the state one session
 // needs across lines: the header, tool names by call id, and the message
@@ -234,11 +181,11 @@ func (m *mapper) headerLine(raw []byte) ([]events.Envelope, error) {
 		return nil, fmt.Errorf("%w: header has no id", ErrNotSession)
 	}
 	m.header = &h
-	origin := "top"
-	if h.Origin == "subagent" || h.DelegationDepth > 0 {
-		origin = "subagent"
+	origin := payload.OriginTop
+	if h.Origin == payload.OriginSubagent || h.DelegationDepth > 0 {
+		origin = payload.OriginSubagent
 	}
-	ev, err := m.envelope("header", events.TypeSessionStart, h.CreatedAt, sessionStartData{
+	ev, err := m.envelope("header", h.CreatedAt, payload.SessionStart{
 		Origin: origin, Parent: h.ParentSession, AgentPreset: h.AgentPreset, DelegationDepth: h.DelegationDepth,
 	})
 	if err != nil {
@@ -308,7 +255,7 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 			m.stats.Skipped[skipNoText]++
 			return nil, nil
 		}
-		return m.one(key, events.TypeAssistantMessage, *r.Time, assistantMessageData{Text: text, Turn: d.Turn, Step: d.Step})
+		return m.one(key, *r.Time, payload.AssistantMessage{Text: text, Turn: d.Turn, Step: d.Step})
 
 	case "tool/call":
 		var d struct {
@@ -323,7 +270,7 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		if d.CallID != "" {
 			m.calls[d.CallID] = d.Name
 		}
-		return m.one(key, events.TypeToolCall, *r.Time, toolCallData{
+		return m.one(key, *r.Time, payload.ToolCall{
 			Name: d.Name, Args: toolArgs(d.Arguments), CallID: d.CallID, Turn: d.Turn, Step: d.Step,
 		})
 
@@ -337,7 +284,8 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		if err := json.Unmarshal(r.Data, &d); err != nil {
 			return nil, err
 		}
-		out := toolResultData{Name: d.Name, Turn: d.Turn, Step: d.Step, OK: true}
+		ok := true
+		out := payload.ToolResult{Name: d.Name, Turn: d.Turn, Step: d.Step, OK: &ok}
 		if d.Message.Source != nil {
 			out.CallID = d.Message.Source.CallID
 		}
@@ -350,7 +298,7 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 				out.CallID = b.ToolCallID
 			}
 			if b.IsError {
-				out.OK = false
+				ok = false
 			}
 			if t := resultText(b.Content); t != "" {
 				texts = append(texts, t)
@@ -358,13 +306,14 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		}
 		out.Text = strings.Join(texts, "\n")
 		if e := errorText(d.Error); e != "" {
-			out.OK, out.Error = false, e
+			ok, out.Error = false, e
 		}
 		if out.Name == "" {
 			out.Name = m.calls[out.CallID]
 		}
+		// dshmem's own tools echo memory back: never an observation.
 		out.Injected = MemoryTools[out.Name]
-		return m.one(key, events.TypeToolResult, *r.Time, out)
+		return m.one(key, *r.Time, out)
 
 	case "compaction/summary":
 		var d struct {
@@ -374,7 +323,7 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		if err := json.Unmarshal(r.Data, &d); err != nil {
 			return nil, err
 		}
-		return m.one(key, events.TypeCompactionSummary, *r.Time, compactionSummaryData{CompactionID: d.CompactionID, Text: joinText(d.Summary)})
+		return m.one(key, *r.Time, payload.CompactionSummary{CompactionID: d.CompactionID, Text: joinText(d.Summary)})
 
 	case "turn/end":
 		var d struct {
@@ -384,7 +333,7 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		if err := json.Unmarshal(r.Data, &d); err != nil {
 			return nil, err
 		}
-		out := turnEndData{Turn: d.Turn}
+		out := payload.TurnEnd{Turn: d.Turn}
 		var s string
 		var obj struct {
 			Kind  string          `json:"kind"`
@@ -395,22 +344,23 @@ func (m *mapper) mapRow(r *row) ([]events.Envelope, error) {
 		} else if json.Unmarshal(d.Reason, &obj) == nil {
 			out.Reason, out.Error = obj.Kind, errorText(obj.Error)
 		}
-		return m.one(key, events.TypeTurnEnd, *r.Time, out)
+		return m.one(key, *r.Time, out)
 	}
 	return nil, fmt.Errorf("unmapped type %q", r.Type)
 }
 
 // userMessage maps a host user message; a message id is mapped once.
 func (m *mapper) userMessage(key string, t millis, msg *hostMessage) (events.Envelope, error) {
-	d := userMessageData{Text: joinText(msg.Content), MessageID: msg.ID}
+	// Source is always written: a message without one is injected.
+	d := payload.UserMessage{Text: joinText(msg.Content), MessageID: msg.ID, Source: &payload.Source{}}
 	if msg.Source != nil {
-		d.Source = msg.Source.source
+		*d.Source = msg.Source.Source
 	}
 	d.Injected = injected(d.Source.Kind, d.Text)
 	if msg.ID != "" {
 		m.seenMsgs[msg.ID] = true
 	}
-	return m.envelope(key, events.TypeUserMessage, t, d)
+	return m.envelope(key, t, d)
 }
 
 // injected reports whether a user-role message was put there by the host or
@@ -425,30 +375,28 @@ func injected(kind, text string) bool {
 	return kind != "user" && kind != "coordinator"
 }
 
-func (m *mapper) one(key, typ string, t millis, data any) ([]events.Envelope, error) {
-	ev, err := m.envelope(key, typ, t, data)
+func (m *mapper) one(key string, t millis, data payload.Payload) ([]events.Envelope, error) {
+	ev, err := m.envelope(key, t, data)
 	if err != nil {
 		return nil, err
 	}
 	return []events.Envelope{ev}, nil
 }
 
-func (m *mapper) envelope(key, typ string, t millis, data any) (events.Envelope, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(data); err != nil {
-		return events.Envelope{}, fmt.Errorf("encode %s data: %w", typ, err)
+func (m *mapper) envelope(key string, t millis, data payload.Payload) (events.Envelope, error) {
+	raw, err := payload.Marshal(data)
+	if err != nil {
+		return events.Envelope{}, err
 	}
 	m.stats.Events++
 	return events.Envelope{
 		V:       events.CurrentVersion,
 		ID:      "dsh:" + m.header.ID + ":" + key,
-		Type:    typ,
+		Type:    data.EventType(),
 		Time:    t.rfc3339(),
 		Session: m.header.ID,
 		Cwd:     m.header.Cwd,
-		Data:    bytes.TrimRight(buf.Bytes(), "\n"),
+		Data:    raw,
 	}, nil
 }
 

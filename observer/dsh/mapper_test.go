@@ -1,9 +1,12 @@
 package dsh
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"dshmem/events/payload"
 )
 
 // TestToolArgs: arguments the host writes as a JSON string holding JSON
@@ -63,25 +66,26 @@ func TestInjectedMarks(t *testing.T) {
 	}
 	var got []string
 	for _, ev := range s.Events {
-		var d struct {
-			Name     string `json:"name"`
-			Text     string `json:"text"`
-			Injected bool   `json:"injected"`
-		}
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		p, err := payload.Decode(ev.Type, ev.Data)
+		if err != nil {
 			t.Fatal(err)
 		}
-		switch ev.Type {
-		case "user/message", "tool/result":
-			label := ev.Type
+		label, injected := ev.Type, false
+		switch d := p.(type) {
+		case payload.UserMessage:
+			injected = d.Injected
+		case payload.ToolResult:
 			if d.Name != "" {
 				label += " " + d.Name
 			}
-			if d.Injected {
-				label += " injected"
-			}
-			got = append(got, label)
+			injected = d.Injected
+		default:
+			continue
 		}
+		if injected {
+			label += " injected"
+		}
+		got = append(got, label)
 	}
 	want := []string{
 		"user/message",                       // typed: "Remember that releases are tagged from the main branch"
@@ -99,5 +103,36 @@ func TestInjectedMarks(t *testing.T) {
 		if !MemoryTools[name] {
 			t.Errorf("MemoryTools lacks %s", name)
 		}
+	}
+}
+
+// TestMappedDataIsPayload: the data of every envelope mapped from the
+// fixtures is events/payload's wire format: it decodes, and encoding it
+// again gives the very bytes the mapper wrote.
+func TestMappedDataIsPayload(t *testing.T) {
+	paths, err := FindSessions(fixtureDir)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("fixtures: %v, %v", paths, err)
+	}
+	n := 0
+	for _, path := range append(paths, "../../testdata/dsh-injected/session.jsonl") {
+		s, err := ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, ev := range s.Events {
+			p, err := payload.Decode(ev.Type, ev.Data)
+			if err != nil {
+				t.Fatalf("%s %s: %v", ev.ID, ev.Type, err)
+			}
+			again, err := payload.Marshal(p)
+			if err != nil || !bytes.Equal(again, ev.Data) {
+				t.Errorf("%s: got %s (%v), want %s", ev.ID, again, err, ev.Data)
+			}
+			n++
+		}
+	}
+	if n < 100 {
+		t.Fatalf("mapped %d envelopes; the fixtures hold more", n)
 	}
 }

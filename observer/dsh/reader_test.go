@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 )
 
 type fixtureWant struct {
@@ -89,9 +90,9 @@ func checkFixture(t *testing.T, fx fixtureWant, s Session) {
 		if e.Type != events.TypeUserMessage {
 			continue
 		}
-		var d userMessageData
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			t.Fatal(err)
+		var d payload.UserMessage
+		if err := payload.Unmarshal(e.Data, &d); err != nil || d.Source == nil {
+			t.Fatalf("%s: got %s (%v), want a user message with its source", envKey(e), e.Data, err)
 		}
 		if !d.Injected {
 			userSaid++
@@ -159,13 +160,13 @@ func TestGoldenEnvelopes(t *testing.T) {
 		}
 	}
 	// A failed tool result and a runtime-context snapshot.
-	var failed toolResultData
-	if err := json.Unmarshal(byID["dsh:{{sessionId}}:447"].Data, &failed); err != nil || failed.OK || failed.Name != "write" {
+	var failed payload.ToolResult
+	if err := payload.Unmarshal(byID["dsh:{{sessionId}}:447"].Data, &failed); err != nil || failed.OK == nil || *failed.OK || failed.Name != "write" {
 		t.Errorf("tool/result 447: got %+v (%v), want ok=false name=write", failed, err)
 	}
-	var snap userMessageData
-	if err := json.Unmarshal(byID["dsh:session-f89a0fe3-a8e2-43d3-89fc-ea47ed224b68:8"].Data, &snap); err != nil ||
-		!snap.Injected || snap.Source.Kind != "plugin" || snap.Source.Form != "snapshot" {
+	var snap payload.UserMessage
+	if err := payload.Unmarshal(byID["dsh:session-f89a0fe3-a8e2-43d3-89fc-ea47ed224b68:8"].Data, &snap); err != nil ||
+		!snap.Injected || snap.Source == nil || snap.Source.Kind != "plugin" || snap.Source.Form != "snapshot" {
 		t.Errorf("runtime context snapshot: got %+v (%v), want injected plugin snapshot", snap.Source, err)
 	}
 }
