@@ -211,11 +211,6 @@ func TestEventQueries(t *testing.T) {
 			t.Errorf("no such type: got %+v, %v", got, err)
 		}
 	})
-	t.Run("UserMessageCounts", func(t *testing.T) {
-		if typed, injected, err := s.UserMessageCounts(ctx, "dsh:"); err != nil || typed != 3 || injected != 1 {
-			t.Errorf("got %d typed, %d injected, %v; want 3 and 1", typed, injected, err)
-		}
-	})
 }
 
 func TestSessionQueries(t *testing.T) {

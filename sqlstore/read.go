@@ -211,19 +211,6 @@ func (s *Store) EventTimes(ctx context.Context, typ string) (EventTimes, error) 
 	return EventTimes{LastOfType: last.String, First: first.String}, nil
 }
 
-// UserMessageCounts counts the user/message events whose id starts with
-// idPrefix: those a person typed and those injected (data.injected).
-func (s *Store) UserMessageCounts(ctx context.Context, idPrefix string) (typed, injected int, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT
-			count(*) FILTER (WHERE coalesce(json_extract(data, '$.injected'), 0) = 0),
-			count(*) FILTER (WHERE coalesce(json_extract(data, '$.injected'), 0) = 1)
-		FROM events WHERE substr(id, 1, length(?1)) = ?1 AND type = 'user/message'`, idPrefix).Scan(&typed, &injected)
-	if err != nil {
-		return 0, 0, fmt.Errorf("count user messages: %w", err)
-	}
-	return typed, injected, nil
-}
-
 // EpisodeText is a row of the episode_texts view (the text recall reads
 // of an episode, computed in SQL) with the data of its event.
 type EpisodeText struct {
