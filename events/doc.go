@@ -83,8 +83,9 @@
 //     the segment before it), and in the last segment the batches at or
 //     below Options.Trusted (seqs the index folded, so fsynced) are
 //     checked by their batch headers and the hash chain, their data
-//     frames skipped. A crash tears only what came after the last fsync,
-//     so nothing a torn-tail repair needs is skipped. Damage in a skipped
+//     frames skipped (not even read: only the headers are, a window at a
+//     time). A crash tears only what came after the last fsync, so
+//     nothing a torn-tail repair needs is skipped. Damage in a skipped
 //     frame is found by Verify (and Log.Verify, which serve runs in the
 //     background) and by every read, which checks each frame's sha256
 //     before it decodes a byte of it.
