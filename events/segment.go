@@ -268,8 +268,8 @@ func trustSealed(fsys FS, seg segRef, stream string, expNext uint64, expPrev [32
 
 // skimWindow is how many bytes skim reads at a time: a window holds the
 // headers of many small batches (what a server's group commits of a few
-// events each write), while a batch larger than it costs one read of
-// the window at its header, never a read of its data frame.
+// events each write). After a batch larger than the window only the
+// next header is read.
 const skimWindow = 32 << 10
 
 // skim reads the batch headers of a segment from off on, as long as each
@@ -288,14 +288,15 @@ const skimWindow = 32 << 10
 // checks each frame's sha256 before it decodes it).
 func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, error) {
 	var (
-		buf    []byte
+		buf    = make([]byte, 0, skimWindow)
 		bufOff int64
+		large  bool // the last batch taken did not fit in a window
 	)
 	for off+recordFrameSize <= size {
-		if buf == nil || off < bufOff || off+recordFrameSize > bufOff+int64(len(buf)) {
+		if len(buf) == 0 || off+recordFrameSize > bufOff+int64(len(buf)) {
 			n := min(int64(skimWindow), size-off)
-			if cap(buf) < int(n) {
-				buf = make([]byte, n)
+			if large {
+				n = recordFrameSize
 			}
 			buf = buf[:n]
 			if _, err := f.ReadAt(buf, off); err != nil {
@@ -315,6 +316,7 @@ func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, 
 		st.next = h.LastSeq() + 1
 		st.last = h.Hash()
 		st.events += uint64(h.Count)
+		large = recordFrameSize+int64(h.Length) >= skimWindow
 		off = end
 	}
 	return off, nil
