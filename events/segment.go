@@ -268,8 +268,9 @@ func trustSealed(fsys FS, seg segRef, stream string, expNext uint64, expPrev [32
 
 // skimWindow is how many bytes skim reads at a time: a window holds the
 // headers of many small batches (what a server's group commits of a few
-// events each write). After a batch larger than the window only the
-// next header is read.
+// events each write). After a batch of skimWindow/8 bytes or more, a
+// window would hold fewer than eight headers, and only the next header
+// is read: one small read a batch costs less than copying the frames.
 const skimWindow = 32 << 10
 
 // skim reads the batch headers of a segment from off on, as long as each
@@ -290,7 +291,7 @@ func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, 
 	var (
 		buf    = make([]byte, 0, skimWindow)
 		bufOff int64
-		large  bool // the last batch taken did not fit in a window
+		large  bool // the last batch taken was skimWindow/8 bytes or more
 	)
 	for off+recordFrameSize <= size {
 		if len(buf) == 0 || off+recordFrameSize > bufOff+int64(len(buf)) {
@@ -316,7 +317,7 @@ func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, 
 		st.next = h.LastSeq() + 1
 		st.last = h.Hash()
 		st.events += uint64(h.Count)
-		large = recordFrameSize+int64(h.Length) >= skimWindow
+		large = recordFrameSize+int64(h.Length) >= skimWindow/8
 		off = end
 	}
 	return off, nil
