@@ -56,8 +56,11 @@ func openExisting(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
 // every read command runs beside a live 'dshmem serve'.
 type readRoot struct {
 	root string
-	eng  *observer.Engine // the index, read-only; nil when the root has none
-	log  *events.Log      // read-only: a snapshot of the log when it was opened
+	eng  *observer.Engine // the index, read-only; nil when there is none this build can read
+	// unreadable says why an index that exists is not read (its schema
+	// is another build's); "" when it is read or there is none.
+	unreadable string
+	log        *events.Log // read-only: a snapshot of the log when it was opened
 	// folded is what the index had folded (its cursors), read before the
 	// log was opened: a writer folds only what it fsynced, so the log
 	// holds at least that much.
@@ -77,10 +80,27 @@ func openRead(ctx context.Context, env *cliEnv) (*readRoot, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.eng = eng
-		if r.folded, err = eng.Store().Cursors(); err != nil {
+		cur, latest, err := eng.Store().SchemaVersions(ctx)
+		if err != nil {
 			eng.Close()
 			return nil, err
+		}
+		switch {
+		case cur < latest:
+			// A writer's open migrates; a reader may not, and the old
+			// schema lacks what this build reads.
+			r.unreadable = fmt.Sprintf("the index is of an older dshmem (schema version %d, this one reads %d): 'dshmem migrate up', or the next writer to open the root, brings it up to date", cur, latest)
+		case cur > latest:
+			r.unreadable = fmt.Sprintf("the index is of a newer dshmem (schema version %d, this one reads %d): read it with that one", cur, latest)
+		}
+		if r.unreadable != "" {
+			eng.Close()
+		} else {
+			r.eng = eng
+			if r.folded, err = eng.Store().Cursors(); err != nil {
+				eng.Close()
+				return nil, err
+			}
 		}
 	}
 	// What the index folded was fsynced first: the log's open takes those
@@ -187,6 +207,9 @@ func noIndex(r *readRoot) error {
 		return err
 	}
 	path := filepath.Join(r.root, sqlstore.IndexFile)
+	if r.unreadable != "" {
+		return fmt.Errorf("%s: %s", path, r.unreadable)
+	}
 	if st.Events == 0 {
 		return fmt.Errorf("%s holds no memory yet (no %s, no events in its log); add some with 'dshmem ingest', 'dshmem remember' or 'dshmem import'", r.root, sqlstore.IndexFile)
 	}

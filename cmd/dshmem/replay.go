@@ -61,6 +61,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	defer r.Close()
 	opts := replay.Options{Progress: replayProgress(env)}
 	if *verify {
+		if r.unreadable != "" {
+			return noIndex(r)
+		}
 		for _, t := range r.log.TornTails() {
 			fmt.Fprintf(env.stderr, "dshmem: %s; replayed up to the last whole batch\n", t)
 		}

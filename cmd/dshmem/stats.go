@@ -103,7 +103,10 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		return enc.Encode(st)
 	}
 	index := humanBytes(st.IndexBytes)
-	if r.eng == nil {
+	switch {
+	case r.unreadable != "":
+		index += " (not read: " + r.unreadable + ")"
+	case r.eng == nil:
 		index = "none (no writer has built it yet)"
 	}
 	fmt.Fprintf(env.stdout, "root      %s\nstreams   %d\nevents    %d\nsegments  %d\nlog       %s\nindex     %s\nsessions  %d\nentries   %d\n",
