@@ -28,6 +28,9 @@ the default lists every scope.
 content, tags, importance, confidence, status, conflictGroup, supersedes,
 supersededBy, provenance, createdAt, updatedAt, version, createdSeq,
 updatedSeq}.
+It reads the index only: it takes no lock and writes nothing in the
+root, so it runs beside a live 'dshmem serve' and sees what the server
+has folded. Events the index has not folded yet are told on stderr.
 `,
 		run: runEntries,
 	})
