@@ -342,7 +342,7 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 		if it.Scope == observer.GlobalStream && stream != observer.GlobalStream {
 			s *= 0.8
 		}
-		if it.Status == "conflict" {
+		if it.Status == payload.StatusConflict {
 			s *= 0.6
 		}
 		s *= 0.7 + 0.1*float64(it.Importance)

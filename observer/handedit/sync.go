@@ -286,7 +286,7 @@ func (e engine) compareWritten(f *File, abs string, written, disk []byte) (d mar
 // still reach (not forgotten).
 func (e engine) scopeEntryIDs(ctx context.Context, scope string) (map[string]bool, error) {
 	var ids []string
-	if err := e.Store().DB().SelectContext(ctx, &ids, `SELECT id FROM entries WHERE scope = ? AND status <> 'forgotten'`, scope); err != nil {
+	if err := e.Store().DB().SelectContext(ctx, &ids, `SELECT id FROM entries WHERE scope = ? AND status <> ?`, scope, payload.StatusForgotten); err != nil {
 		return nil, fmt.Errorf("sync: read entries of %s: %w", scope, err)
 	}
 	m := make(map[string]bool, len(ids))
