@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"dshmem/events/payload"
 	"dshmem/observer"
 )
-
-var memoryStatuses = []string{"active", "conflict", "superseded", "forgotten"}
 
 func init() {
 	register(&command{
@@ -41,7 +40,7 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(c)
 	cwd := fs.String("cwd", "", "only the workspace of this directory")
 	stream := fs.String("stream", "", `only this stream ("global" or "ws-<id>")`)
-	status := fs.String("status", "", "only entries of this status: "+strings.Join(memoryStatuses, ", "))
+	status := fs.String("status", "", "only entries of this status: "+strings.Join(payload.Statuses, ", "))
 	asJSON := fs.Bool("json", false, "print the entries as a JSON array")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
@@ -62,8 +61,8 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *status != "" {
-		if !isOneOf(memoryStatuses, *status) {
-			return usageError{fmt.Sprintf("--status %q is not a status: use one of %s", *status, strings.Join(memoryStatuses, ", "))}
+		if !payload.KnownStatus(*status) {
+			return usageError{fmt.Sprintf("--status %q is not a status: use one of %s", *status, strings.Join(payload.Statuses, ", "))}
 		}
 		f.Statuses = []string{*status}
 	}
