@@ -25,9 +25,10 @@ type Point struct {
 
 // RestoreOptions configure Restore. The zero value works.
 type RestoreOptions struct {
-	// Index, when set, is the live index, caught up with the log: it
-	// says which events hold a day's blocks, so a sessions file is
-	// restored by reading only those stretches of the streams.
+	// Index, when set, is the live index (read-only will do): it says
+	// which of the events it folded hold a day's blocks, so a sessions
+	// file is restored by reading only those stretches of the streams,
+	// and whatever it has not folded yet (past its cursors).
 	Index *sqlstore.Store
 }
 
@@ -163,6 +164,17 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 		var err error
 		if spans, err = opts.Index.BlockSpans(ctx, day); err != nil {
 			return nil, fmt.Errorf("restore %s: %w", rel, err)
+		}
+		// The index knows only what it folded: a writer may not have
+		// folded its last appends yet, or a crash left them unfolded.
+		folded, err := opts.Index.Cursors()
+		if err != nil {
+			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
+		}
+		for _, s := range log.Streams() {
+			if f, last := folded[s], log.LastSeq(s); f < last {
+				spans = append(spans, sqlstore.BlockSpan{Stream: s, From: f + 1, To: last})
+			}
 		}
 	} else {
 		for _, s := range log.Streams() {

@@ -366,3 +366,15 @@ func TestRestoreQueries(t *testing.T) {
 		t.Errorf("got cursor %d, %v; want 99", c, err)
 	}
 }
+
+func TestCheckpointAll(t *testing.T) {
+	s, _ := queryFixture(t)
+	ctx := context.Background()
+	if err := s.CheckpointAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil || st.WALBytes != 0 || st.Events == 0 {
+		t.Errorf("got %+v, %v; want an empty WAL and the events in the file", st, err)
+	}
+}

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"dshmem/observer/bench"
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"time"
+
+	"dshmem/observer/bench"
 )
 
 func init() {
@@ -208,4 +211,46 @@ func writeBenchFile(path string, n, size int) error {
 		return err
 	}
 	return f.Close()
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called;
+// path "" profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// cutHiddenFlag takes --name FILE or --name=FILE out of args: a flag
+// for whoever tunes dshmem, kept out of --help.
+func cutHiddenFlag(args []string, name string) ([]string, string) {
+	var out []string
+	val := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		flagName, v, hasV := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || flagName != name {
+			out = append(out, a)
+			continue
+		}
+		if !hasV && i+1 < len(args) {
+			i++
+			v = args[i]
+		}
+		val = v
+	}
+	return out, val
 }

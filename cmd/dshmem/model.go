@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"dshmem/sqlstore/encoder"
 )
@@ -56,26 +54,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 		if err := env.parseNoArgs(c, fs, args[1:]); err != nil {
 			return err
 		}
-		st := modelStatus{Model: encoder.ModelID, Version: encoder.ModelVersion, Dir: dir,
-			UsedBy: "dshmem eval madial (English only); recall, search and packets do not use it yet"}
-		switch err := encoder.Verify(dir); {
-		case errors.Is(err, encoder.ErrNotInstalled):
-			st.Status = "not installed (dshmem model install)"
-		case err != nil:
-			st.Status = "damaged: " + err.Error()
-		default:
-			t0 := time.Now()
-			m, err := encoder.Load(dir)
-			if err != nil {
-				st.Status = "does not load: " + err.Error()
-				break
-			}
-			st.Installed, st.Status, st.LoadMS = true, "installed, verified", ms(time.Since(t0))
-			e := m.NewEncoder()
-			t0 = time.Now()
-			e.Encode(nil, "What did we decide about the database migrations last week?")
-			st.QueryMS = ms(time.Since(t0))
-		}
+		st := encoder.Inspect(dir)
 		if *asJSON {
 			return json.NewEncoder(env.stdout).Encode(st)
 		}
@@ -87,16 +66,3 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	return usageError{fmt.Sprintf("unknown model command %q: use install or status", args[0])}
 }
-
-type modelStatus struct {
-	Model     string  `json:"model"`
-	Version   string  `json:"version"`
-	Dir       string  `json:"dir"`
-	Installed bool    `json:"installed"`
-	Status    string  `json:"status"`
-	UsedBy    string  `json:"usedBy"`
-	LoadMS    float64 `json:"loadMs,omitempty"`
-	QueryMS   float64 `json:"queryMs,omitempty"`
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -42,6 +42,12 @@ then comes ranked down and flagged "injected".
 
 --json prints {items:[{id, kind, scope, title, text, score, status,
 flags, …}], terms, candidates, partial, note, guidance}.
+
+Without --session it reads the index only: it takes no lock and writes
+nothing in the root, so it runs beside a live 'dshmem serve' and sees
+what the server has folded (events not folded yet are told on stderr).
+--session records what was shown (a memory/shown event): a write, made
+when no process holds the root, and skipped with a note when one does.
 `,
 		run: runRecall,
 	})

@@ -37,6 +37,9 @@ snapshot, memory shown back, dshmem's own tool results) is left out;
 --json prints an array of {kind, id, scope, title, text, score, status,
 flags}; an episodic hit also carries {eventId, stream, seq, type,
 session, time, injected}.
+It reads the index only: it takes no lock and writes nothing in the
+root, so it runs beside a live 'dshmem serve' and sees what the server
+has folded. Events the index has not folded yet are told on stderr.
 `,
 		run: runSearch,
 	})

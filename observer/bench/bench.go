@@ -238,14 +238,6 @@ func (r *BenchResult) finish(lats []time.Duration, logBytes int64) {
 	r.BytesPerEvent = float64(logBytes) / float64(r.Events)
 }
 
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q * float64(len(sorted)-1))
-	return sorted[i]
-}
-
 func dirBytes(dir string) int64 {
 	var n int64
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {

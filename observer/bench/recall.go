@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
@@ -142,8 +142,7 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 			}
 		}
 		slices.Sort(lats)
-		pct := func(p float64) time.Duration { return lats[min(len(lats)-1, int(p*float64(len(lats))))] }
-		run.P50, run.P95, run.P99, run.Max = pct(0.50), pct(0.95), pct(0.99), lats[len(lats)-1]
+		run.P50, run.P95, run.P99, run.Max = percentile(lats, 0.50), percentile(lats, 0.95), percentile(lats, 0.99), lats[len(lats)-1]
 		run.Candidates = float64(cands) / float64(len(queries))
 		res.Runs = append(res.Runs, run)
 	}
@@ -208,12 +207,14 @@ func buildRecallRoot(ctx context.Context, root string, o RecallBenchOptions) err
 func (s *Synth) rememberLine(i, workspaces int) []byte {
 	ws := (i / benchEntryEvery) % max(workspaces, 1)
 	t := s.start.Add(time.Duration(i) * time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
-	b, _ := json.Marshal(map[string]any{
-		"id": fmt.Sprintf("bench:r%d", i), "type": events.TypeMemoryRemember, "time": t,
-		"session": fmt.Sprintf("bench-%d", ws), "cwd": fmt.Sprintf("/bench/ws%d", ws),
-		"data": map[string]any{"title": s.Text(30), "content": s.Text(240),
-			"tags": []string{s.vocab[s.zipf.Uint64()], s.vocab[s.zipf.Uint64()]}},
-	})
+	// The words are drawn in this order (title, content, tags), as the
+	// workload has always drawn them, so a seed gives the same entries.
+	title, content := s.Text(30), s.Text(240)
+	tags := []string{s.vocab[s.zipf.Uint64()], s.vocab[s.zipf.Uint64()]}
+	// Strings, a string slice: encoding cannot fail.
+	data, _ := payload.Marshal(payload.Remember{Content: content, Title: title, Tags: tags})
+	b, _ := events.Marshal(&events.Envelope{ID: fmt.Sprintf("bench:r%d", i), Type: events.TypeMemoryRemember, Time: t,
+		Session: fmt.Sprintf("bench-%d", ws), Cwd: fmt.Sprintf("/bench/ws%d", ws), Data: data})
 	return b
 }
 

@@ -2,13 +2,13 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/metrics"
 	"dshmem/sqlstore/recall"
@@ -187,26 +187,18 @@ func (b *Broker) Observe(evs []events.Envelope) {
 			}
 		}
 		if ev.Type == events.TypeSessionStart {
-			var d struct {
-				Origin string `json:"origin"`
-				Depth  int    `json:"delegationDepth"`
-			}
-			json.Unmarshal(ev.Data, &d)
+			var d payload.SessionStart
+			_ = payload.Unmarshal(ev.Data, &d) // every field is best effort
 			rt.origin = d.Origin
-			if d.Depth > 0 {
-				rt.origin = "subagent"
+			if d.DelegationDepth > 0 {
+				rt.origin = payload.OriginSubagent
 			}
 		}
 		if ev.Type == events.TypeCompactionSummary {
 			rt.compacted = true
 		}
-		var st struct {
-			Step int `json:"step"`
-		}
-		if json.Unmarshal(ev.Data, &st) == nil && st.Step > rt.step {
-			rt.step = st.Step
-		}
-		if ev.Type == events.TypeAssistantMessage && st.Step == 0 {
+		rt.step = max(rt.step, seg.step)
+		if ev.Type == events.TypeAssistantMessage && seg.step == 0 {
 			rt.step++ // a host that numbers no steps: one per model answer
 		}
 		rt.push(seg, b.opts.Ring)
@@ -350,7 +342,7 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 		if it.Scope == observer.GlobalStream && stream != observer.GlobalStream {
 			s *= 0.8
 		}
-		if it.Status == "conflict" {
+		if it.Status == payload.StatusConflict {
 			s *= 0.6
 		}
 		s *= 0.7 + 0.1*float64(it.Importance)

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/broker"
 	"dshmem/observer/checkpoint"
@@ -115,10 +116,12 @@ func hostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any), e
 
 // userSays ingests one user message of session at time t.
 func userSays(ctx context.Context, eng *observer.Engine, session, cwd string, t time.Time, text string) error {
-	line, err := json.Marshal(map[string]any{
-		"id": "demo:" + session + ":" + t.Format("150405"), "type": "user/message", "time": t.Format(time.RFC3339),
-		"session": session, "cwd": cwd, "data": map[string]string{"text": text},
-	})
+	data, err := payload.Marshal(payload.UserMessage{Text: text})
+	if err != nil {
+		return err
+	}
+	line, err := events.Marshal(&events.Envelope{ID: "demo:" + session + ":" + t.Format("150405"), Type: events.TypeUserMessage,
+		Time: t.Format(time.RFC3339), Session: session, Cwd: cwd, Data: data})
 	if err != nil {
 		return err
 	}
@@ -145,7 +148,7 @@ func narrateCheckpoint(w io.Writer, results []checkpoint.Result) {
 				id = r.Entries[i]
 			}
 			switch op.Op {
-			case "supersede":
+			case payload.OpSupersede:
 				parts = append(parts, fmt.Sprintf("supersede %s → %s, quoting %q", op.TargetID, id, op.NewQuote))
 			default:
 				parts = append(parts, fmt.Sprintf("%s %s %q", op.Op, id, oneLine(op.Title, 60)))

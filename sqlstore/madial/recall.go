@@ -2,13 +2,13 @@ package madial
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/projector"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
@@ -57,7 +57,7 @@ func (r *recallRetriever) index(user int, mems []Memory) (*userIndex, error) {
 		if t.After(ui.now) {
 			ui.now = t
 		}
-		data, _ := json.Marshal(map[string]any{"content": m.Text, "tags": []string{m.Scene, m.Emotion}})
+		data, _ := payload.Marshal(payload.Remember{Content: m.Text, Tags: []string{m.Scene, m.Emotion}}) // strings: cannot fail
 		seq := uint64(i + 1)
 		evs = append(evs, events.Envelope{V: events.CurrentVersion, Stream: recallStream, Seq: seq,
 			ID: fmt.Sprintf("madial:%d", m.ID), Type: events.TypeMemoryRemember, Time: t.Format(time.RFC3339), Data: data})

@@ -1,0 +1,248 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"dshmem/events"
+	"dshmem/events/payload"
+	"dshmem/observer"
+	"dshmem/observer/httpapi"
+)
+
+// ServeBenchOptions configure BenchServe. The zero value works.
+type ServeBenchOptions struct {
+	Sessions int           // concurrent sessions; 0 → 16
+	Duration time.Duration // how long to drive them; 0 → 60 s
+}
+
+// ServeBenchResult is what BenchServe measured. Lost and the routes'
+// Errors are results, not errors: BenchServe returns them with a nil
+// error, and the caller decides what a lost event means.
+type ServeBenchResult struct {
+	Sessions     int               `json:"sessions"`
+	Seconds      float64           `json:"seconds"`
+	Events       int               `json:"events"` // pushed
+	EventsPerSec float64           `json:"eventsPerSec"`
+	Lost         int               `json:"lost"` // pushed and acknowledged, but not in the log
+	IntakeCalls  uint64            `json:"intakeCalls"`
+	Packets      ServeBenchPackets `json:"packets"`
+	Routes       []ServeBenchRoute `json:"routes"` // events, recall, packet
+}
+
+// ServeBenchPackets are the server's packet counters at the end of a run.
+type ServeBenchPackets struct {
+	Computed   uint64            `json:"computed"`
+	Discarded  uint64            `json:"discarded"` // computed for a version that moved on
+	Served     uint64            `json:"served"`
+	Suppressed map[string]uint64 `json:"suppressed"` // not served, by reason
+}
+
+// ServeBenchRoute is the latency of one route over a run.
+type ServeBenchRoute struct {
+	Route    string  `json:"route"`
+	Requests int     `json:"requests"`
+	Errors   int     `json:"errors"` // transport errors and unexpected status codes
+	P50ms    float64 `json:"p50Ms"`
+	P99ms    float64 `json:"p99Ms"`
+}
+
+// Errors is the request errors of every route.
+func (r ServeBenchResult) Errors() int {
+	n := 0
+	for _, rt := range r.Routes {
+		n += rt.Errors
+	}
+	return n
+}
+
+// serveBenchTopics give each bench workspace its own words, so recalls
+// and packets have something to find.
+var serveBenchTopics = []string{"database migrations", "deploy pipeline", "frontend build", "auth tokens rotation",
+	"cache invalidation", "logging format", "test fixtures", "docker images"}
+
+// serveBenchRoutes are the routes a session drives, in the order they
+// are reported.
+var serveBenchRoutes = []string{"events", "recall", "packet"}
+
+// BenchServe runs a real server (no DSH watcher, no automatic
+// checkpoints) over a fresh root on 127.0.0.1, seeds 25 entries in each
+// of 8 workspaces, and drives o.Sessions concurrent sessions against it
+// over loopback HTTP for o.Duration, each looping with no pause over
+// what a host does around one model step: POST four events, recall with
+// the session, fetch the packet. Then it checks that every pushed event
+// is in the log.
+func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBenchResult, error) {
+	if o.Sessions <= 0 {
+		o.Sessions = 16
+	}
+	if o.Duration <= 0 {
+		o.Duration = 60 * time.Second
+	}
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	if err != nil {
+		return ServeBenchResult{}, err
+	}
+	defer eng.Close()
+	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1, MaxInFlight: 4 * o.Sessions})
+	if err != nil {
+		return ServeBenchResult{}, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ServeBenchResult{}, fmt.Errorf("listen: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	// The server must stop on every path, or its goroutines outlive the
+	// root they hold.
+	stopped := false
+	stop := func() error {
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shut down: %w", err)
+		}
+		<-done
+		return nil
+	}
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	base := "http://" + l.Addr().String()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * o.Sessions}, Timeout: 30 * time.Second}
+	call := func(method, path string, body []byte) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	// Seed: 25 entries per workspace.
+	for w, topic := range serveBenchTopics {
+		for i := range 25 {
+			b, _ := json.Marshal(map[string]any{"content": fmt.Sprintf("For %s, rule %d: check the %s checklist item %d before merging", topic, i, topic, i),
+				"cwd": fmt.Sprintf("/bench/ws%d", w), "type": payload.TypeProcedure})
+			if code, err := call("POST", "/v1/remember", b); err != nil || code != 200 {
+				return ServeBenchResult{}, fmt.Errorf("seed entries: %d %v", code, err)
+			}
+		}
+	}
+	type sample struct {
+		route string
+		d     time.Duration
+	}
+	var mu sync.Mutex
+	lat := map[string][]time.Duration{}
+	errorsBy := map[string]int{}
+	pushed := map[string][]string{} // stream → ids
+	deadline := time.Now().Add(o.Duration)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for s := range o.Sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := s % len(serveBenchTopics)
+			cwd := fmt.Sprintf("/bench/ws%d", w)
+			sid := fmt.Sprintf("bench-%d", s)
+			stream := observer.StreamForCwd(cwd)
+			var local []sample
+			var ids []string
+			errs := map[string]int{}
+			timed := func(route, method, path string, body []byte, ok ...int) {
+				t0 := time.Now()
+				code, err := call(method, path, body)
+				local = append(local, sample{route, time.Since(t0)})
+				if err != nil || !slices.Contains(ok, code) {
+					errs[route]++
+				}
+			}
+			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+				var evs []events.Envelope
+				mk := func(p payload.Payload) {
+					id := fmt.Sprintf("%s:%d:%d", sid, n, len(evs))
+					ids = append(ids, id)
+					data, _ := payload.Marshal(p) // plain structs: cannot fail
+					evs = append(evs, events.Envelope{V: events.CurrentVersion, ID: id, Type: p.EventType(),
+						Time: time.Now().UTC().Format(time.RFC3339Nano), Session: sid, Cwd: cwd, Data: data})
+				}
+				if n == 0 {
+					mk(payload.SessionStart{Origin: payload.OriginTop})
+				}
+				mk(payload.UserMessage{Text: fmt.Sprintf("step %d: what about the %s checklist item %d?", n, serveBenchTopics[w], n%25)})
+				args, _ := json.Marshal(map[string]string{"cmd": fmt.Sprintf("make check-%d", n)})
+				mk(payload.ToolCall{Name: "bash", Args: args})
+				mk(payload.ToolResult{Name: "bash", OK: new(n%5 != 0), Text: "done"})
+				mk(payload.AssistantMessage{Text: fmt.Sprintf("checked item %d", n), Step: n})
+				b, _ := json.Marshal(evs)
+				timed("events", "POST", "/v1/events", b, 200)
+				q, _ := json.Marshal(map[string]any{"query": fmt.Sprintf("%s item %d", serveBenchTopics[w], n%25), "cwd": cwd, "session": sid})
+				timed("recall", "POST", "/v1/recall", q, 200)
+				timed("packet", "GET", fmt.Sprintf("/v1/sessions/%s/packet?step=%d", sid, n), nil, 200, 204)
+			}
+			mu.Lock()
+			for _, x := range local {
+				lat[x.route] = append(lat[x.route], x.d)
+			}
+			for k, v := range errs {
+				errorsBy[k] += v
+			}
+			pushed[stream] = append(pushed[stream], ids...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := stop(); err != nil {
+		return ServeBenchResult{}, err
+	}
+	// Every pushed event must be in the log.
+	total, lost := 0, 0
+	for stream, ids := range pushed {
+		total += len(ids)
+		logged := map[string]bool{}
+		err := eng.Log().Scan(stream, 0, func(e events.Envelope) error {
+			logged[e.ID] = true
+			return nil
+		})
+		if err != nil {
+			return ServeBenchResult{}, fmt.Errorf("read the log of %s: %w", stream, err)
+		}
+		for _, id := range ids {
+			if !logged[id] {
+				lost++
+			}
+		}
+	}
+	m := srv.Metrics()
+	res := ServeBenchResult{Sessions: o.Sessions, Seconds: elapsed.Seconds(), Events: total,
+		EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost, IntakeCalls: m.IntakeCalls.Load(),
+		Packets: ServeBenchPackets{Computed: m.PacketsComputed.Load(), Discarded: m.PacketsDiscarded.Load(),
+			Served: m.PacketsServed.Load(), Suppressed: m.Suppressed()}}
+	for _, r := range serveBenchRoutes {
+		ds := lat[r]
+		slices.Sort(ds)
+		res.Routes = append(res.Routes, ServeBenchRoute{Route: r, Requests: len(ds), Errors: errorsBy[r],
+			P50ms: millis(percentile(ds, 0.50)), P99ms: millis(percentile(ds, 0.99))})
+	}
+	return res, nil
+}
