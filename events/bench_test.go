@@ -89,3 +89,57 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpenLogReadOnly measures the open of a read command on a log
+// of 1M events in one stream (a sealed 64 MiB segment and the active
+// one): with Trusted (the index's cursors) the active segment is taken
+// by its batch headers; without, every frame past the seal is read and
+// hashed. Batches of 1,024 events are what ingest writes, batches of 16
+// what a server's group commits of a few events look like.
+func BenchmarkOpenLogReadOnly(b *testing.B) {
+	const total = 1 << 20
+	for _, perBatch := range []int{1024, 16} {
+		dir := b.TempDir()
+		l, err := OpenLog(dir, Options{FS: noSyncFS{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(1))
+		pool := make([]Envelope, 4096)
+		for i := range pool {
+			pool[i] = benchEvent(rng, i)
+		}
+		evs := make([]Envelope, perBatch)
+		for n := 0; n < total; n += perBatch {
+			for i := range evs {
+				evs[i] = pool[(n+i)%len(pool)]
+			}
+			if _, err := l.Append(context.Background(), "global", evs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st, _ := l.Stats()
+		l.Close()
+		for _, trusted := range []bool{true, false} {
+			name := fmt.Sprintf("%dev-batches/trusted=%v", perBatch, trusted)
+			b.Run(name, func(b *testing.B) {
+				var opts Options
+				if trusted {
+					opts.Trusted = map[string]uint64{"global": total}
+				}
+				for b.Loop() {
+					r, err := OpenLogReadOnly(dir, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if r.LastSeq("global") != total {
+						b.Fatalf("LastSeq %d, want %d", r.LastSeq("global"), total)
+					}
+					r.Close()
+				}
+				b.ReportMetric(float64(st.Segments), "segments")
+				b.ReportMetric(float64(st.Bytes)/(1<<20), "MiB")
+			})
+		}
+	}
+}

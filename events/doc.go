@@ -2,8 +2,9 @@
 //
 // It holds the event envelope and vocabulary (envelope.go) and the segment
 // log: the writer with group commit (writer.go), the streaming reader
-// (reader.go), recovery, Verify and Repair (log.go, segment.go, repair.go)
-// and the file-system seam used to inject faults (fs.go).
+// (reader.go), recovery, the read-only open, Verify and Repair (log.go,
+// segment.go, repair.go) and the file-system seam used to inject faults
+// (fs.go).
 //
 // # Files
 //
@@ -83,9 +84,22 @@
 //     the segment before it), and in the last segment the batches at or
 //     below Options.Trusted (seqs the index folded, so fsynced) are
 //     checked by their batch headers and the hash chain, their data
-//     frames skipped. A crash tears only what came after the last fsync,
-//     so nothing a torn-tail repair needs is skipped. Damage in a skipped
+//     frames skipped (not even read: only the headers are, a window at a
+//     time). A crash tears only what came after the last fsync, so
+//     nothing a torn-tail repair needs is skipped. Damage in a skipped
 //     frame is found by Verify (and Log.Verify, which serve runs in the
 //     background) and by every read, which checks each frame's sha256
 //     before it decodes a byte of it.
+//
+// # Reading beside the writer
+//
+// OpenLogReadOnly finds the end of each stream the same way, but takes
+// no lock, creates nothing and changes nothing: a torn tail stays on
+// disk, is reported by Log.TornTails, and the stream ends at its last
+// whole batch. It is safe beside a live writer because the writer only
+// appends: a segment is read up to the size it had when the directory
+// was listed, so a batch being written is at worst a torn tail of that
+// snapshot, never damage; a segment after it in the listing was created
+// only after the one before it was sealed, so that one's size is final.
+// Corruption it meets is refused, as by OpenLog.
 package events

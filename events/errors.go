@@ -17,6 +17,10 @@ var (
 	// sticky until the log is reopened.
 	ErrStreamFailed = errors.New("events: stream failed")
 
+	// ErrReadOnly is returned by Append and Enqueue on a log opened with
+	// OpenLogReadOnly.
+	ErrReadOnly = errors.New("events: log opened read-only")
+
 	// ErrClosed is returned by Append after Close.
 	ErrClosed = errors.New("events: log closed")
 

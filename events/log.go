@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -45,6 +46,21 @@ type Repaired struct {
 	Broken  string // path of the copy of the original segment
 }
 
+// TornTail is a torn tail that OpenLogReadOnly found and left as it is:
+// the log reads the segment up to Offset, the end of its last whole
+// batch. Beside a live writer it is most likely a batch being written;
+// with no writer, the mark of a crash that the next OpenLog (or Repair)
+// cuts off.
+type TornTail struct {
+	Segment string // path of the segment
+	Offset  int64  // end of the last whole batch (0: not even the stream header is whole)
+	Bytes   int64  // bytes after Offset, not read
+}
+
+func (t TornTail) String() string {
+	return fmt.Sprintf("%s ends in %d bytes of an incomplete batch after offset %d", t.Segment, t.Bytes, t.Offset)
+}
+
 // LogStats summarizes a log.
 type LogStats struct {
 	Streams  int
@@ -54,16 +70,21 @@ type LogStats struct {
 }
 
 // Log is a directory of streams, each a sequence of segments. It is safe
-// for concurrent use. Only one Log may write a directory at a time.
+// for concurrent use. Only one Log may write a directory at a time; any
+// number opened with OpenLogReadOnly may read it beside that one.
 type Log struct {
 	dir  string
 	opts Options
 	fs   FS
 
+	// readOnly: opened by OpenLogReadOnly; Append fails with ErrReadOnly.
+	readOnly bool
+
 	mu      sync.Mutex
 	streams map[string]*stream
 	closed  bool
 	repairs []Repaired
+	torn    []TornTail // read-only: torn tails left in place
 }
 
 // OpenLog opens (creating if needed) the log in dir. A sealed segment is
@@ -84,7 +105,7 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	for _, name := range names {
-		rec, err := recoverStream(l.fs, dir, name, opts.Trusted[name], false)
+		rec, err := recoverStream(l.fs, dir, name, opts.Trusted[name], recoverOpen)
 		l.repairs = append(l.repairs, rec.repairs...)
 		if err != nil {
 			var ce *CorruptError
@@ -97,6 +118,53 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		s.segs = rec.segs
 		s.lastSeq = rec.next - 1
 		s.initWriter(rec)
+		l.streams[name] = s
+	}
+	return l, nil
+}
+
+// OpenLogReadOnly opens the log in dir for reading only, beside the
+// process that writes it or with none. It takes no lock, creates nothing
+// (a missing dir is an empty log) and repairs nothing: a torn tail is
+// left on disk, reported by TornTails, and the stream is read up to its
+// last whole batch. It finds the end of each stream as OpenLog does — a
+// sealed segment is trusted by its seal record, the last one is walked,
+// by batch headers up to Options.Trusted and by frame checksums past
+// it — and refuses a log with corruption it meets. The full checksum
+// walk of every byte is Verify's.
+//
+// The log is a snapshot: it holds what was in the files when it was
+// opened (each segment up to the size it had then) and never sees
+// later appends. Append and Enqueue fail with ErrReadOnly; of the
+// Options only Trusted and FS matter.
+func OpenLogReadOnly(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, streams: map[string]*stream{}, readOnly: true}
+	names, err := listStreams(l.fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open log %s read-only: %w", dir, err)
+	}
+	for _, name := range names {
+		rec, err := recoverStream(l.fs, dir, name, opts.Trusted[name], recoverRead)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Only a stream directory being created or removed can vanish
+			// between the listing and its walk.
+			continue
+		}
+		if err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				return nil, fmt.Errorf("open log %s read-only: stream %s is corrupt (%w); run `dshmem verify` to list every problem", dir, name, err)
+			}
+			return nil, fmt.Errorf("open log %s read-only: stream %s: %w", dir, name, err)
+		}
+		l.torn = append(l.torn, rec.torn...)
+		s := l.newStream(name)
+		s.segs = rec.segs
+		s.lastSeq = rec.next - 1
 		l.streams[name] = s
 	}
 	return l, nil
@@ -125,18 +193,33 @@ type recovered struct {
 	last    [32]byte // hash of the last batch
 	events  uint32   // events in the last (active) segment, if unsealed
 	repairs []Repaired
+	torn    []TornTail // recoverRead: torn tails left in place
 }
+
+// recoverMode says how recoverStream walks a stream and what it does
+// with a torn tail.
+type recoverMode int
+
+const (
+	// recoverOpen (OpenLog) trusts sealed segments by their seals and
+	// cuts a torn tail off.
+	recoverOpen recoverMode = iota
+	// recoverRepair (Repair) walks every segment whole, so a stream with
+	// corruption anywhere is left as it is, and cuts a torn tail off.
+	recoverRepair
+	// recoverRead (OpenLogReadOnly) trusts sealed segments like
+	// recoverOpen and leaves a torn tail on disk: the stream ends at its
+	// last whole batch.
+	recoverRead
+)
 
 // recoverStream finds the end of a stream. A sealed segment before the
 // last is trusted by its seal (trustSealed); one whose seal does not fit
 // is walked, and the walk reports why. The last segment is walked,
 // checking frame checksums (of batches past trusted), seq order and the
-// hash chain without decoding JSON, and its torn tail is cut off.
-// Corruption met is returned, never repaired.
-//
-// walkAll walks every segment whole (Repair: a stream with corruption
-// anywhere is left as it is).
-func recoverStream(fsys FS, dir, name string, trusted uint64, walkAll bool) (recovered, error) {
+// hash chain without decoding JSON; its torn tail is cut off, or with
+// recoverRead only noted. Corruption met is returned, never repaired.
+func recoverStream(fsys FS, dir, name string, trusted uint64, mode recoverMode) (recovered, error) {
 	var rec recovered
 	sdir := filepath.Join(dir, name)
 	segs, err := listSegments(fsys, sdir)
@@ -147,7 +230,7 @@ func recoverStream(fsys FS, dir, name string, trusted uint64, walkAll bool) (rec
 	for i := 0; i < len(segs); i++ {
 		seg := segs[i]
 		prev := state.last
-		if i < len(segs)-1 && !walkAll {
+		if i < len(segs)-1 && mode != recoverRepair {
 			if st, ok := trustSealed(fsys, seg, name, state.next, prev); ok {
 				segs[i].sealed = true
 				state = st
@@ -168,11 +251,15 @@ func recoverStream(fsys FS, dir, name string, trusted uint64, walkAll bool) (rec
 			}
 		}
 		if st.torn >= 0 {
-			r, err := cutTornTail(fsys, seg, st.torn)
-			if err != nil {
-				return rec, err
+			if mode == recoverRead {
+				rec.torn = append(rec.torn, TornTail{Segment: seg.path, Offset: st.torn, Bytes: seg.size - st.torn})
+			} else {
+				r, err := cutTornTail(fsys, seg, st.torn)
+				if err != nil {
+					return rec, err
+				}
+				rec.repairs = append(rec.repairs, r)
 			}
-			rec.repairs = append(rec.repairs, r)
 			if st.torn == 0 {
 				// Not even the stream header was whole: the segment is gone.
 				segs = segs[:i]
@@ -269,6 +356,17 @@ func (l *Log) Repairs() []Repaired {
 	defer l.mu.Unlock()
 	return append([]Repaired(nil), l.repairs...)
 }
+
+// TornTails returns the torn tails OpenLogReadOnly found and left in
+// place (none for a log opened with OpenLog, which cuts them off).
+func (l *Log) TornTails() []TornTail {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]TornTail(nil), l.torn...)
+}
+
+// ReadOnly reports whether the log was opened with OpenLogReadOnly.
+func (l *Log) ReadOnly() bool { return l.readOnly }
 
 // Dir is the directory of the log.
 func (l *Log) Dir() string { return l.dir }

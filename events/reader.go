@@ -59,12 +59,6 @@ type Reader struct {
 
 	// skipBelow makes Next skip decoding batches whose last seq is below it.
 	skipBelow uint64
-	// trustThrough makes Next skip the data frames of batches whose last
-	// seq is at or below it without reading them into memory, hashing or
-	// decoding them: their batch headers (CRC-checked) still give the
-	// seqs and the hash chain. Only recovery on open sets it, for seqs
-	// known to be durable.
-	trustThrough uint64
 }
 
 // NewReader returns a Reader that reads a segment from r.
@@ -102,6 +96,17 @@ func sharedDecoder() *zstd.Decoder {
 		}
 	})
 	return decoder
+}
+
+// resumeReader returns a Reader for the rest of a segment whose stream
+// header and first batches were already read (skimmed): r yields the
+// segment's bytes from offset off on, and offsets are reported from the
+// segment's start.
+func resumeReader(r io.Reader, off int64) *Reader {
+	rd := NewReader(r)
+	rd.off = off
+	rd.headerDone = true
+	return rd
 }
 
 // Offset is the offset just past the last frame consumed. After
@@ -207,17 +212,6 @@ func (r *Reader) next(decode bool) (Batch, error) {
 			r.seal = Seal{FirstSeq: h.FirstSeq, Count: h.Count, Last: h.Prev}
 			r.off += recordFrameSize
 			continue
-		}
-		if r.trustThrough > 0 && h.LastSeq() <= r.trustThrough {
-			if n, err := r.src.Discard(int(h.Length)); err != nil {
-				if n < int(h.Length) && (err == io.EOF || err == io.ErrUnexpectedEOF) {
-					return Batch{}, r.torn(off)
-				}
-				r.err = fmt.Errorf("read segment at offset %d: %w", off, err)
-				return Batch{}, r.err
-			}
-			r.off = off + recordFrameSize + int64(h.Length)
-			return Batch{Offset: off, End: r.off, Header: h}, nil
 		}
 		if err := r.readFrame(int(h.Length)); err != nil {
 			if err == io.ErrUnexpectedEOF || err == io.EOF {

@@ -147,7 +147,7 @@ func repair(fsys FS, dir string) ([]Repaired, error) {
 		errs    []error
 	)
 	for _, name := range names {
-		rec, err := recoverStream(fsys, dir, name, 0, true)
+		rec, err := recoverStream(fsys, dir, name, 0, recoverRepair)
 		repairs = append(repairs, rec.repairs...)
 		if err != nil {
 			var ce *CorruptError

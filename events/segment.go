@@ -57,8 +57,9 @@ type walkOpts struct {
 	skipBelow uint64    // do not decode batches wholly below this seq
 	expNext   uint64    // seq the segment must start at; 0 = unknown
 	expPrev   *[32]byte // hash the header's prev must equal; nil = unknown
-	// trustThrough: batches ending at or below this seq are checked by
-	// their headers only (see Reader.trustThrough).
+	// trustThrough: batches ending at or below this seq, known to be
+	// durable, are checked by their headers only (see skim). Only
+	// recovery on open sets it.
 	trustThrough uint64
 	onBatch      func(Batch) error
 	// report receives each problem; a non-nil return stops the walk.
@@ -81,12 +82,12 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 	defer f.Close()
 	r := NewReader(io.NewSectionReader(f, 0, seg.size))
 	r.skipBelow = o.skipBelow
-	r.trustThrough = o.trustThrough
 	problem := func(off int64, err error) error {
 		return o.report(&CorruptError{Segment: seg.path, Offset: off, Err: err})
 	}
 	var ce *CorruptError
 
+	headerOK := false
 	h, err := r.Header()
 	switch {
 	case err == nil:
@@ -99,6 +100,8 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 			err = problem(0, chainError(seg.first, o.expNext))
 		} else if o.expPrev != nil && r.headerPrev != *o.expPrev {
 			err = problem(0, fmt.Errorf("%w: stream header prev hash does not match the last batch of the previous segment", ErrChain))
+		} else {
+			headerOK = true
 		}
 	case errors.Is(err, ErrTornTail):
 		st.torn = r.Offset()
@@ -111,6 +114,16 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 	}
 	if err != nil {
 		return st, err
+	}
+	if o.trustThrough > 0 && headerOK {
+		off, err := skim(f, r.Offset(), seg.size, o.trustThrough, &st)
+		if err != nil {
+			return st, fmt.Errorf("read segment %s: %w", seg.path, err)
+		}
+		if off > r.Offset() {
+			r = resumeReader(io.NewSectionReader(f, off, seg.size-off), off)
+			r.skipBelow = o.skipBelow
+		}
 	}
 
 	for {
@@ -251,4 +264,61 @@ func trustSealed(fsys FS, seg segRef, stream string, expNext uint64, expPrev [32
 	st.sealed = true
 	st.end = seg.size
 	return st, true
+}
+
+// skimWindow is how many bytes skim reads at a time: a window holds the
+// headers of many small batches (what a server's group commits of a few
+// events each write). After a batch of skimWindow/8 bytes or more, a
+// window would hold fewer than eight headers, and only the next header
+// is read: one small read a batch costs less than copying the frames.
+const skimWindow = 32 << 10
+
+// skim reads the batch headers of a segment from off on, as long as each
+// batch is trusted (its last seq is at or below through), continues the
+// chain in st (seq and hash) and ends inside the segment's size. It
+// reads only the headers, a window at a time, never a data frame, and
+// advances st past each batch it takes. It returns the offset of the
+// first record it did not take: the reader goes on from there and
+// checks it fully, so a bad header, a seal, a batch past through or one
+// cut short is handled (and reported) exactly as without skim.
+//
+// A header is CRC-checked and its batch's seqs and hash chain are
+// checked; the frame's sha256 is not. That is safe only for what is
+// known to be durable: a crash tears only what came after the last
+// fsync, and damage to older bytes is Verify's to find (every read
+// checks each frame's sha256 before it decodes it).
+func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, error) {
+	var (
+		buf    = make([]byte, 0, skimWindow)
+		bufOff int64
+		large  bool // the last batch taken was skimWindow/8 bytes or more
+	)
+	for off+recordFrameSize <= size {
+		if len(buf) == 0 || off+recordFrameSize > bufOff+int64(len(buf)) {
+			n := min(int64(skimWindow), size-off)
+			if large {
+				n = recordFrameSize
+			}
+			buf = buf[:n]
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return off, fmt.Errorf("read batch header at offset %d: %w", off, err)
+			}
+			bufOff = off
+		}
+		rec := buf[off-bufOff : off-bufOff+recordFrameSize]
+		h, kind, err := parseRecord(rec)
+		if err != nil || kind != kindBatch || h.LastSeq() > through || h.FirstSeq != st.next || h.Prev != st.last {
+			break
+		}
+		end := off + recordFrameSize + int64(h.Length)
+		if end > size {
+			break
+		}
+		st.next = h.LastSeq() + 1
+		st.last = h.Hash()
+		st.events += uint64(h.Count)
+		large = recordFrameSize+int64(h.Length) >= skimWindow/8
+		off = end
+	}
+	return off, nil
 }

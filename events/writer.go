@@ -109,6 +109,9 @@ func (s *stream) snapshot() ([]segRef, uint64) {
 
 // writerFor returns the stream, creating it and starting its writer.
 func (l *Log) writerFor(name string) (*stream, error) {
+	if l.readOnly {
+		return nil, ErrReadOnly
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer/distill"
 	"dshmem/projector"
 )
@@ -224,16 +225,9 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 	if strings.TrimSpace(r.Content) == "" {
 		return Entry{}, &RefusedError{Field: "content", Msg: "is empty; say what to remember"}
 	}
-	data := struct {
-		Content    string   `json:"content"`
-		Title      string   `json:"title,omitempty"`
-		Type       string   `json:"type,omitempty"`
-		Tags       []string `json:"tags,omitempty"`
-		Importance *int     `json:"importance,omitempty"`
-	}{r.Content, r.Title, r.Type, r.Tags, r.Importance}
-	raw, err := json.Marshal(data)
+	raw, err := payload.Marshal(payload.Remember{Content: r.Content, Title: r.Title, Type: r.Type, Tags: r.Tags, Importance: r.Importance})
 	if err != nil {
-		return Entry{}, fmt.Errorf("encode memory/remember: %w", err)
+		return Entry{}, fmt.Errorf("remember: %w", err)
 	}
 	id, err := RandomHex()
 	if err != nil {
@@ -257,16 +251,12 @@ func (e *Engine) Forget(ctx context.Context, id, reason string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if en.Status == distill.StatusForgotten {
+	if en.Status == payload.StatusForgotten {
 		return Entry{}, fmt.Errorf("%w: %s was forgotten at %s", ErrEntryForgotten, id, en.UpdatedAt)
 	}
-	data := struct {
-		EntryID string `json:"entryId"`
-		Reason  string `json:"reason,omitempty"`
-	}{id, reason}
-	raw, err := json.Marshal(data)
+	raw, err := payload.Marshal(payload.Forget{EntryID: id, Reason: reason})
 	if err != nil {
-		return Entry{}, fmt.Errorf("encode memory/forget: %w", err)
+		return Entry{}, fmt.Errorf("forget %s: %w", id, err)
 	}
 	rid, err := RandomHex()
 	if err != nil {

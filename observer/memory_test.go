@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/checkpoint"
-	"dshmem/observer/distill"
 	"dshmem/observer/handedit"
 	"dshmem/projector"
 
@@ -30,7 +31,7 @@ func TestRememberAndForget(t *testing.T) {
 	require.EqualValues(t, "preference", en.Type, "got %+v", en)
 	require.EqualValues(t, 3, en.Importance, "got %+v", en)
 	require.EqualValues(t, "node,tooling", strings.Join(en.Tags, ","), "got %+v", en)
-	require.Equal(t, distill.StatusActive, en.Status, "got %+v", en)
+	require.Equal(t, payload.StatusActive, en.Status, "got %+v", en)
 	require.EqualValues(t, "Use pnpm, not npm", en.Title, "got %+v", en)
 	g, err := eng.Remember(ctx, observer.RememberRequest{Content: "I am in Berlin (UTC+1)", Time: memT0})
 	require.NoError(t, err, "global remember: got %+v, %v", g, err)
@@ -56,7 +57,7 @@ func TestRememberAndForget(t *testing.T) {
 	t.Run("Forget", func(t *testing.T) {
 		got, err := eng.Forget(ctx, en.ID, "we moved to bun")
 		require.NoError(t, err, "got %+v, %v", got, err)
-		require.Equal(t, distill.StatusForgotten, got.Status, "got %+v, %v", got, err)
+		require.Equal(t, payload.StatusForgotten, got.Status, "got %+v, %v", got, err)
 		require.EqualValues(t, 2, got.Version, "got %+v, %v", got, err)
 		// The forget went to the entry's own stream.
 		if lg := eng.Log().LastSeq(stream); lg != 2 {
@@ -94,6 +95,39 @@ func TestRememberAndForget(t *testing.T) {
 	})
 }
 
+// TestRememberAndForgetWritePayload: the memory/remember and
+// memory/forget events the engine writes are events/payload's types as
+// payload.Marshal encodes them (fields in payload's order, "<" and "&"
+// as typed), and they decode back into what was asked.
+func TestRememberAndForgetWritePayload(t *testing.T) {
+	ctx := context.Background()
+	eng := openEngine(t, t.TempDir())
+	imp := 2
+	en, err := eng.Remember(ctx, observer.RememberRequest{Content: "Wrap errors as <verb> <object>: %w", Title: "Errors & wrapping",
+		Type: payload.TypeRule, Tags: []string{"go", "errors"}, Importance: &imp, Time: memT0})
+	require.NoError(t, err)
+	_, err = eng.Forget(ctx, en.ID, "style <changed>")
+	require.NoError(t, err)
+	var evs []events.Envelope
+	require.NoError(t, eng.Log().Scan(en.Scope, 0, func(ev events.Envelope) error { evs = append(evs, ev); return nil }))
+	require.Len(t, evs, 2, "got %+v", evs)
+
+	for i, want := range []payload.Payload{
+		payload.Remember{Content: "Wrap errors as <verb> <object>: %w", Title: "Errors & wrapping", Type: payload.TypeRule,
+			Tags: []string{"go", "errors"}, Importance: &imp},
+		payload.Forget{EntryID: en.ID, Reason: "style <changed>"},
+	} {
+		ev := evs[i]
+		require.Equal(t, want.EventType(), ev.Type, "event %d", i)
+		got, err := payload.Decode(ev.Type, ev.Data)
+		require.NoError(t, err, "event %d: %s", i, ev.Data)
+		assert.Equal(t, want, got, "event %d: %s", i, ev.Data)
+		raw, err := payload.Marshal(want)
+		require.NoError(t, err)
+		assert.Equal(t, string(raw), string(ev.Data), "event %d: got data %s, want payload.Marshal's bytes", i, ev.Data)
+	}
+}
+
 // TestReadOnlyRefusesWrites: every write of an engine opened read-only
 // fails with ErrReadOnly and leaves the log as it was.
 func TestReadOnlyRefusesWrites(t *testing.T) {
@@ -129,7 +163,7 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	es, err := ro.Entries(ctx, observer.EntryFilter{})
 	require.NoError(t, err, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
 	require.Len(t, es, 1, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
-	require.Equal(t, distill.StatusActive, es[0].Status, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
+	require.Equal(t, payload.StatusActive, es[0].Status, "entries after refused writes: got %+v, %v; want the one active entry", es, err)
 }
 
 var memT0 = time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)

@@ -2,14 +2,14 @@ package observer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"dshmem/events"
-	"dshmem/sqlstore"
+	"dshmem/events/payload"
+	"dshmem/sqlstore/recall"
 )
 
 // KnowledgeDir is where the knowledge files of a root live
@@ -18,9 +18,9 @@ const KnowledgeDir = "knowledge"
 
 // Recall runs q over the root's index, with the root's knowledge
 // directory for queries that name a file.
-func (e *Engine) Recall(ctx context.Context, q sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (e *Engine) Recall(ctx context.Context, q recall.Query) (*recall.Result, error) {
 	q.KnowledgeDir = filepath.Join(e.root, KnowledgeDir)
-	return e.store.Recall(ctx, q)
+	return recall.Find(ctx, e.store, q)
 }
 
 // RecordShown appends one memory/shown event saying that the entries ids
@@ -56,12 +56,11 @@ func (e *Engine) RecordShown(ctx context.Context, session, cwd, mode string, ids
 // chosen by the writer, ARCHITECTURE §4). Engine.RecordShown and the
 // server's recordShown both write it.
 func ShownLine(session, cwd, mode string, ids []string, at time.Time, ns int64) ([]byte, error) {
-	return json.Marshal(map[string]any{
-		"id":      "shown:" + session + ":" + strconv.FormatInt(ns, 10),
-		"type":    events.TypeMemoryShown,
-		"time":    at.UTC().Format(time.RFC3339Nano),
-		"session": session,
-		"cwd":     cwd,
-		"data":    map[string]any{"entries": ids, "session": session, "mode": mode},
-	})
+	data, err := payload.Marshal(payload.Shown{Entries: ids, Session: session, Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	env := events.Envelope{ID: "shown:" + session + ":" + strconv.FormatInt(ns, 10), Type: events.TypeMemoryShown,
+		Time: at.UTC().Format(time.RFC3339Nano), Session: session, Cwd: cwd, Data: data}
+	return events.Marshal(&env)
 }

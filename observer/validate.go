@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/markdown"
 )
 
@@ -429,8 +430,8 @@ func checkData(e *events.Envelope, lineNo int) *LineError {
 			if err != nil {
 				return fail("origin", "%v", err)
 			}
-			if s != "top" && s != "subagent" {
-				return fail("origin", "must be \"top\" or \"subagent\", got %s", QuoteClip(s))
+			if s != payload.OriginTop && s != payload.OriginSubagent {
+				return fail("origin", "must be %q or %q, got %s", payload.OriginTop, payload.OriginSubagent, QuoteClip(s))
 			}
 		}
 	case events.TypeMemoryRemember:

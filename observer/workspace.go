@@ -1,12 +1,12 @@
 package observer
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 )
 
 // scopeCacheMax bounds the engine's cache of resolved working directories;
@@ -102,12 +102,6 @@ func (e *Engine) ScopeDir(stream string) string {
 	return NormalizeCwd(dir)
 }
 
-// registerData is the data of a scope/register event. Part of the on-disk
-// format.
-type registerData struct {
-	Dir string `json:"dir"` // the scope's directory, normalized
-}
-
 // registerEvent is the scope/register event intake writes first into a
 // workspace stream it creates when the stream's first event does not
 // name the scope's directory (a session started in a subdirectory, or an
@@ -119,7 +113,7 @@ type registerData struct {
 // were before scopes had directories. Its id derives from the stream and
 // its time is that of the first event, so the log alone determines it.
 func registerEvent(stream, dir, at string) events.Envelope {
-	raw, _ := json.Marshal(registerData{Dir: dir}) // a struct of one string: cannot fail
+	raw, _ := payload.Marshal(payload.ScopeRegister{Dir: dir}) // a struct of one string: cannot fail
 	return events.Envelope{V: events.CurrentVersion, Stream: stream, ID: "dshmem:scope:" + stream,
 		Type: events.TypeScopeRegister, Time: at, Cwd: dir, Data: raw}
 }

@@ -48,10 +48,12 @@
 //
 // # Files
 //
-// fold.go runs a fold (transaction, cursors, statement cache, the
-// preparing goroutine), and dispatches each event by type; episodes.go,
-// sessions.go, entries.go, ops.go and shown.go hold one projection each;
-// files.go and render.go write the Markdown projections after a commit.
+// fold.go runs a fold (transaction, cursors, the preparing goroutine),
+// and dispatches each event by type; episodes.go, sessions.go,
+// entries.go, ops.go and shown.go hold one projection each; files.go
+// and render.go write the Markdown projections after a commit. Every
+// statement is a named method of sqlstore: the fold's of
+// sqlstore.FoldTx, the renderers' reads of sqlstore.Reader.
 //
 // # Markdown files
 //
@@ -107,9 +109,10 @@
 //
 // # Speed
 //
-// A fold prepares statements once per call, runs them without a
-// cancellable context (the driver would start a goroutine per statement),
-// and decodes and tokenizes the events on a second goroutine, ahead of
-// the inserts and in order. FTS5 inserting ~77 distinct terms per message
+// A fold's statements are prepared once per call from copies prepared
+// on the pool, and run without a cancellable context (the driver would
+// start a goroutine per statement): see sqlstore.FoldTx. The fold
+// decodes and tokenizes the events on a second goroutine, ahead of the
+// inserts and in order. FTS5 inserting ~77 distinct terms per message
 // dominates what remains; see BenchmarkFold.
 package projector

@@ -2,10 +2,8 @@ package projector
 
 import (
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"dshmem/events"
 	"dshmem/events/payload"
+	"dshmem/sqlstore"
 	"dshmem/sqlstore/tokenize"
 )
 
@@ -113,20 +112,10 @@ func (f *fold) addEntry(ev *events.Envelope, e *entry, op, reason string) error 
 	if len(e.prov.EventIDs) == 0 {
 		e.prov.EventIDs = []string{ev.ID}
 	}
-	tags, _ := json.Marshal(e.tags)
-	prov, _ := json.Marshal(e.prov)
-	res, err := f.exec(`INSERT INTO entries (id, scope, type, title, description, terms, content, tags,
-			importance, confidence, status, conflict_group, supersedes, superseded_by, provenance,
-			created_at, updated_at, version, created_seq, updated_seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.id, e.scope, e.typ, e.title, e.description, e.terms, e.content, string(tags),
-		e.importance, e.confidence, e.status, e.conflictGroup, e.supersedes, e.supersededBy, string(prov),
-		ev.Time, ev.Time, e.version, int64(ev.Seq), int64(ev.Seq))
-	if err != nil {
-		return fmt.Errorf("insert entry %s: %w", e.id, err)
-	}
-	if e.n, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("insert entry %s: %w", e.id, err)
+	row := e.row()
+	var err error
+	if e.n, err = f.tx.InsertEntry(&row, ev.Seq, ev.Time); err != nil {
+		return err
 	}
 	if err := f.entryVersion(ev, e, op, reason); err != nil {
 		return err
@@ -140,16 +129,9 @@ func (f *fold) addEntry(ev *events.Envelope, e *entry, op, reason string) error 
 // version.
 func (f *fold) updateEntry(ev *events.Envelope, e *entry, op, reason string, reindex bool) error {
 	e.version++
-	tags, _ := json.Marshal(e.tags)
-	prov, _ := json.Marshal(e.prov)
-	if _, err := f.exec(`UPDATE entries SET type = ?, title = ?, description = ?, terms = ?, content = ?, tags = ?,
-			importance = ?, confidence = ?, status = ?, conflict_group = ?, supersedes = ?, superseded_by = ?,
-			provenance = ?, updated_at = ?, version = ?, updated_seq = ?
-		WHERE id = ?`,
-		e.typ, e.title, e.description, e.terms, e.content, string(tags),
-		e.importance, e.confidence, e.status, e.conflictGroup, e.supersedes, e.supersededBy,
-		string(prov), ev.Time, e.version, int64(ev.Seq), e.id); err != nil {
-		return fmt.Errorf("update entry %s: %w", e.id, err)
+	row := e.row()
+	if err := f.tx.UpdateEntry(&row, ev.Seq, ev.Time); err != nil {
+		return err
 	}
 	if err := f.entryVersion(ev, e, op, reason); err != nil {
 		return err
@@ -157,34 +139,39 @@ func (f *fold) updateEntry(ev *events.Envelope, e *entry, op, reason string, rei
 	if !reindex {
 		return nil
 	}
-	if _, err := f.exec(`DELETE FROM entries_fts WHERE rowid = ?`, e.n); err != nil {
-		return fmt.Errorf("reindex entry %s: %w", e.id, err)
-	}
-	return f.indexEntry(e.n, e)
+	title, body, bigrams := e.indexed()
+	return f.tx.ReindexEntry(e.n, e.id, title, body, bigrams)
 }
 
-// indexEntry writes the entry's row in entries_fts. A later revise must
-// delete the old row (DELETE FROM entries_fts WHERE rowid = n) first.
+// indexEntry writes the entry's row in entries_fts. A later revise
+// replaces it (sqlstore.FoldTx.ReindexEntry).
 func (f *fold) indexEntry(n int64, e *entry) error {
-	body := joinNonEmpty(e.description, e.terms, e.content)
-	bigrams := tokenize.IndexText(joinNonEmpty(e.title, body, strings.Join(e.tags, " ")))
-	if _, err := f.exec(`INSERT INTO entries_fts (rowid, title, body, bigrams) VALUES (?, ?, ?, ?)`,
-		n, e.title, body, bigrams); err != nil {
-		return fmt.Errorf("index entry %s: %w", e.id, err)
-	}
-	return nil
+	title, body, bigrams := e.indexed()
+	return f.tx.IndexEntry(n, e.id, title, body, bigrams)
+}
+
+// indexed returns the columns of e's entries_fts row.
+func (e *entry) indexed() (title, body, bigrams string) {
+	body = joinNonEmpty(e.description, e.terms, e.content)
+	return e.title, body, tokenize.IndexText(joinNonEmpty(e.title, body, strings.Join(e.tags, " ")))
+}
+
+// row is e as its entries row (tags and provenance as JSON).
+func (e *entry) row() sqlstore.EntryRow {
+	tags, _ := json.Marshal(e.tags)
+	prov, _ := json.Marshal(e.prov)
+	return sqlstore.EntryRow{N: e.n, ID: e.id, Scope: e.scope, Type: e.typ, Title: e.title, Description: e.description,
+		Terms: e.terms, Content: e.content, Tags: string(tags), Importance: e.importance, Confidence: e.confidence,
+		Status: e.status, ConflictGroup: e.conflictGroup, Supersedes: e.supersedes, SupersededBy: e.supersededBy,
+		Provenance: string(prov), Version: e.version}
 }
 
 func (f *fold) entryVersion(ev *events.Envelope, e *entry, op, reason string) error {
 	tags, _ := json.Marshal(e.tags)
-	if _, err := f.exec(`INSERT INTO entry_versions (entry_id, version, stream, seq, event_id, op, time,
-			type, title, description, terms, content, tags, importance, confidence, status, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.id, e.version, ev.Stream, int64(ev.Seq), ev.ID, op, ev.Time,
-		e.typ, e.title, e.description, e.terms, e.content, string(tags), e.importance, e.confidence, e.status, reason); err != nil {
-		return fmt.Errorf("insert version %d of entry %s: %w", e.version, e.id, err)
-	}
-	return nil
+	return f.tx.InsertVersion(&sqlstore.VersionRow{EntryID: e.id, Version: e.version, Stream: ev.Stream, Seq: ev.Seq,
+		EventID: ev.ID, Op: op, Time: ev.Time, Type: e.typ, Title: e.title, Description: e.description,
+		Terms: e.terms, Content: e.content, Tags: string(tags), Importance: e.importance, Confidence: e.confidence,
+		Status: e.status, Reason: reason})
 }
 
 // forget hides an entry. Only entries of the event's own stream are
@@ -223,23 +210,9 @@ func (f *fold) resolveGroup(ev *events.Envelope, scope, group string) error {
 	if group == "" {
 		return nil
 	}
-	rows, err := f.tx.Query(`SELECT id FROM entries WHERE scope = ? AND conflict_group = ? AND status = ? ORDER BY id`,
-		scope, group, statusConflict)
+	ids, err := f.tx.ConflictContenders(scope, group) // status conflict, in id order
 	if err != nil {
-		return fmt.Errorf("read conflict group %s: %w", group, err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("read conflict group %s: %w", group, err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read conflict group %s: %w", group, err)
+		return err
 	}
 	if len(ids) != 1 {
 		return nil
@@ -254,23 +227,17 @@ func (f *fold) resolveGroup(ev *events.Envelope, scope, group string) error {
 
 // loadEntry reads entry id of scope, or nil when there is none.
 func (f *fold) loadEntry(id, scope string) (*entry, error) {
-	var e entry
-	var tags, prov string
-	err := f.tx.QueryRow(`SELECT n, id, scope, type, title, description, terms, content, tags,
-			importance, confidence, status, conflict_group, supersedes, superseded_by, provenance, version
-		FROM entries WHERE id = ? AND scope = ?`, id, scope).
-		Scan(&e.n, &e.id, &e.scope, &e.typ, &e.title, &e.description, &e.terms, &e.content, &tags,
-			&e.importance, &e.confidence, &e.status, &e.conflictGroup, &e.supersedes, &e.supersededBy, &prov, &e.version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	r, ok, err := f.tx.LoadEntry(id, scope)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read entry %s: %w", id, err)
-	}
-	if err := json.Unmarshal([]byte(tags), &e.tags); err != nil {
+	e := entry{n: r.N, id: r.ID, scope: r.Scope, typ: r.Type, title: r.Title, description: r.Description,
+		terms: r.Terms, content: r.Content, importance: r.Importance, confidence: r.Confidence, status: r.Status,
+		conflictGroup: r.ConflictGroup, supersedes: r.Supersedes, supersededBy: r.SupersededBy, version: r.Version}
+	if err := json.Unmarshal([]byte(r.Tags), &e.tags); err != nil {
 		return nil, fmt.Errorf("read entry %s: tags: %w", id, err)
 	}
-	if err := json.Unmarshal([]byte(prov), &e.prov); err != nil {
+	if err := json.Unmarshal([]byte(r.Provenance), &e.prov); err != nil {
 		return nil, fmt.Errorf("read entry %s: provenance: %w", id, err)
 	}
 	return &e, nil

@@ -2,7 +2,6 @@ package projector
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"dshmem/events"
@@ -16,7 +15,7 @@ import (
 // does not decode, and for empty text.
 //
 // The episode_texts view (migrations/00001_events.sql) and
-// sqlstore.Search compute the same text in SQL from events.data; the
+// sqlstore.FetchEpisodes compute the same text in SQL from events.data; the
 // projector tests hold the two to each other.
 func EpisodeText(typ string, data json.RawMessage) (text string, injected bool, ok bool) {
 	var err error
@@ -77,11 +76,5 @@ func (f *fold) episode(n int64, p *prepared) error {
 	if !p.episode || p.terms == "" {
 		return nil // no text, or only punctuation and emoji: nothing a query could match
 	}
-	if _, err := f.exec(`INSERT INTO episodes (n, injected) VALUES (?, ?)`, n, p.injected); err != nil {
-		return fmt.Errorf("insert episode: %w", err)
-	}
-	if _, err := f.exec(`INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, p.terms); err != nil {
-		return fmt.Errorf("index episode: %w", err)
-	}
-	return nil
+	return f.tx.InsertEpisode(n, p.injected, p.terms)
 }

@@ -3,7 +3,6 @@ package projector
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/markdown"
+	"dshmem/sqlstore"
 )
 
 // FileMode is the mode of every projection file (the root itself is 0700).
@@ -101,20 +101,17 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 			// The engine's record of the scope's directory: it wins over
 			// the first cwd seen (a session may start in a subdirectory).
 			t.scoped[ev.Stream] = true
-			if _, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
-				ON CONFLICT (stream) DO UPDATE SET cwd = excluded.cwd, seq = excluded.seq, time = excluded.time`,
-				ev.Stream, dir, int64(ev.Seq), ev.Time); err != nil {
-				return fmt.Errorf("record scope %s: %w", ev.Stream, err)
+			if err := f.tx.RegisterScope(ev.Stream, dir, ev.Seq, ev.Time); err != nil {
+				return err
 			}
 			t.scopes[ev.Stream] = true
 		} else if ev.Cwd != "" && !t.scoped[ev.Stream] {
 			t.scoped[ev.Stream] = true
-			res, err := f.exec(`INSERT INTO scopes (stream, cwd, seq, time) VALUES (?, ?, ?, ?)
-				ON CONFLICT (stream) DO NOTHING`, ev.Stream, ev.Cwd, int64(ev.Seq), ev.Time)
+			added, err := f.tx.RecordScopeCwd(ev.Stream, ev.Cwd, ev.Seq, ev.Time)
 			if err != nil {
-				return fmt.Errorf("record scope %s: %w", ev.Stream, err)
+				return err
 			}
-			if n, err := res.RowsAffected(); err != nil || n > 0 {
+			if added {
 				t.scopes[ev.Stream] = true
 			}
 		}
@@ -162,8 +159,8 @@ func (t *fileTrack) queue(f *fold) error {
 		keys = append(keys, groupDay+d)
 	}
 	for _, k := range keys {
-		if _, err := f.exec(queueSQL, k); err != nil {
-			return fmt.Errorf("queue files %s: %w", k, err)
+		if err := f.tx.QueueFiles(k); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -177,7 +174,6 @@ func (p *Projector) Refresh(ctx context.Context) error {
 	if p.Root == "" {
 		return nil
 	}
-	db := p.s.DB()
 	cursors, err := p.s.Cursors()
 	if err != nil {
 		return fmt.Errorf("refresh files: %w", err)
@@ -191,10 +187,9 @@ func (p *Projector) Refresh(ctx context.Context) error {
 			keys = append(keys, groupScope+scope)
 		}
 	}
-	var days []string
-	if err := db.SelectContext(ctx, &days, `SELECT DISTINCT substr(time, 1, 10) FROM events
-		WHERE type IN ('compaction/summary', 'session/end') ORDER BY 1`); err != nil {
-		return fmt.Errorf("refresh files: list days: %w", err)
+	days, err := p.s.BlockDays(ctx)
+	if err != nil {
+		return fmt.Errorf("refresh files: %w", err)
 	}
 	for _, day := range days {
 		keys = append(keys, groupDay+day)
@@ -215,11 +210,10 @@ func (p *Projector) Rewrite(ctx context.Context, expect map[string]string) error
 	if p.Root == "" {
 		return errors.New("projector: no root to write files to")
 	}
-	db := p.s.DB()
 	var rs []Rendered
 	var gone []string
 	for _, rel := range sortedKeys(expect) {
-		r, ok, err := Render(ctx, db, rel)
+		r, ok, err := p.Render(ctx, rel)
 		if err != nil {
 			return err
 		}
@@ -247,11 +241,10 @@ func (p *Projector) Rewrite(ctx context.Context, expect map[string]string) error
 // Each file is written to a temporary file, fsynced and renamed over
 // the old one; the directories are fsynced once each at the end, before
 // the rows are committed. Callers hold filesMu.
-func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force map[string]string, done []queueRow) error {
+func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force map[string]string, done []sqlstore.QueuedGroup) error {
 	if len(rs) == 0 && len(gone) == 0 && len(done) == 0 {
 		return nil
 	}
-	db := p.s.DB()
 	type change struct {
 		r      Rendered
 		sum    string
@@ -260,11 +253,9 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 	}
 	var changes []change
 	may := func(rel string, disk []byte) (bool, error) {
-		var row, intent string
-		err := db.QueryRowContext(ctx, `SELECT coalesce((SELECT sha256 FROM files WHERE path = ?1), ''),
-			coalesce((SELECT sha256 FROM files_intent WHERE path = ?1), '')`, rel).Scan(&row, &intent)
+		row, intent, err := p.s.FileHashes(ctx, rel)
 		if err != nil {
-			return false, fmt.Errorf("read files row of %s: %w", rel, err)
+			return false, err
 		}
 		s := SHA256(disk)
 		return s == row || s == intent || force != nil && force[rel] == s, nil
@@ -315,22 +306,14 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 	}
 	// Say what is about to be written before writing it: after a crash
 	// in the middle, a file holding these bytes is ours.
-	var intents [][2]string
+	var intents []sqlstore.FileIntent
 	for _, c := range changes {
 		if c.write && !c.remove {
-			intents = append(intents, [2]string{c.r.Path, c.sum})
+			intents = append(intents, sqlstore.FileIntent{Path: c.r.Path, SHA256: c.sum})
 		}
 	}
 	if len(intents) > 0 {
-		if err := p.record(ctx, func(tx *sql.Tx) error {
-			for _, in := range intents {
-				if _, err := tx.Exec(`INSERT INTO files_intent (path, sha256) VALUES (?, ?)
-					ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256`, in[0], in[1]); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := p.record(func() error { return p.s.RecordFileIntents(ctx, intents) }); err != nil {
 			return fmt.Errorf("record files to write: %w", err)
 		}
 	}
@@ -356,62 +339,30 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 			return fmt.Errorf("sync directory %s: %w", d, err)
 		}
 	}
-	return p.record(ctx, func(tx *sql.Tx) error {
-		for _, c := range changes {
-			if _, err := tx.Exec(`DELETE FROM files_intent WHERE path = ?`, c.r.Path); err != nil {
-				return err
-			}
-			if c.remove {
-				if _, err := tx.Exec(`DELETE FROM files WHERE path = ?`, c.r.Path); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(`DELETE FROM file_texts WHERE path = ?`, c.r.Path); err != nil {
-					return err
-				}
-				continue
-			}
-			m := c.r.Meta
-			pos := "{}"
-			if len(m.Positions) > 0 {
-				b, _ := json.Marshal(m.Positions) // map keys are sorted
-				pos = string(b)
-			}
-			if _, err := tx.Exec(`INSERT INTO files (path, sha256, bytes, stream, seq, positions, time)
-				VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256, bytes = excluded.bytes,
-					stream = excluded.stream, seq = excluded.seq, positions = excluded.positions, time = excluded.time`,
-				c.r.Path, c.sum, int64(len(c.r.Data)), m.Stream, int64(m.Seq), pos, m.Time); err != nil {
-				return fmt.Errorf("record file %s: %w", c.r.Path, err)
-			}
-			if c.r.Text {
-				if _, err := tx.Exec(`INSERT INTO file_texts (path, content) VALUES (?, ?)
-					ON CONFLICT (path) DO UPDATE SET content = excluded.content`, c.r.Path, string(c.r.Data)); err != nil {
-					return fmt.Errorf("record file %s: %w", c.r.Path, err)
-				}
-			}
+	writes := make([]sqlstore.FileWrite, 0, len(changes))
+	for _, c := range changes {
+		if c.remove {
+			writes = append(writes, sqlstore.FileWrite{Path: c.r.Path, Remove: true})
+			continue
 		}
-		for _, q := range done {
-			if _, err := tx.Exec(`DELETE FROM projection_queue WHERE key = ? AND gen = ?`, q.key, q.gen); err != nil {
-				return fmt.Errorf("take %s off the queue: %w", q.key, err)
-			}
+		m := c.r.Meta
+		pos := "{}"
+		if len(m.Positions) > 0 {
+			b, _ := json.Marshal(m.Positions) // map keys are sorted
+			pos = string(b)
 		}
-		return nil
-	})
+		writes = append(writes, sqlstore.FileWrite{Path: c.r.Path, SHA256: c.sum, Bytes: int64(len(c.r.Data)),
+			Stream: m.Stream, Seq: m.Seq, Positions: pos, Time: m.Time, KeepText: c.r.Text, Text: string(c.r.Data)})
+	}
+	return p.record(func() error { return p.s.RecordFiles(ctx, writes, done) })
 }
 
-// record runs fn in a write transaction and commits it.
-func (p *Projector) record(ctx context.Context, fn func(*sql.Tx) error) error {
+// record runs one write of the files' record (a transaction of its
+// own), after any fold holding the write lock.
+func (p *Projector) record(write func() error) error {
 	p.txMu.Lock()
 	defer p.txMu.Unlock()
-	tx, err := p.s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record files: %w", err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return fmt.Errorf("record files: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
+	if err := write(); err != nil {
 		return fmt.Errorf("record files: %w", err)
 	}
 	return nil
@@ -425,52 +376,29 @@ func (p *Projector) held(rel string) {
 
 // Files returns the rows of the files table in path order, with the text
 // kept for the files sync reads back.
-func Files(ctx context.Context, q queryer) ([]File, error) {
-	rows, err := q.QueryContext(ctx, `SELECT f.path, f.sha256, f.bytes, f.stream, f.seq, f.positions, f.time,
-			coalesce(t.content, '')
-		FROM files f LEFT JOIN file_texts t ON t.path = f.path ORDER BY f.path`)
+func (p *Projector) Files(ctx context.Context) ([]File, error) {
+	return files(ctx, p.s.Reader())
+}
+
+func files(ctx context.Context, q sqlstore.Reader) ([]File, error) {
+	rows, err := q.Files(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read files: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var out []File
-	for rows.Next() {
-		var f File
-		var seq int64
-		var pos string
-		if err := rows.Scan(&f.Path, &f.SHA256, &f.Bytes, &f.Stream, &seq, &pos, &f.Time, &f.Text); err != nil {
-			return nil, fmt.Errorf("read files: %w", err)
-		}
-		f.Seq = uint64(seq)
-		_ = json.Unmarshal([]byte(pos), &f.Positions)
+	out := make([]File, 0, len(rows))
+	for _, r := range rows {
+		f := File{Path: r.Path, SHA256: r.SHA256, Bytes: r.Bytes, FileMeta: FileMeta{Stream: r.Stream, Seq: r.Seq, Time: r.Time}, Text: r.Text}
+		_ = json.Unmarshal([]byte(r.Positions), &f.Positions)
 		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read files: %w", err)
 	}
 	return out, nil
 }
 
-// filesUnder lists the paths that start with prefix which dshmem wrote:
-// those the files table records, and those files_intent says a write
-// put in place without recording them (it failed, or a crash came,
-// between the two), so that a file no longer rendered is removed either way.
-func filesUnder(ctx context.Context, q queryer, prefix string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT path FROM files WHERE substr(path, 1, ?1) = ?2
-		UNION SELECT path FROM files_intent WHERE substr(path, 1, ?1) = ?2 ORDER BY path`, len(prefix), prefix)
-	if err != nil {
-		return nil, fmt.Errorf("read files under %s: %w", prefix, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("read files under %s: %w", prefix, err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+// filesUnder lists the paths that start with prefix which dshmem wrote,
+// whether or not their write was recorded (sqlstore.Reader.FilesUnder),
+// so that a file no longer rendered is removed either way.
+func filesUnder(ctx context.Context, q sqlstore.Reader, prefix string) ([]string, error) {
+	return q.FilesUnder(ctx, prefix)
 }
 
 // missing returns the paths of old that no rendered file has.
@@ -495,7 +423,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // renderGlobalFiles renders the stable layer (global.md, index.md,
 // knowledge/) and lists the knowledge files it no longer has.
-func renderGlobalFiles(ctx context.Context, db queryer) (rs []Rendered, gone []string, err error) {
+func renderGlobalFiles(ctx context.Context, db sqlstore.Reader) (rs []Rendered, gone []string, err error) {
 	g, err := renderGlobalLayer(ctx, db)
 	if err != nil {
 		return nil, nil, err
@@ -508,7 +436,7 @@ func renderGlobalFiles(ctx context.Context, db queryer) (rs []Rendered, gone []s
 }
 
 // renderScopeFiles renders a workspace's memory_summary.md and scope.json.
-func renderScopeFiles(ctx context.Context, db queryer, scope string) ([]Rendered, error) {
+func renderScopeFiles(ctx context.Context, db sqlstore.Reader, scope string) ([]Rendered, error) {
 	sum, err := renderSummary(ctx, db, scope)
 	if err != nil {
 		return nil, err

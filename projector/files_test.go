@@ -98,7 +98,7 @@ func TestFilesPlacement(t *testing.T) {
 	if !strings.Contains(pr, "make check") || !strings.Contains(idx, "[Database](knowledge/database.md)") {
 		t.Errorf("procedure.md:\n%s\nindex.md:\n%s", pr, idx)
 	}
-	files, err := Files(context.Background(), p.s.DB())
+	files, err := p.Files(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +116,14 @@ func TestFilesPlacement(t *testing.T) {
 		if _, ok := fileAt(t, root, "knowledge/procedure.md"); ok {
 			t.Error("knowledge/procedure.md is still there")
 		}
-		var n int
-		p.s.DB().Get(&n, `SELECT count(*) FROM files WHERE path = 'knowledge/procedure.md'`)
-		if n != 0 {
-			t.Error("its files row is still there")
+		files, err := p.Files(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Path == "knowledge/procedure.md" {
+				t.Error("its files row is still there")
+			}
 		}
 	})
 }

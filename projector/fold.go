@@ -2,7 +2,6 @@ package projector
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -58,12 +57,6 @@ type Projector struct {
 	// of starving on SQLite's busy handler while folds keep the lock.
 	txMu sync.Mutex
 
-	// Statements prepared on the pool, so each connection parses a
-	// fold's queries once, not in every fold (a fold of one event would
-	// spend more on parsing than on inserting).
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
-
 	// Sparse lets a fold skip seqs: restore folds only the events that
 	// change what one file shows, and the rest change nothing there.
 	// Seqs must still rise. Never set for the index of a root.
@@ -73,32 +66,6 @@ type Projector struct {
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
 // flush) against memory held per fold.
 const DefaultChunkSize = 10000
-
-// preparedOnPool returns query prepared on the pool, or nil; Tx.Stmt
-// then uses the connection's own prepared copy.
-func (p *Projector) preparedOnPool(query string) *sql.Stmt {
-	p.stmtMu.Lock()
-	defer p.stmtMu.Unlock()
-	return p.stmts[query]
-}
-
-// prepare prepares query on the pool for the next folds. It must not
-// run inside a fold: it may need a connection of its own.
-func (p *Projector) prepare(query string) {
-	p.stmtMu.Lock()
-	defer p.stmtMu.Unlock()
-	if _, ok := p.stmts[query]; ok {
-		return
-	}
-	st, err := p.s.DB().Prepare(query)
-	if err != nil {
-		return // the next fold prepares it on its transaction again
-	}
-	if p.stmts == nil {
-		p.stmts = map[string]*sql.Stmt{}
-	}
-	p.stmts[query] = st
-}
 
 // New returns a projector writing to s.
 func New(s *sqlstore.Store) *Projector { return &Projector{s: s} }
@@ -124,7 +91,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 			p.txMu.Unlock()
 		}
 	}
-	tx, err := p.s.DB().BeginTx(ctx, nil)
+	tx, err := p.s.BeginFold(ctx)
 	if err != nil {
 		unlock()
 		return fmt.Errorf("fold: begin: %w", err)
@@ -132,22 +99,14 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
 	f.files = p.newFileTrack()
 	pre := startPrepare(evs)
-	if err := f.files.plan(evs, f.cursor); err != nil {
-		pre.stop()
-		f.close()
-		tx.Rollback()
-		unlock()
-		return err
-	}
 	defer func() {
 		pre.stop()
-		f.close()
-		if err != nil {
-			tx.Rollback()
-		}
+		tx.Close() // rolls back unless committed
 		unlock()
-		f.prepareLater()
 	}()
+	if err := f.files.plan(evs, f.cursor); err != nil {
+		return err
+	}
 	for i := range evs {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -206,102 +165,38 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	return nil
 }
 
-// fold is the state of one Fold call: its transaction, the statements
-// prepared on it, and what is aggregated until the end of the call.
-//
-// Statements run with a background context: the modernc driver starts a
-// goroutine per statement to watch a cancellable context, which would
-// cost more than the insert. Fold checks its context between events.
+// fold is the state of one Fold call: its transaction (whose statements
+// run without a cancellable context, see sqlstore.FoldTx: Fold checks
+// its context between events), and what is aggregated until the end of
+// the call.
 type fold struct {
-	p          *Projector
-	unprepared []string // queries to prepare on the pool once the fold ends
-	tx         *sql.Tx
-	stmts      map[string]*sql.Stmt
-	cursors    map[string]uint64
-	advanced   map[string]bool
-	sessions   map[sessionKey]*sessionAcc
-	files      *fileTrack
-}
-
-// stmt returns the statement for query, prepared on the fold's
-// transaction the first time it is needed.
-func (f *fold) stmt(query string) (*sql.Stmt, error) {
-	if st, ok := f.stmts[query]; ok {
-		return st, nil
-	}
-	var st *sql.Stmt
-	if ps := f.p.preparedOnPool(query); ps != nil {
-		st = f.tx.Stmt(ps) // the connection's own copy, prepared once
-	} else {
-		// Prepare on the pool after the fold: the transaction may hold
-		// the pool's only connection (a rebuild's).
-		var err error
-		if st, err = f.tx.Prepare(query); err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
-		f.unprepared = append(f.unprepared, query)
-	}
-	if f.stmts == nil {
-		f.stmts = map[string]*sql.Stmt{}
-	}
-	f.stmts[query] = st
-	return st, nil
-}
-
-func (f *fold) exec(query string, args ...any) (sql.Result, error) {
-	st, err := f.stmt(query)
-	if err != nil {
-		return nil, err
-	}
-	return st.Exec(args...)
-}
-
-func (f *fold) close() {
-	for _, st := range f.stmts {
-		st.Close()
-	}
-}
-
-// prepareLater prepares on the pool the queries this fold prepared on
-// its transaction; it runs after the transaction ended.
-func (f *fold) prepareLater() {
-	for _, q := range f.unprepared {
-		f.p.prepare(q)
-	}
+	p        *Projector
+	tx       *sqlstore.FoldTx
+	cursors  map[string]uint64
+	advanced map[string]bool
+	sessions map[sessionKey]*sessionAcc
+	files    *fileTrack
 }
 
 func (f *fold) cursor(stream string) (uint64, error) {
 	if c, ok := f.cursors[stream]; ok {
 		return c, nil
 	}
-	var seq int64
-	err := f.tx.QueryRow(`SELECT seq FROM cursors WHERE stream = ?`, stream).Scan(&seq)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		seq = 0
-	case err != nil:
-		return 0, fmt.Errorf("fold: read cursor of %s: %w", stream, err)
+	seq, err := f.tx.Cursor(stream)
+	if err != nil {
+		return 0, fmt.Errorf("fold: %w", err)
 	}
-	f.cursors[stream] = uint64(seq)
-	return uint64(seq), nil
+	f.cursors[stream] = seq
+	return seq, nil
 }
-
-const insertEventSQL = `INSERT INTO events (stream, seq, id, type, time, session, data) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 // apply folds one event: its events row, then whatever projection its
 // type feeds. A new type gets a case here and a file of its own.
 func (f *fold) apply(ev *events.Envelope, p *prepared) error {
-	var data any // NULL when the event has no data
-	if len(ev.Data) > 0 && string(ev.Data) != "null" {
-		data = string(ev.Data)
-	}
-	res, err := f.exec(insertEventSQL, ev.Stream, int64(ev.Seq), ev.ID, ev.Type, ev.Time, ev.Session, data)
+	n, err := f.tx.InsertEvent(&sqlstore.Event{Stream: ev.Stream, Seq: ev.Seq, ID: ev.ID, Type: ev.Type,
+		Time: ev.Time, Session: ev.Session, Data: ev.Data})
 	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
-	n, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
+		return err
 	}
 	f.session(ev, p)
 	switch ev.Type {
@@ -332,9 +227,8 @@ func (f *fold) finish() error {
 	}
 	slices.Sort(streams)
 	for _, s := range streams {
-		if _, err := f.exec(`INSERT INTO cursors (stream, seq) VALUES (?, ?)
-			ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, s, int64(f.cursors[s])); err != nil {
-			return fmt.Errorf("fold: write cursor of %s: %w", s, err)
+		if err := f.tx.SetCursor(s, f.cursors[s]); err != nil {
+			return fmt.Errorf("fold: %w", err)
 		}
 	}
 	return nil

@@ -25,6 +25,41 @@ func openStore(t testing.TB) *sqlstore.Store {
 	return s
 }
 
+// mustRead returns entry id as the index holds it.
+func mustRead(t testing.TB, s *sqlstore.Store, id string) sqlstore.Entry {
+	t.Helper()
+	e, ok, err := s.Entry(context.Background(), id)
+	if err != nil || !ok {
+		t.Fatalf("entry %s: %v (found %v)", id, err, ok)
+	}
+	return e
+}
+
+func entriesOf(t testing.TB, s *sqlstore.Store, f sqlstore.EntryFilter) []sqlstore.Entry {
+	t.Helper()
+	es, err := s.Entries(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func history(t testing.TB, s *sqlstore.Store, id string) []sqlstore.EntryVersion {
+	t.Helper()
+	vs, err := s.EntryHistory(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// tagsJSON is tags as the tags column holds them (the fold writes a
+// JSON array, never null).
+func tagsJSON(tags []string) string {
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
 func dump(t testing.TB, s *sqlstore.Store) string {
 	t.Helper()
 	var b bytes.Buffer

@@ -2,9 +2,6 @@ package projector
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 
 	"dshmem/events"
 )
@@ -64,18 +61,9 @@ func (t *fileTrack) before(f *fold, ev *events.Envelope) error {
 	if _, ok := t.shown[ev.Stream]; ok {
 		return nil
 	}
-	n, err := shownCount(foldQueryer{f}, ev.Stream)
+	n, err := f.tx.Reader().ShownCount(context.Background(), ev.Stream)
 	t.shown[ev.Stream] = n
 	return err
-}
-
-func shownCount(q queryer, scope string) (int, error) {
-	var n int
-	err := q.QueryRowContext(context.Background(), `SELECT coalesce((SELECT shown FROM entry_counts WHERE scope = ?), 0)`, scope).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count entries of %s: %w", scope, err)
-	}
-	return n, nil
 }
 
 // version renders the workspace summary as of ev and keeps it as a
@@ -84,7 +72,7 @@ func shownCount(q queryer, scope string) (int, error) {
 // function of the event prefix, never of how the log was split into
 // folds. Only the newest HistoryKeep versions are kept.
 func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
-	n, err := shownCount(foldQueryer{f}, ev.Stream)
+	n, err := f.tx.Reader().ShownCount(context.Background(), ev.Stream)
 	if err != nil {
 		return err
 	}
@@ -99,17 +87,15 @@ func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
 		// follows in this call.)
 		return nil
 	}
-	r, err := renderSummary(context.Background(), foldQueryer{f}, ev.Stream)
+	r, err := renderSummary(context.Background(), f.tx.Reader(), ev.Stream)
 	if err != nil {
 		return err
 	}
 	sum := SHA256(r.Data)
 	last, ok := t.last[ev.Stream]
 	if !ok {
-		err := f.tx.QueryRow(`SELECT sha256 FROM summary_versions WHERE stream = ? ORDER BY seq DESC LIMIT 1`,
-			ev.Stream).Scan(&last)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("read summary versions of %s: %w", ev.Stream, err)
+		if last, err = f.tx.LastSummarySHA(ev.Stream); err != nil {
+			return err
 		}
 	}
 	if sum == last {
@@ -117,35 +103,5 @@ func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
 		return nil
 	}
 	t.last[ev.Stream] = sum
-	if _, err := f.exec(`INSERT INTO summary_versions (stream, seq, time, sha256, content) VALUES (?, ?, ?, ?, ?)`,
-		ev.Stream, int64(ev.Seq), ev.Time, sum, string(r.Data)); err != nil {
-		return fmt.Errorf("record summary version %s seq %d: %w", ev.Stream, ev.Seq, err)
-	}
-	if _, err := f.exec(`DELETE FROM summary_versions WHERE stream = ?1 AND seq <= (
-			SELECT seq FROM summary_versions WHERE stream = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,
-		ev.Stream, HistoryKeep); err != nil {
-		return fmt.Errorf("drop old summary versions of %s: %w", ev.Stream, err)
-	}
-	return nil
-}
-
-// foldQueryer runs the renderers' queries on a fold's transaction
-// through statements prepared once per fold: a fold of many memory
-// events renders a summary after each.
-type foldQueryer struct{ f *fold }
-
-func (q foldQueryer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := q.f.stmt(query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-func (q foldQueryer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := q.f.stmt(query)
-	if err != nil {
-		return q.f.tx.QueryRowContext(ctx, query, args...) // reports the same error
-	}
-	return st.QueryRowContext(ctx, args...)
+	return f.tx.AddSummaryVersion(ev.Stream, ev.Seq, ev.Time, sum, string(r.Data), HistoryKeep)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/sqlstore"
 )
 
 // TestHistoryOnTextChange: summary_history/ gets a version when a memory
@@ -42,7 +43,7 @@ func TestHistoryOnTextChange(t *testing.T) {
 			}
 		}
 		last, _ := os.ReadFile(got[len(got)-1])
-		r, ok, err := Render(context.Background(), p.s.DB(), SummaryPath(ws))
+		r, ok, err := p.Render(context.Background(), SummaryPath(ws))
 		if err != nil || !ok || string(r.Data) != string(last) {
 			t.Errorf("split %d: the newest version differs from the summary (%v)", split, err)
 		}
@@ -69,7 +70,7 @@ func TestUnrecordedFileRemoved(t *testing.T) {
 	if err := os.WriteFile(abs, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.s.DB().Exec(`INSERT INTO files_intent (path, sha256) VALUES (?, ?)`, orphan, SHA256(data)); err != nil {
+	if err := p.s.RecordFileIntents(ctx, []sqlstore.FileIntent{{Path: orphan, SHA256: SHA256(data)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.enqueue(ctx, []string{groupScope + ws}); err != nil {
@@ -81,9 +82,11 @@ func TestUnrecordedFileRemoved(t *testing.T) {
 	if _, err := os.Stat(abs); !os.IsNotExist(err) {
 		t.Errorf("%s: got %v, want it removed", orphan, err)
 	}
-	var n int
-	p.s.DB().Get(&n, `SELECT count(*) FROM files_intent`)
-	if n != 0 {
+	left, err := p.s.FileIntents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(left); n != 0 {
 		t.Errorf("got %d files_intent rows left, want 0", n)
 	}
 }

@@ -240,11 +240,7 @@ func (e *entry) revise(o *payload.Op) (textChanged bool) {
 // derive from (stream, seq, pos) so they never collide in practice, but
 // a fold must not fail on the UNIQUE constraint if they ever did.
 func (f *fold) entryExists(id string) (bool, error) {
-	var n int
-	if err := f.tx.QueryRow(`SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
-		return false, fmt.Errorf("look up entry %s: %w", id, err)
-	}
-	return n > 0, nil
+	return f.tx.EntryExists(id)
 }
 
 // joinTerms is the terms column of terms: joined with ", ", blanks and

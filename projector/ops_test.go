@@ -1,7 +1,9 @@
 package projector
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,15 +22,14 @@ type entryState struct {
 
 func getEntry(t *testing.T, s *sqlstore.Store, id string) (entryState, bool) {
 	t.Helper()
-	var r entryState
-	err := s.DB().QueryRow(`SELECT id, type, title, description, terms, content, tags, status, conflict_group,
-		supersedes, superseded_by, provenance, importance, confidence, version, updated_seq FROM entries WHERE id = ?`, id).
-		Scan(&r.ID, &r.Type, &r.Title, &r.Description, &r.Terms, &r.Content, &r.Tags, &r.Status, &r.ConflictGroup,
-			&r.Supersedes, &r.SupersededBy, &r.Provenance, &r.Importance, &r.Confidence, &r.Version, &r.UpdatedSeq)
-	if err != nil {
-		return r, false
+	e, ok, err := s.Entry(context.Background(), id)
+	if err != nil || !ok {
+		return entryState{}, false
 	}
-	return r, true
+	return entryState{ID: e.ID, Type: e.Type, Title: e.Title, Description: e.Description, Terms: e.Terms, Content: e.Content,
+		Tags: tagsJSON(e.Tags), Status: e.Status, ConflictGroup: e.ConflictGroup, Supersedes: e.Supersedes,
+		SupersededBy: e.SupersededBy, Provenance: string(e.Provenance), Importance: e.Importance, Confidence: e.Confidence,
+		Version: e.Version, UpdatedSeq: int64(e.UpdatedSeq)}, true
 }
 
 func mustEntry(t *testing.T, s *sqlstore.Store, id string) entryState {
@@ -44,9 +45,8 @@ func mustEntry(t *testing.T, s *sqlstore.Store, id string) entryState {
 func versions(t *testing.T, s *sqlstore.Store, id string) []string {
 	t.Helper()
 	var out []string
-	if err := s.DB().Select(&out, `SELECT 'v' || version || ' ' || op || ' ' || status || ' ' || reason
-		FROM entry_versions WHERE entry_id = ? ORDER BY version`, id); err != nil {
-		t.Fatal(err)
+	for _, v := range history(t, s, id) {
+		out = append(out, fmt.Sprintf("v%d %s %s %s", v.Version, v.Op, v.Status, v.Reason))
 	}
 	return out
 }
@@ -183,8 +183,10 @@ func TestOpsReviseAndForget(t *testing.T) {
 	}
 	var hits []string
 	for _, term := range []string{"goreleaser", "make"} {
-		var ids []string
-		s.DB().Select(&ids, `SELECT e.id FROM entries_fts f JOIN entries e ON e.n = f.rowid WHERE entries_fts MATCH ?`, `body : "`+term+`"`)
+		ids, err := s.MatchEntries(context.Background(), `body : "`+term+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
 		hits = append(hits, strings.Join(ids, ","))
 	}
 	if hits[0] != id || hits[1] != "" {
@@ -221,9 +223,7 @@ func TestOpsAddVerbatimAndSkips(t *testing.T) {
 	if c, _ := s.Cursor("ws-a"); c != 2 {
 		t.Fatalf("got cursor %d, want 2: ops that do not apply must not stop the fold", c)
 	}
-	var n int
-	s.DB().Get(&n, `SELECT count(*) FROM entries WHERE scope = 'ws-a'`)
-	if n != 2 {
+	if n := len(entriesOf(t, s, sqlstore.EntryFilter{Scopes: []string{"ws-a"}})); n != 2 {
 		t.Errorf("got %d entries in ws-a, want 2", n)
 	}
 	e5 := mustEntry(t, s, EntryID("ws-a", 2, 5))

@@ -3,10 +3,13 @@ package projector
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"dshmem/events"
+	"dshmem/sqlstore"
 )
 
 func TestSessions(t *testing.T) {
@@ -31,12 +34,14 @@ func TestSessions(t *testing.T) {
 		Events, UserTurns, UserChars                                          int64
 	}
 	read := func() []row {
-		var rows []row
-		if err := s.DB().Select(&rows, `SELECT session AS session, stream AS stream, cwd AS cwd, origin AS origin,
-			parent AS parent, agent_preset AS agentpreset, started_at AS startedat, ended_at AS endedat,
-			first_seq AS firstseq, last_seq AS lastseq, first_time AS firsttime, last_time AS lasttime,
-			events AS events, user_turns AS userturns, user_chars AS userchars FROM sessions ORDER BY session, stream`); err != nil {
+		ss, err := s.Sessions(context.Background())
+		if err != nil {
 			t.Fatal(err)
+		}
+		var rows []row
+		for _, r := range ss {
+			rows = append(rows, row{r.Session, r.Stream, r.Cwd, r.Origin, r.Parent, r.AgentPreset, r.StartedAt, r.EndedAt,
+				int64(r.FirstSeq), int64(r.LastSeq), r.FirstTime, r.LastTime, r.Events, r.UserTurns, r.UserChars})
 		}
 		return rows
 	}
@@ -100,13 +105,9 @@ func TestEntries(t *testing.T) {
 	}
 	get := func(id string) entryRow {
 		t.Helper()
-		var r entryRow
-		if err := s.DB().Get(&r, `SELECT id AS id, type AS type, title AS title, tags AS tags, status AS status,
-			provenance AS provenance, created_at AS createdat, updated_at AS updatedat, importance AS importance,
-			version AS version, created_seq AS createdseq, updated_seq AS updatedseq FROM entries WHERE id = ?`, id); err != nil {
-			t.Fatalf("entry %s: %v", id, err)
-		}
-		return r
+		e := mustRead(t, s, id)
+		return entryRow{e.ID, e.Type, e.Title, tagsJSON(e.Tags), e.Status, string(e.Provenance), e.CreatedAt, e.UpdatedAt,
+			int64(e.Importance), e.Version, int64(e.CreatedSeq), int64(e.UpdatedSeq)}
 	}
 	t1 := ev("ws-a", 1, "", "", nil).Time
 	if got, want := get(id1), (entryRow{id1, "preference", "用 pnpm 不用 npm", `["tools","pnpm"]`, "active", `{"eventIds":["t:ws-a:1"]}`, t1, t1, 3, 1, 1, 1}); got != want {
@@ -118,9 +119,7 @@ func TestEntries(t *testing.T) {
 	if got := get(id4); got.Title != "Given Title" || got.Importance != 0 {
 		t.Errorf("entry 4: got %+v", got)
 	}
-	var n int
-	s.DB().Get(&n, `SELECT count(*) FROM entries`)
-	if n != 3 {
+	if n := len(entriesOf(t, s, sqlstore.EntryFilter{})); n != 3 {
 		t.Errorf("got %d entries, want 3 (empty content records nothing)", n)
 	}
 
@@ -140,7 +139,18 @@ func TestEntries(t *testing.T) {
 			t.Errorf("entry forgotten from another stream: got %+v", got)
 		}
 		var versions []string
-		s.DB().Select(&versions, `SELECT entry_id || ' v' || version || ' ' || op || ' ' || status || ' ' || reason || ' seq ' || seq FROM entry_versions ORDER BY entry_id = ? DESC, entry_id, version`, id1)
+		ids := []string{id1}
+		for _, e := range entriesOf(t, s, sqlstore.EntryFilter{}) {
+			if e.ID != id1 {
+				ids = append(ids, e.ID)
+			}
+		}
+		slices.Sort(ids[1:])
+		for _, id := range ids {
+			for _, v := range history(t, s, id) {
+				versions = append(versions, fmt.Sprintf("%s v%d %s %s %s seq %d", v.EntryID, v.Version, v.Op, v.Status, v.Reason, v.Seq))
+			}
+		}
 		if len(versions) != 4 || versions[0] != id1+" v1 add active  seq 1" || versions[1] != id1+" v2 forget forgotten outdated seq 5" {
 			t.Errorf("got versions %q", versions)
 		}
@@ -150,8 +160,8 @@ func TestEntries(t *testing.T) {
 	})
 
 	t.Run("Indexed", func(t *testing.T) {
-		var ids []string
-		if err := s.DB().Select(&ids, `SELECT e.id FROM entries_fts f JOIN entries e ON e.n = f.rowid WHERE entries_fts MATCH ? ORDER BY e.id`, `bigrams : "pnpm"`); err != nil {
+		ids, err := s.MatchEntries(context.Background(), `bigrams : "pnpm"`)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ids) != 1 || ids[0] != id1 {
@@ -189,53 +199,31 @@ func TestEpisodeTextMatchesView(t *testing.T) {
 	}
 	s := openStore(t)
 	mustFold(t, New(s), append(all, extra...))
-	rows, err := s.DB().Query(`SELECT v.type, e.data, v.text, v.injected FROM episode_texts v JOIN events e ON e.stream = v.stream AND e.seq = v.seq`)
+	ctx := context.Background()
+	texts, err := s.EpisodeTexts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
 	n := 0
-	for rows.Next() {
-		var typ, data, text string
-		var injected bool
-		if err := rows.Scan(&typ, &data, &text, &injected); err != nil {
-			t.Fatal(err)
-		}
-		gt, gi, ok := EpisodeText(typ, json.RawMessage(data))
-		if !ok || gt != text || gi != injected {
-			t.Errorf("%s %s: view says %q %v, EpisodeText %q %v %v", typ, data, text, injected, gt, gi, ok)
+	for _, v := range texts {
+		gt, gi, ok := EpisodeText(v.Type, v.Data)
+		if !ok || gt != v.Text || gi != v.Injected {
+			t.Errorf("%s %s: view says %q %v, EpisodeText %q %v %v", v.Type, v.Data, v.Text, v.Injected, gt, gi, ok)
 		}
 		n++
 	}
-	var events, want int
-	s.DB().Get(&events, `SELECT count(*) FROM events`)
-	s.DB().Get(&want, `SELECT count(*) FROM events WHERE type IN ('user/message', 'assistant/message', 'tool/result', 'compaction/summary', 'task/end')`)
-	if events != len(all)+len(extra) || n != want-3 {
-		t.Errorf("got %d events, %d episodes; want %d events, %d episodes", events, n, len(all)+len(extra), want-3)
-	}
-}
-
-// Every table of the schema is in the dump or deliberately left out.
-func TestDumpCoversSchema(t *testing.T) {
-	s := openStore(t)
-	var names []string
-	if err := s.DB().Select(&names, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
+	all2, err := s.Events(ctx, sqlstore.EventFilter{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	covered := map[string]bool{}
-	for _, d := range dumpTables {
-		covered[d.name] = true
+	events, want := len(all2), 0
+	for _, e := range all2 {
+		switch e.Type {
+		case "user/message", "assistant/message", "tool/result", "compaction/summary", "task/end":
+			want++
+		}
 	}
-	shadow := []string{"_data", "_idx", "_config", "_docsize", "_content"}
-	for _, n := range names {
-		isShadow := false
-		for _, suf := range shadow {
-			if base, ok := strings.CutSuffix(n, suf); ok && covered[base] {
-				isShadow = true
-			}
-		}
-		if !covered[n] && !dumpSkipped[n] && !isShadow {
-			t.Errorf("table %s is neither dumped nor skipped", n)
-		}
+	if events != len(all)+len(extra) || n != want-3 {
+		t.Errorf("got %d events, %d episodes; want %d events, %d episodes", events, n, len(all)+len(extra), want-3)
 	}
 }

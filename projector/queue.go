@@ -2,7 +2,6 @@ package projector
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"dshmem/sqlstore"
 )
 
 // The Markdown files are written after the fold that changed them has
@@ -26,15 +27,7 @@ const (
 	groupGlobal = "global" // global.md, index.md, knowledge/
 	groupScope  = "scope/" // + stream: memory_summary.md, scope.json, summary_history/
 	groupDay    = "day/"   // + YYYY-MM-DD: sessions/<day>.md
-	queueSQL    = `INSERT INTO projection_queue (key, gen) VALUES (?, 1)
-		ON CONFLICT (key) DO UPDATE SET gen = gen + 1`
 )
-
-// queueRow is one queued group as WriteQueued read it.
-type queueRow struct {
-	key string
-	gen int64
-}
 
 // groupOf names the group whose write renders the projection path rel.
 func groupOf(rel string) (string, bool) {
@@ -58,23 +51,13 @@ func (p *Projector) enqueue(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return p.record(ctx, func(tx *sql.Tx) error {
-		for _, k := range keys {
-			if _, err := tx.Exec(queueSQL, k); err != nil {
-				return fmt.Errorf("queue files %s: %w", k, err)
-			}
-		}
-		return nil
-	})
+	return p.record(func() error { return p.s.QueueFiles(ctx, keys) })
 }
 
 // Queued reports whether any group of files waits to be written.
 func (p *Projector) Queued(ctx context.Context) (bool, error) {
-	var n int
-	if err := p.s.DB().QueryRowContext(ctx, `SELECT count(*) FROM projection_queue`).Scan(&n); err != nil {
-		return false, fmt.Errorf("read projection queue: %w", err)
-	}
-	return n > 0, nil
+	n, err := p.s.QueuedFiles(ctx)
+	return n > 0, err
 }
 
 // WriteQueued renders every queued group of files from one snapshot of
@@ -98,30 +81,17 @@ func (p *Projector) WriteQueued(ctx context.Context) error {
 
 // renderQueued reads the queue and renders its groups in one read
 // transaction, so they all show the same moment of the index.
-func (p *Projector) renderQueued(ctx context.Context) (rs []Rendered, gone []string, done []queueRow, err error) {
-	tx, err := p.s.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+func (p *Projector) renderQueued(ctx context.Context) (rs []Rendered, gone []string, done []sqlstore.QueuedGroup, err error) {
+	tx, err := p.s.BeginRead(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT key, gen FROM projection_queue ORDER BY key`)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read projection queue: %w", err)
-	}
-	for rows.Next() {
-		var q queueRow
-		if err := rows.Scan(&q.key, &q.gen); err != nil {
-			rows.Close()
-			return nil, nil, nil, fmt.Errorf("read projection queue: %w", err)
-		}
-		done = append(done, q)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, nil, fmt.Errorf("read projection queue: %w", err)
+	defer tx.Close()
+	if done, err = tx.FileQueue(ctx); err != nil {
+		return nil, nil, nil, err
 	}
 	for _, q := range done {
-		grs, ggone, err := renderGroup(ctx, tx, q.key)
+		grs, ggone, err := renderGroup(ctx, tx.Reader, q.Key)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -133,7 +103,7 @@ func (p *Projector) renderQueued(ctx context.Context) (rs []Rendered, gone []str
 
 // renderGroup renders the files of one group and lists the recorded
 // files of the group that it no longer has.
-func renderGroup(ctx context.Context, q queryer, key string) ([]Rendered, []string, error) {
+func renderGroup(ctx context.Context, q sqlstore.Reader, key string) ([]Rendered, []string, error) {
 	switch {
 	case key == groupGlobal:
 		return renderGlobalFiles(ctx, q)
@@ -166,23 +136,17 @@ func renderGroup(ctx context.Context, q queryer, key string) ([]Rendered, []stri
 }
 
 // summaryVersions returns the kept summary versions of scope as files.
-func summaryVersions(ctx context.Context, q queryer, scope string) ([]Rendered, error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, time, content FROM summary_versions WHERE stream = ? ORDER BY seq`, scope)
+func summaryVersions(ctx context.Context, q sqlstore.Reader, scope string) ([]Rendered, error) {
+	vs, err := q.SummaryVersions(ctx, scope)
 	if err != nil {
-		return nil, fmt.Errorf("read summary versions of %s: %w", scope, err)
+		return nil, err
 	}
-	defer rows.Close()
 	var out []Rendered
-	for rows.Next() {
-		var seq int64
-		var at, content string
-		if err := rows.Scan(&seq, &at, &content); err != nil {
-			return nil, fmt.Errorf("read summary versions of %s: %w", scope, err)
-		}
-		out = append(out, Rendered{Path: HistoryPath(scope, uint64(seq)), Data: []byte(content),
-			Meta: FileMeta{Stream: scope, Seq: uint64(seq), Time: at}})
+	for _, v := range vs {
+		out = append(out, Rendered{Path: HistoryPath(scope, v.Seq), Data: []byte(v.Content),
+			Meta: FileMeta{Stream: scope, Seq: v.Seq, Time: v.Time}})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RepairFiles brings the files up to the index on open: it queues the
@@ -196,8 +160,8 @@ func (p *Projector) RepairFiles(ctx context.Context) error {
 	if p.Root == "" {
 		return nil
 	}
-	var paths []string
-	if err := p.s.DB().SelectContext(ctx, &paths, `SELECT path FROM files ORDER BY path`); err != nil {
+	paths, err := p.s.FilePaths(ctx)
+	if err != nil {
 		return fmt.Errorf("repair files: %w", err)
 	}
 	if len(paths) == 0 {

@@ -3,9 +3,7 @@ package projector
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -17,6 +15,7 @@ import (
 	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/markdown"
+	"dshmem/sqlstore"
 )
 
 // Paths of the projections, relative to the memory root, '/'-separated
@@ -137,12 +136,6 @@ type FileMeta struct {
 	Time      string            // event time of that change
 }
 
-// queryer is what the renderers read: a fold's transaction or the pool.
-type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // scopeEntry is an entries row as the renderers need it.
 type scopeEntry struct {
 	md         markdown.Entry
@@ -153,37 +146,31 @@ type scopeEntry struct {
 
 // loadScope reads every entry of scope (any status) and the last change:
 // the highest updated_seq, its time.
-func loadScope(ctx context.Context, q queryer, scope string) ([]scopeEntry, FileMeta, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
-			status, conflict_group, updated_seq, updated_at
-		FROM entries WHERE scope = ? ORDER BY id`, scope)
+func loadScope(ctx context.Context, r sqlstore.Reader, scope string) ([]scopeEntry, FileMeta, error) {
+	rows, err := r.ScopeEntries(ctx, scope)
 	if err != nil {
-		return nil, FileMeta{}, fmt.Errorf("read entries of %s: %w", scope, err)
+		return nil, FileMeta{}, err
 	}
-	defer rows.Close()
-	var out []scopeEntry
+	out := make([]scopeEntry, 0, len(rows))
 	meta := FileMeta{Stream: scope}
-	for rows.Next() {
-		var e scopeEntry
-		var terms, tags string
-		var seq int64
-		if err := rows.Scan(&e.md.ID, &e.md.Type, &e.md.Title, &e.md.Description, &terms, &e.md.Content, &tags,
-			&e.md.Importance, &e.md.Status, &e.md.ConflictGroup, &seq, &e.updatedAt); err != nil {
-			return nil, FileMeta{}, fmt.Errorf("read entries of %s: %w", scope, err)
-		}
-		_ = json.Unmarshal([]byte(tags), &e.tags) // a bad tags column shows no tags
-		e.md.Tags = e.tags
-		e.md.Terms = splitTerms(terms)
-		e.updatedSeq = uint64(seq)
+	for i := range rows {
+		e := scopeEntry{md: mdEntry(&rows[i]), updatedSeq: rows[i].UpdatedSeq, updatedAt: rows[i].UpdatedAt}
+		e.tags = e.md.Tags
 		if e.updatedSeq > meta.Seq || e.updatedSeq == meta.Seq && e.updatedAt > meta.Time {
 			meta.Seq, meta.Time = e.updatedSeq, e.updatedAt
 		}
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, FileMeta{}, fmt.Errorf("read entries of %s: %w", scope, err)
-	}
 	return out, meta, nil
+}
+
+// mdEntry is an entries row as the Markdown renderers take it.
+func mdEntry(r *sqlstore.ProjectedEntry) markdown.Entry {
+	e := markdown.Entry{ID: r.ID, Type: r.Type, Title: r.Title, Description: r.Description, Content: r.Content,
+		Importance: r.Importance, Status: r.Status, ConflictGroup: r.ConflictGroup}
+	_ = json.Unmarshal([]byte(r.Tags), &e.Tags) // a bad tags column shows no tags
+	e.Terms = splitTerms(r.Terms)
+	return e
 }
 
 // splitTerms reads the terms column: items separated by commas or line
@@ -226,8 +213,8 @@ func Topic(typ string, tags []string) string {
 // renderGlobalLayer renders global.md, index.md and one knowledge file
 // per topic that has an entry shown (active or conflict). Topics whose
 // names give the same file name share it; the file takes the least name.
-func renderGlobalLayer(ctx context.Context, q queryer) ([]Rendered, error) {
-	es, meta, err := loadScope(ctx, q, globalStream)
+func renderGlobalLayer(ctx context.Context, r sqlstore.Reader) ([]Rendered, error) {
+	es, meta, err := loadScope(ctx, r, globalStream)
 	if err != nil {
 		return nil, err
 	}
@@ -290,34 +277,21 @@ func knowledgeTitles(data []byte) []string {
 	return titles
 }
 
-// scopeCwd reads the workspace's cwd and the event that gave it.
-func scopeCwd(ctx context.Context, q queryer, scope string) (cwd string, seq uint64, at string, err error) {
-	var s int64
-	err = q.QueryRowContext(ctx, `SELECT cwd, seq, time FROM scopes WHERE stream = ?`, scope).Scan(&cwd, &s, &at)
-	if err == sql.ErrNoRows {
-		return "", 0, "", nil
-	}
-	if err != nil {
-		return "", 0, "", fmt.Errorf("read scope %s: %w", scope, err)
-	}
-	return cwd, uint64(s), at, nil
-}
-
 // renderSummary renders scopes/<scope>/memory_summary.md from the top of
 // the scope's ranking: it reads summaryPool entries in the summary's
 // order (the entries_summary index), and more only when every one of
 // them fit, so a render costs the same at 300 entries and at 30,000.
-func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, error) {
-	cwd, _, _, err := scopeCwd(ctx, q, scope)
+func renderSummary(ctx context.Context, r sqlstore.Reader, scope string) (Rendered, error) {
+	dir, err := r.Scope(ctx, scope)
 	if err != nil {
 		return Rendered{}, err
 	}
 	for pool := summaryPool; ; pool *= 4 {
-		es, meta, omitted, err := loadSummaryEntries(ctx, q, scope, pool)
+		es, meta, omitted, err := loadSummaryEntries(ctx, r, scope, pool)
 		if err != nil {
 			return Rendered{}, err
 		}
-		in := markdown.SummaryInput{ScopeKey: scope, Cwd: cwd, Entries: es, Omitted: omitted}
+		in := markdown.SummaryInput{ScopeKey: scope, Cwd: dir.Cwd, Entries: es, Omitted: omitted}
 		data, kept := markdown.RenderSummaryKept(in)
 		if kept < len(es) || omitted <= 0 {
 			return Rendered{Path: SummaryPath(scope), Data: data, Meta: meta}, nil
@@ -332,57 +306,27 @@ func renderSummary(ctx context.Context, q queryer, scope string) (Rendered, erro
 // takes at least ~60 bytes, so fewer than 50 ever fit.)
 const summaryPool = 16
 
-// summaryOrder is markdown.RenderSummary's ranking in SQL: active before
-// conflict, importance high first, the type order of global.md, then id.
-// The entries_summary index (migration 00007) holds these expressions
-// character for character; a change here must change it too.
-const summaryOrder = `(CASE status WHEN 'conflict' THEN 1 ELSE 0 END),
-	importance DESC,
-	(CASE type WHEN 'preference' THEN 0 WHEN 'rule' THEN 1 WHEN 'decision' THEN 2
-		WHEN 'architecture' THEN 3 WHEN 'procedure' THEN 4 WHEN 'fix' THEN 5
-		WHEN 'fact' THEN 6 WHEN '' THEN 8 ELSE 7 END),
-	type, id`
-
 // loadSummaryEntries reads the first pool of a scope's shown entries in
-// the summary's ranking, how many shown entries it left out
+// the summary's ranking (markdown.RenderSummary's, kept in SQL by
+// sqlstore.Reader.SummaryEntries), how many shown entries it left out
 // (entry_counts), and the seq and time of the scope's last entry change.
-func loadSummaryEntries(ctx context.Context, q queryer, scope string, pool int) ([]markdown.Entry, FileMeta, int, error) {
+func loadSummaryEntries(ctx context.Context, r sqlstore.Reader, scope string, pool int) ([]markdown.Entry, FileMeta, int, error) {
 	meta := FileMeta{Stream: scope}
-	var seq sql.NullInt64
-	var at sql.NullString
-	err := q.QueryRowContext(ctx, `SELECT updated_seq, updated_at FROM entries WHERE scope = ?
-		ORDER BY updated_seq DESC, updated_at DESC LIMIT 1`, scope).Scan(&seq, &at)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+	var err error
+	if meta.Seq, meta.Time, err = r.LastEntryChange(ctx, scope); err != nil {
+		return nil, meta, 0, err
 	}
-	meta.Seq, meta.Time = uint64(seq.Int64), at.String
-	var total int
-	if err := q.QueryRowContext(ctx, `SELECT coalesce((SELECT shown FROM entry_counts WHERE scope = ?), 0)`,
-		scope).Scan(&total); err != nil {
-		return nil, meta, 0, fmt.Errorf("count entries of %s: %w", scope, err)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
-			status, conflict_group
-		FROM entries INDEXED BY entries_summary WHERE scope = ? AND status IN ('active', 'conflict')
-		ORDER BY `+summaryOrder+` LIMIT ?`, scope, pool)
+	total, err := r.ShownCount(ctx, scope)
 	if err != nil {
-		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+		return nil, meta, 0, err
 	}
-	defer rows.Close()
-	var out []markdown.Entry
-	for rows.Next() {
-		var e markdown.Entry
-		var terms, tags string
-		if err := rows.Scan(&e.ID, &e.Type, &e.Title, &e.Description, &terms, &e.Content, &tags,
-			&e.Importance, &e.Status, &e.ConflictGroup); err != nil {
-			return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
-		}
-		_ = json.Unmarshal([]byte(tags), &e.Tags) // a bad tags column shows no tags
-		e.Terms = splitTerms(terms)
-		out = append(out, e)
+	rows, err := r.SummaryEntries(ctx, scope, pool)
+	if err != nil {
+		return nil, meta, 0, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, meta, 0, fmt.Errorf("read entries of %s: %w", scope, err)
+	out := make([]markdown.Entry, 0, len(rows))
+	for i := range rows {
+		out = append(out, mdEntry(&rows[i]))
 	}
 	return out, meta, total - len(out), nil
 }
@@ -394,16 +338,16 @@ type scopeJSON struct {
 }
 
 // renderScopeFile renders scopes/<scope>/scope.json.
-func renderScopeFile(ctx context.Context, q queryer, scope string) (Rendered, error) {
-	cwd, seq, at, err := scopeCwd(ctx, q, scope)
+func renderScopeFile(ctx context.Context, r sqlstore.Reader, scope string) (Rendered, error) {
+	dir, err := r.Scope(ctx, scope)
 	if err != nil {
 		return Rendered{}, err
 	}
-	data, err := json.MarshalIndent(scopeJSON{Key: scope, Cwd: cwd}, "", "  ")
+	data, err := json.MarshalIndent(scopeJSON{Key: scope, Cwd: dir.Cwd}, "", "  ")
 	if err != nil {
 		return Rendered{}, err
 	}
-	return Rendered{Path: ScopePath(scope), Data: append(data, '\n'), Meta: FileMeta{Stream: scope, Seq: seq, Time: at}}, nil
+	return Rendered{Path: ScopePath(scope), Data: append(data, '\n'), Meta: FileMeta{Stream: scope, Seq: dir.Seq, Time: dir.Time}}, nil
 }
 
 // Block is one compaction or session summary of a day file with the
@@ -468,28 +412,17 @@ func RenderDay(day string, blocks []Block) Rendered {
 }
 
 // renderDay reads a day's blocks from the index and renders the file.
-func renderDay(ctx context.Context, q queryer, day string) (Rendered, error) {
-	rows, err := q.QueryContext(ctx, `SELECT stream, seq, id, type, time, session, coalesce(data, '')
-		FROM events WHERE substr(time, 1, 10) = ? AND type IN ('compaction/summary', 'session/end')`, day)
+func renderDay(ctx context.Context, r sqlstore.Reader, day string) (Rendered, error) {
+	evs, err := r.DayBlockEvents(ctx, day)
 	if err != nil {
-		return Rendered{}, fmt.Errorf("read blocks of %s: %w", day, err)
+		return Rendered{}, err
 	}
-	defer rows.Close()
 	var blocks []Block
-	for rows.Next() {
-		var ev events.Envelope
-		var seq int64
-		var data string
-		if err := rows.Scan(&ev.Stream, &seq, &ev.ID, &ev.Type, &ev.Time, &ev.Session, &data); err != nil {
-			return Rendered{}, fmt.Errorf("read blocks of %s: %w", day, err)
-		}
-		ev.Seq, ev.Data = uint64(seq), json.RawMessage(data)
+	for _, e := range evs {
+		ev := events.Envelope{Stream: e.Stream, Seq: e.Seq, ID: e.ID, Type: e.Type, Time: e.Time, Session: e.Session, Data: e.Data}
 		if d, b, ok := BlockOf(&ev); ok && d == day {
 			blocks = append(blocks, b)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return Rendered{}, fmt.Errorf("read blocks of %s: %w", day, err)
 	}
 	return RenderDay(day, blocks), nil
 }
@@ -500,7 +433,12 @@ func renderDay(ctx context.Context, q queryer, day string) (Rendered, error) {
 // without entries, a day without blocks, an unknown scope, a history
 // version no longer kept — history files are rendered only while
 // folding, so Render reports them as not available).
-func Render(ctx context.Context, q queryer, rel string) (r Rendered, ok bool, err error) {
+func (p *Projector) Render(ctx context.Context, rel string) (r Rendered, ok bool, err error) {
+	return render(ctx, p.s.Reader(), rel)
+}
+
+// render renders rel from what q reads.
+func render(ctx context.Context, q sqlstore.Reader, rel string) (r Rendered, ok bool, err error) {
 	info, ok := ParsePath(rel)
 	if !ok {
 		return Rendered{}, false, nil
@@ -518,12 +456,8 @@ func Render(ctx context.Context, q queryer, rel string) (r Rendered, ok bool, er
 		}
 		return Rendered{}, false, nil
 	case KindSummary, KindScope:
-		var known int
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM cursors WHERE stream = ?`, info.Scope).Scan(&known); err != nil {
-			return Rendered{}, false, fmt.Errorf("read cursor of %s: %w", info.Scope, err)
-		}
-		if known == 0 {
-			return Rendered{}, false, nil
+		if folded, err := q.Folded(ctx, info.Scope); err != nil || !folded {
+			return Rendered{}, false, err
 		}
 		if info.Kind == KindScope {
 			r, err = renderScopeFile(ctx, q, info.Scope)

@@ -1,8 +1,6 @@
 package projector
 
 import (
-	"fmt"
-
 	"dshmem/events"
 	"dshmem/events/payload"
 )
@@ -30,12 +28,8 @@ func (f *fold) shown(ev *events.Envelope) error {
 			continue
 		}
 		seen[id] = true
-		if _, err := f.exec(`INSERT INTO shown (session, stream, entry_id, count, last_seq, last_time)
-			VALUES (?, ?, ?, 1, ?, ?)
-			ON CONFLICT (session, stream, entry_id) DO UPDATE SET
-				count = count + 1, last_seq = excluded.last_seq, last_time = excluded.last_time`,
-			session, ev.Stream, id, int64(ev.Seq), ev.Time); err != nil {
-			return fmt.Errorf("record entry %s shown to %s: %w", id, session, err)
+		if err := f.tx.RecordShown(session, ev.Stream, id, ev.Seq, ev.Time); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -28,11 +28,11 @@ func TestSummaryReadsTopOfRanking(t *testing.T) {
 	}
 	mustFold(t, p, evs)
 	ctx := context.Background()
-	got, err := renderSummary(ctx, st.DB(), stream)
+	got, err := renderSummary(ctx, st.Reader(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _, err := loadScope(ctx, st.DB(), stream)
+	all, _, err := loadScope(ctx, st.Reader(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}

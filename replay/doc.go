@@ -13,6 +13,16 @@
 // differs: a damaged sessions/DAY.md (the incident of a file cut to its
 // first 16 lines), a hand edit not yet synced, a file that is missing.
 //
+// Nothing here writes to the root it reads: Rebuild writes into a new
+// directory, Verify rebuilds into a temporary one, Restore folds into a
+// temporary index. So they run on a log opened with
+// events.OpenLogReadOnly and an index opened read-only, beside the
+// root's writer. Verify compares the root with the replay of what the
+// live index had folded (its cursors, read before the log was opened):
+// a stream the index has not folded to the end (Behind) is the writer's
+// work in flight, or the tail a crash left, and is not replayed; one it
+// folded past the log's end is a difference.
+//
 // # Restore
 //
 // Restore renders one file as it was at a point without rebuilding
@@ -31,8 +41,9 @@
 // it, so entry ids and versions come out exactly as in the live fold. A
 // sessions file is fed by several streams, so its point is a time (RFC
 // 3339; blocks are compared by instant). The live index, when given,
-// says which events hold that day's blocks, and only those stretches of
-// the streams are read; without it every stream is read whole.
+// says which of the events it folded hold that day's blocks, and only
+// those stretches of the streams are read, with whatever it has not
+// folded yet; without it every stream is read whole.
 //
 // # Paths
 //

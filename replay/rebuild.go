@@ -67,9 +67,8 @@ func Rebuild(ctx context.Context, log Log, dir string, opts Options) (Stats, err
 	// One connection, so the pragma below reaches every statement, with
 	// a smaller page cache than a live index keeps (128 MiB): a rebuild
 	// writes mostly appends, and this keeps its peak RSS under 300 MB.
-	st.DB().SetMaxOpenConns(1)
-	if _, err := st.DB().ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = %d", -rebuildCacheKiB)); err != nil {
-		return Stats{}, fmt.Errorf("rebuild: set cache size: %w", err)
+	if err := st.UseOneConnection(ctx, rebuildCacheKiB); err != nil {
+		return Stats{}, fmt.Errorf("rebuild: %w", err)
 	}
 	p := projector.New(st)
 	p.Root = dir
@@ -256,20 +255,8 @@ var _ Log = (*events.Log)(nil)
 // uses (WAL, synchronous NORMAL). WAL mode is recorded in the database
 // file, so it must be put back before the index is handed over.
 func bulkLoad(ctx context.Context, st *sqlstore.Store, on bool) error {
-	stmts := []string{
-		`PRAGMA journal_mode = MEMORY`,
-		`PRAGMA synchronous = OFF`,
-	}
-	if !on {
-		stmts = []string{
-			`PRAGMA synchronous = NORMAL`,
-			`PRAGMA journal_mode = WAL`,
-		}
-	}
-	for _, q := range stmts {
-		if _, err := st.DB().ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("rebuild: set up the new index (%s): %w", q, err)
-		}
+	if err := st.BulkLoad(ctx, on); err != nil {
+		return fmt.Errorf("rebuild: set up the new index: %w", err)
 	}
 	return nil
 }

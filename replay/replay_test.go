@@ -251,11 +251,36 @@ func TestVerify(t *testing.T) {
 		}
 	})
 	t.Run("IndexDiffers", func(t *testing.T) {
-		if _, err := st.DB().Exec(`UPDATE scopes SET cwd = '/elsewhere' WHERE stream = ?`, wsB); err != nil {
+		// The scope's directory changed, and global.md's row names a later seq.
+		dir, err := st.Reader().Scope(ctx, wsB)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.DB().Exec(`UPDATE files SET seq = seq + 1 WHERE path = 'global.md'`); err != nil {
+		tx, err := st.BeginFold(ctx)
+		if err != nil {
 			t.Fatal(err)
+		}
+		err = tx.RegisterScope(wsB, "/elsewhere", dir.Seq, dir.Time)
+		if err == nil {
+			err = tx.Commit()
+		}
+		tx.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := st.Reader().Files(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if f.Path != "global.md" {
+				continue
+			}
+			w := sqlstore.FileWrite{Path: f.Path, SHA256: f.SHA256, Bytes: f.Bytes, Stream: f.Stream, Seq: f.Seq + 1,
+				Positions: f.Positions, Time: f.Time, KeepText: true, Text: f.Text}
+			if err := st.RecordFiles(ctx, []sqlstore.FileWrite{w}, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
 		if err != nil {

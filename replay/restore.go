@@ -25,9 +25,10 @@ type Point struct {
 
 // RestoreOptions configure Restore. The zero value works.
 type RestoreOptions struct {
-	// Index, when set, is the live index, caught up with the log: it
-	// says which events hold a day's blocks, so a sessions file is
-	// restored by reading only those stretches of the streams.
+	// Index, when set, is the live index (read-only will do): it says
+	// which of the events it folded hold a day's blocks, so a sessions
+	// file is restored by reading only those stretches of the streams,
+	// and whatever it has not folded yet (past its cursors).
 	Index *sqlstore.Store
 }
 
@@ -134,15 +135,14 @@ func restoreStream(ctx context.Context, log Log, rel string, info projector.Path
 			return nil, fmt.Errorf("restore %s: %w", rel, err)
 		}
 	}
-	if _, err := st.DB().ExecContext(ctx, `INSERT INTO cursors (stream, seq) VALUES (?, ?)
-		ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq`, info.Scope, int64(seq)); err != nil {
+	if err := st.SetCursor(ctx, info.Scope, seq); err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
 	target := rel
 	if info.Kind == projector.KindHistory {
 		target = projector.SummaryPath(info.Scope)
 	}
-	r, ok, err := projector.Render(ctx, st.DB(), target)
+	r, ok, err := p.Render(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", rel, err)
 	}
@@ -159,41 +159,32 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 	if at.Seq != 0 {
 		return nil, fmt.Errorf("%w: %s is fed by several streams; give --at a time (RFC 3339), not a seq", ErrBadPoint, rel)
 	}
-	type span struct {
-		stream   string
-		from, to uint64
-	}
-	var spans []span
+	var spans []sqlstore.BlockSpan
 	if opts.Index != nil {
-		rows, err := opts.Index.DB().QueryContext(ctx, `SELECT stream, min(seq), max(seq) FROM events
-			WHERE substr(time, 1, 10) = ? AND type IN ('compaction/summary', 'session/end')
-			GROUP BY stream ORDER BY stream`, day)
+		var err error
+		if spans, err = opts.Index.BlockSpans(ctx, day); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", rel, err)
+		}
+		// The index knows only what it folded: a writer may not have
+		// folded its last appends yet, or a crash left them unfolded.
+		folded, err := opts.Index.Cursors()
 		if err != nil {
 			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
 		}
-		for rows.Next() {
-			var s span
-			var from, to int64
-			if err := rows.Scan(&s.stream, &from, &to); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
+		for _, s := range log.Streams() {
+			if f, last := folded[s], log.LastSeq(s); f < last {
+				spans = append(spans, sqlstore.BlockSpan{Stream: s, From: f + 1, To: last})
 			}
-			s.from, s.to = uint64(from), uint64(to)
-			spans = append(spans, s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("restore %s: locate its blocks: %w", rel, err)
 		}
 	} else {
 		for _, s := range log.Streams() {
-			spans = append(spans, span{s, 1, log.LastSeq(s)})
+			spans = append(spans, sqlstore.BlockSpan{Stream: s, From: 1, To: log.LastSeq(s)})
 		}
 	}
 	var blocks []projector.Block
 	for _, sp := range spans {
-		err := log.Scan(sp.stream, sp.from, func(ev events.Envelope) error {
-			if ev.Seq > sp.to {
+		err := log.Scan(sp.Stream, sp.From, func(ev events.Envelope) error {
+			if ev.Seq > sp.To {
 				return errStop
 			}
 			d, b, ok := projector.BlockOf(&ev)
@@ -203,7 +194,7 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStop) {
-			return nil, fmt.Errorf("restore %s: read stream %s: %w", rel, sp.stream, err)
+			return nil, fmt.Errorf("restore %s: read stream %s: %w", rel, sp.Stream, err)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
 )
@@ -27,6 +30,17 @@ type VerifyReport struct {
 	Files       int    // projection files compared
 	Stats       Stats  // of the rebuild
 	Dir         string // where the rebuild was made; removed unless VerifyOptions.Keep
+	// Behind lists the streams the live index had not folded to the end
+	// of the log: the root was compared with the replay of what it had
+	// folded. Beside a writer that is what the writer has not folded
+	// yet; with none, the tail a crash left between an append and its
+	// fold, which the next writer's open folds. The caller decides
+	// whether it is a difference.
+	Behind []Lag
+	// Moved names, when it is not empty, a stream the live index folded
+	// further while Verify ran: a writer changed the root during the
+	// comparison, and a difference may be only that.
+	Moved string
 }
 
 // VerifyOptions configure Verify. The zero value works.
@@ -34,25 +48,61 @@ type VerifyOptions struct {
 	Options
 	// Keep leaves the rebuilt root on disk (its path is in the report).
 	Keep bool
+	// Folded is what the live index had folded (its cursors), read
+	// before log was opened, so that a writer appending in between
+	// cannot make the index look ahead of the log. Nil: read the cursors
+	// when Verify starts (a root nothing writes meanwhile).
+	Folded map[string]uint64
 }
 
-// Verify rebuilds root's log aside, in a new temporary directory, and
-// compares the live root with it byte for byte: every projection file
-// (present in one and not the other, or different), projector.Dump of
-// the live index (live) against the rebuilt one, and projector.DumpFiles
-// (what the files table says was written, and the seq each reflects). The caller keeps
-// the root still while it runs (holds the writer lock) and has caught
-// the live index up with the log.
+// Verify rebuilds root's log aside, in a new temporary directory, up to
+// the seqs the live index had folded, and compares the live root with it
+// byte for byte: every projection file (present in one and not the
+// other, or different), projector.Dump of the live index (live) against
+// the rebuilt one, and projector.DumpFiles (what the files table says
+// was written, and the seq each reflects). A stream the index folded
+// past the end of the log is a difference; one it has not folded to the
+// end is reported in Behind.
+//
+// Verify only reads root, log and live, so it may run beside the
+// root's writer (with a read-only log and index): it compares the
+// prefix the index held when it started, and Moved says if the index
+// went on folding while it ran. live may be nil (the root has no
+// index): the index is then a difference and the whole log is replayed.
 func Verify(ctx context.Context, log Log, root string, live *sqlstore.Store, opts VerifyOptions) (VerifyReport, error) {
+	folded := opts.Folded
+	if folded == nil && live != nil {
+		var err error
+		if folded, err = live.Cursors(); err != nil {
+			return VerifyReport{}, fmt.Errorf("verify: %w", err)
+		}
+	}
+	src := log
+	var rep VerifyReport
+	var ahead []Difference
+	if live != nil {
+		upTo := map[string]uint64{}
+		for _, lag := range Lags(log, folded) {
+			if lag.Folded > lag.Logged {
+				ahead = append(ahead, Difference{Path: IndexFile, Problem: fmt.Sprintf("ahead of the log: stream %s is folded up to seq %d, but the log ends at seq %d (events were cut out of the log; the next writer to open the root rebuilds the index)", lag.Stream, lag.Folded, lag.Logged)})
+			} else {
+				rep.Behind = append(rep.Behind, lag)
+			}
+		}
+		for _, s := range log.Streams() {
+			upTo[s] = min(folded[s], log.LastSeq(s))
+		}
+		src = prefix{log, upTo}
+	}
 	dir, err := os.MkdirTemp("", "dshmem-verify-")
 	if err != nil {
-		return VerifyReport{}, fmt.Errorf("verify: %w", err)
+		return rep, fmt.Errorf("verify: %w", err)
 	}
-	rep := VerifyReport{Dir: dir}
+	rep.Dir = dir
 	if !opts.Keep {
 		defer os.RemoveAll(dir)
 	}
-	rep.Stats, err = Rebuild(ctx, log, dir, opts.Options)
+	rep.Stats, err = Rebuild(ctx, src, dir, opts.Options)
 	if err != nil {
 		return rep, err
 	}
@@ -61,7 +111,11 @@ func Verify(ctx context.Context, log Log, root string, live *sqlstore.Store, opt
 		return rep, err
 	}
 	rep.Files = n
-	rep.Differences = diffs
+	rep.Differences = append(diffs, ahead...)
+	if live == nil {
+		rep.Differences = append(rep.Differences, Difference{Path: IndexFile, Problem: "missing from the live root (the log makes it)"})
+		return rep, nil
+	}
 	st, err := sqlstore.Open(filepath.Join(dir, IndexFile))
 	if err != nil {
 		return rep, err
@@ -76,7 +130,83 @@ func Verify(ctx context.Context, log Log, root string, live *sqlstore.Store, opt
 			rep.Differences = append(rep.Differences, Difference{Path: IndexFile, Problem: problem})
 		}
 	}
+	now, err := live.Cursors()
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	for _, s := range slices.Sorted(maps.Keys(now)) {
+		if now[s] != folded[s] {
+			rep.Moved = fmt.Sprintf("stream %s was folded up to seq %d when verify started and up to seq %d when it ended", s, folded[s], now[s])
+			break
+		}
+	}
 	return rep, nil
+}
+
+// Lag is a stream whose index and log end at different seqs.
+type Lag struct {
+	Stream string
+	Folded uint64 // the index's cursor: the last seq it folded
+	Logged uint64 // the log's last seq
+}
+
+func (l Lag) String() string {
+	return fmt.Sprintf("stream %s is folded up to seq %d, the log ends at seq %d", l.Stream, l.Folded, l.Logged)
+}
+
+// Lags compares an index's cursors (folded) with the log, stream by
+// stream in name order, and returns every stream where they differ:
+// behind (Folded < Logged) or ahead of the log.
+func Lags(log Log, folded map[string]uint64) []Lag {
+	streams := slices.Concat(log.Streams(), slices.Collect(maps.Keys(folded)))
+	slices.Sort(streams)
+	var out []Lag
+	for _, s := range slices.Compact(streams) {
+		if f, l := folded[s], log.LastSeq(s); f != l {
+			out = append(out, Lag{Stream: s, Folded: f, Logged: l})
+		}
+	}
+	return out
+}
+
+// prefix is a Log cut, stream by stream, at the seqs of upTo (a stream
+// not in it is left out): the part of a log an index had folded.
+type prefix struct {
+	log  Log
+	upTo map[string]uint64
+}
+
+func (p prefix) Streams() []string {
+	var out []string
+	for _, s := range p.log.Streams() {
+		if p.LastSeq(s) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p prefix) LastSeq(stream string) uint64 {
+	return min(p.log.LastSeq(stream), p.upTo[stream])
+}
+
+var errPrefixEnd = errors.New("end of the prefix")
+
+func (p prefix) Scan(stream string, fromSeq uint64, fn func(events.Envelope) error) error {
+	last := p.LastSeq(stream)
+	if last == 0 {
+		return nil
+	}
+	err := p.log.Scan(stream, fromSeq, func(ev events.Envelope) error {
+		if ev.Seq > last {
+			return errPrefixEnd
+		}
+		return fn(ev)
+	})
+	if errors.Is(err, errPrefixEnd) {
+		return nil
+	}
+	return err
 }
 
 type dumpFunc func(context.Context, *sqlstore.Store, io.Writer) error

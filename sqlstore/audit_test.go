@@ -17,10 +17,10 @@ func auditFixture(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.DB().MustExec(`INSERT INTO events (stream, seq, id, type, time, data) VALUES ('global', 1, 'e1', 'user/message', '2026-08-18T10:00:00Z', '{"text":"hello"}')`)
-	s.DB().MustExec(`INSERT INTO episodes (n, injected) VALUES (1, 0)`)
-	s.DB().MustExec(`INSERT INTO episodes_fts (rowid, bigrams) VALUES (1, 'hello')`)
-	s.DB().MustExec(`INSERT INTO cursors (stream, seq) VALUES ('global', 1)`)
+	s.db.MustExec(`INSERT INTO events (stream, seq, id, type, time, data) VALUES ('global', 1, 'e1', 'user/message', '2026-08-18T10:00:00Z', '{"text":"hello"}')`)
+	s.db.MustExec(`INSERT INTO episodes (n, injected) VALUES (1, 0)`)
+	s.db.MustExec(`INSERT INTO episodes_fts (rowid, bigrams) VALUES (1, 'hello')`)
+	s.db.MustExec(`INSERT INTO cursors (stream, seq) VALUES ('global', 1)`)
 	return p
 }
 
@@ -156,7 +156,7 @@ func TestAuditOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		w.DB().MustExec(`INSERT INTO cursors (stream, seq) VALUES ('ws-a', 5)`)
+		w.db.MustExec(`INSERT INTO cursors (stream, seq) VALUES ('ws-a', 5)`)
 		r, err := OpenReadOnly(p)
 		if err != nil {
 			t.Fatal(err)

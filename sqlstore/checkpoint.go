@@ -1,6 +1,10 @@
 package sqlstore
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // checkpointEvery is how often the checkpointer copies the WAL into the
 // database. A PASSIVE checkpoint takes no lock a writer waits for: it
@@ -38,4 +42,16 @@ func (s *Store) stopCheckpointer() {
 	close(s.ckptStop)
 	<-s.ckptDone
 	s.ckptStop = nil
+}
+
+// CheckpointAll copies the whole WAL into the database file and empties
+// it (wal_checkpoint(TRUNCATE)), waiting for readers and writers as it
+// must: for a caller that needs index.db to hold everything committed,
+// such as a test comparing the file's bytes. It blocks writers while it
+// runs; the background checkpointer never does.
+func (s *Store) CheckpointAll(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", s.path, err)
+	}
+	return nil
 }

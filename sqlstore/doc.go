@@ -1,10 +1,23 @@
 // Package sqlstore is the SQLite index of dshmem: it opens and migrates
-// the database, answers reads (cursors, dedupe look-ups, search, stats)
-// and runs audit SQL on a read-only connection.
+// the database, holds every query the other packages run, as named
+// methods (the projector's fold and file writes, reads, recall's
+// probes), and runs audit SQL on a read-only connection.
 //
 // The index is derived from the event log and can always be rebuilt from
 // it; the projector writes it (one transaction per fold, rows and cursor
 // together), everything else reads it.
+//
+// # Files
+//
+// store.go opens and closes (checkpoint.go runs the WAL checkpointer,
+// migrate.go the migrations); fold.go is the projector's write
+// transaction (FoldTx); projections.go the reads the Markdown files are
+// rendered from (Reader, on the pool, a snapshot or a fold), files.go
+// the record of written files; dump.go the canonical dump the tests and
+// verify compare; rebuild.go what replay sets and reads; read.go,
+// entries.go and sessions.go the engine's reads; corpus.go recall's
+// probes and fetches; audit.go the read-only audit connection. No other
+// package writes SQL: a new query is a method here.
 //
 // # Connections
 //
@@ -72,12 +85,8 @@
 //
 // # Recall
 //
-// Recall (recall.go, rank.go, sources.go) serves `dshmem recall`,
-// `dshmem search` (episodes, no score floor) and the server: it probes
-// each query term's postings (rarest first, capped), builds a bounded
-// candidate set, and re-ranks it in Go with the features and weights of
-// weights.go (every weight is defined and explained there); zhdict and
-// enfreq give the rarity of Chinese and English words in general text.
-// The shown table — memory/shown events folded per (session, stream,
-// entry) — gives the already-shown penalty.
+// sqlstore/recall ranks memories for `dshmem recall`, `dshmem search`
+// and the server; the queries it runs are here (corpus.go: bounded
+// FTS5 probes, corpus sizes, fetches by rowid, shown counts), each
+// prepared once per Store.
 package sqlstore

@@ -80,6 +80,21 @@ func MigrateDownTo(path string, version int64) error {
 	return nil
 }
 
+// SchemaVersions returns the index's migration version and the newest
+// this build knows. It only reads, so it works on a store opened with
+// OpenReadOnly: a reader that may not migrate learns that it should not
+// read an index an older build made.
+func (s *Store) SchemaVersions(ctx context.Context) (current, latest int64, err error) {
+	p, err := newProvider(s.db.DB)
+	if err != nil {
+		return 0, 0, fmt.Errorf("schema version of %s: %w", s.path, err)
+	}
+	if current, latest, err = p.GetVersions(ctx); err != nil {
+		return 0, 0, fmt.Errorf("schema version of %s: %w", s.path, err)
+	}
+	return current, latest, nil
+}
+
 func baseName(p string) string {
 	for i := len(p) - 1; i >= 0; i-- {
 		if p[i] == '/' {

@@ -128,3 +128,118 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 	}
 	return st, nil
 }
+
+// EventFilter selects events; the zero value selects all of them.
+type EventFilter struct {
+	Stream   string // "": every stream
+	Type     string // "": every type
+	Session  string // "": every session (events of no session too)
+	ID       string // "": any id
+	IDPrefix string // "": any id; else ids that start with it
+}
+
+// Events returns the events f selects, by stream and seq.
+func (s *Store) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT stream, seq, id, type, time, session, data FROM events
+		WHERE (?1 = '' OR stream = ?1) AND (?2 = '' OR type = ?2) AND (?3 = '' OR session = ?3)
+		  AND (?4 = '' OR id = ?4) AND (?5 = '' OR substr(id, 1, length(?5)) = ?5)
+		ORDER BY stream, seq`, f.Stream, f.Type, f.Session, f.ID, f.IDPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return out, nil
+}
+
+// scanEvent reads stream, seq, id, type, time, session, data.
+func scanEvent(sc interface{ Scan(...any) error }) (Event, error) {
+	var ev Event
+	var seq int64
+	var data sql.NullString
+	if err := sc.Scan(&ev.Stream, &seq, &ev.ID, &ev.Type, &ev.Time, &ev.Session, &data); err != nil {
+		return Event{}, err
+	}
+	ev.Seq = uint64(seq)
+	if data.Valid {
+		ev.Data = json.RawMessage(data.String)
+	}
+	return ev, nil
+}
+
+// EventSeq returns the seq of event id in stream; ok is false when the
+// index has no such event.
+func (s *Store) EventSeq(ctx context.Context, stream, id string) (seq uint64, ok bool, err error) {
+	var n int64
+	err = s.db.QueryRowContext(ctx, `SELECT seq FROM events WHERE stream = ? AND id = ?`, stream, id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("look up event %s in %s: %w", id, stream, err)
+	}
+	return uint64(n), true, nil
+}
+
+// EventTimes are the times of the newest event of a type and of the
+// oldest event of all ("" when there is none), as the events say them.
+type EventTimes struct {
+	LastOfType string
+	First      string
+}
+
+// EventTimes returns the time of the newest event of type typ and of the
+// oldest event in the index (times are compared as text: they are
+// RFC 3339 as written, in their own offsets).
+func (s *Store) EventTimes(ctx context.Context, typ string) (EventTimes, error) {
+	var last, first sql.NullString
+	err := s.db.QueryRowContext(ctx,
+		`SELECT (SELECT max(time) FROM events WHERE type = ?), (SELECT min(time) FROM events)`, typ).Scan(&last, &first)
+	if err != nil {
+		return EventTimes{}, fmt.Errorf("read event times: %w", err)
+	}
+	return EventTimes{LastOfType: last.String, First: first.String}, nil
+}
+
+// EpisodeText is a row of the episode_texts view (the text recall reads
+// of an episode, computed in SQL) with the data of its event.
+type EpisodeText struct {
+	Type     string
+	Data     json.RawMessage
+	Text     string
+	Injected bool
+}
+
+// EpisodeTexts returns every row of the episode_texts view.
+func (s *Store) EpisodeTexts(ctx context.Context) ([]EpisodeText, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT v.type, e.data, v.text, v.injected
+		FROM episode_texts v JOIN events e ON e.stream = v.stream AND e.seq = v.seq ORDER BY e.stream, e.seq`)
+	if err != nil {
+		return nil, fmt.Errorf("read episode texts: %w", err)
+	}
+	defer rows.Close()
+	var out []EpisodeText
+	for rows.Next() {
+		var t EpisodeText
+		var data sql.NullString
+		if err := rows.Scan(&t.Type, &data, &t.Text, &t.Injected); err != nil {
+			return nil, fmt.Errorf("read episode texts: %w", err)
+		}
+		t.Data = json.RawMessage(data.String)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read episode texts: %w", err)
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -23,6 +24,10 @@ type Store struct {
 	// The checkpointer of a read-write store (checkpoint.go).
 	ckptStop chan struct{}
 	ckptDone chan struct{}
+
+	// The fold's statements prepared on the pool (fold.go).
+	foldMu    sync.Mutex
+	foldStmts map[string]*sql.Stmt
 }
 
 // writerPragmas are set on every connection of a read-write Store. They go
@@ -142,8 +147,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// DB returns the underlying pool. Writers (the projector) run their own
-// transactions on it.
+// DB returns the underlying pool.
+//
+// Deprecated: only observer and its subpackages still call it, until
+// its queries move to the named methods listed for it (issue 11); then
+// it is unexported. Every other package calls named methods.
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Path returns the file the store was opened from.

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"dshmem/events/payload"
 	"dshmem/observer"
 )
-
-var memoryStatuses = []string{"active", "conflict", "superseded", "forgotten"}
 
 func init() {
 	register(&command{
@@ -28,6 +27,9 @@ the default lists every scope.
 content, tags, importance, confidence, status, conflictGroup, supersedes,
 supersededBy, provenance, createdAt, updatedAt, version, createdSeq,
 updatedSeq}.
+It reads the index only: it takes no lock and writes nothing in the
+root, so it runs beside a live 'dshmem serve' and sees what the server
+has folded. Events the index has not folded yet are told on stderr.
 `,
 		run: runEntries,
 	})
@@ -38,7 +40,7 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(c)
 	cwd := fs.String("cwd", "", "only the workspace of this directory")
 	stream := fs.String("stream", "", `only this stream ("global" or "ws-<id>")`)
-	status := fs.String("status", "", "only entries of this status: "+strings.Join(memoryStatuses, ", "))
+	status := fs.String("status", "", "only entries of this status: "+strings.Join(payload.Statuses, ", "))
 	asJSON := fs.Bool("json", false, "print the entries as a JSON array")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
@@ -59,8 +61,8 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *status != "" {
-		if !isOneOf(memoryStatuses, *status) {
-			return usageError{fmt.Sprintf("--status %q is not a status: use one of %s", *status, strings.Join(memoryStatuses, ", "))}
+		if !payload.KnownStatus(*status) {
+			return usageError{fmt.Sprintf("--status %q is not a status: use one of %s", *status, strings.Join(payload.Statuses, ", "))}
 		}
 		f.Statuses = []string{*status}
 	}

@@ -17,7 +17,7 @@ func init() {
 Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
 that user's memories are folded as memory/remember events into a
 temporary index, and the dialogue up to its test turn is the query of
-the real recall path (the same sqlstore.Recall as 'dshmem recall', with
+the real recall path (the same recall.Find as 'dshmem recall', with
 no score floor, 20 results). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
 zh and en, beside the dense retrievers' published rankings in
 DIR/baselines-zh (BGE-M3, Stella, Acge, Dmeta, OpenAI), scored with the

@@ -24,6 +24,9 @@ version and the op's reason.
 --json prints an array of {entryId, version, op, stream, seq, eventId,
 eventType, checkpoint, time, type, title, description, terms, content,
 tags, importance, confidence, status, reason}.
+It reads the index only: it takes no lock and writes nothing in the
+root, so it runs beside a live 'dshmem serve' and sees what the server
+has folded. Events the index has not folded yet are told on stderr.
 `,
 		run: runHistory,
 	})

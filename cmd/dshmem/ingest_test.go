@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"dshmem/observer"
+	"dshmem/sqlstore"
 )
 
 // bigInput writes a JSONL file over the 8 MiB cap of one call: n events
@@ -63,11 +64,19 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer eng.Close()
-		var total, distinct, global int
-		db := eng.Store().DB()
-		db.Get(&total, `SELECT count(*) FROM events`)
-		db.Get(&distinct, `SELECT count(DISTINCT id) FROM events`)
-		db.Get(&global, `SELECT count(*) FROM events WHERE stream = 'global'`)
+		evs, err := eng.Store().Events(context.Background(), sqlstore.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		total, global := len(evs), 0
+		for _, e := range evs {
+			ids[e.ID] = true
+			if e.Stream == "global" {
+				global++
+			}
+		}
+		distinct := len(ids)
 		if total != n-1 || distinct != n-1 || global != 0 {
 			t.Errorf("index holds %d events (%d ids, %d in global); want %d, each once, none in global", total, distinct, global, n-1)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dshmem/observer"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 func init() {
@@ -42,6 +42,12 @@ then comes ranked down and flagged "injected".
 
 --json prints {items:[{id, kind, scope, title, text, score, status,
 flags, …}], terms, candidates, partial, note, guidance}.
+
+Without --session it reads the index only: it takes no lock and writes
+nothing in the root, so it runs beside a live 'dshmem serve' and sees
+what the server has folded (events not folded yet are told on stderr).
+--session records what was shown (a memory/shown event): a write, made
+when no process holds the root, and skipped with a note when one does.
 `,
 		run: runRecall,
 	})
@@ -51,19 +57,19 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["recall"]
 	fs := newFlags(c)
 	cwd := fs.String("cwd", "", "workspace directory (default: the current directory)")
-	limit := fs.Int("limit", sqlstore.DefaultRecallLimit, "at most this many entries")
-	bytes := fs.Int("bytes", sqlstore.DefaultRecallBytes, "at most this many UTF-8 bytes of text")
+	limit := fs.Int("limit", recall.DefaultLimit, "at most this many entries")
+	bytes := fs.Int("bytes", recall.DefaultBytes, "at most this many UTF-8 bytes of text")
 	session := fs.String("session", "", "session id: rank down what it was already shown, and record what is shown now")
-	timeout := fs.Duration("timeout", sqlstore.DefaultRecallTimeout, "deadline of the recall")
+	timeout := fs.Duration("timeout", recall.DefaultTimeout, "deadline of the recall")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	kind := fs.String("kind", sqlstore.KindSemantic, "what to rank: semantic, episodic or all")
+	kind := fs.String("kind", recall.KindSemantic, "what to rank: semantic, episodic or all")
 	injected := fs.Bool("include-injected", false, "also rank text the host or dshmem injected (episodic)")
 	query, err := env.parseText(c, fs, args, "a QUERY")
 	if err != nil {
 		return err
 	}
 	switch *kind {
-	case sqlstore.KindEpisodic, sqlstore.KindSemantic, sqlstore.KindAll:
+	case recall.KindEpisodic, recall.KindSemantic, recall.KindAll:
 	default:
 		return usageError{fmt.Sprintf("--kind %q: use semantic, episodic or all", *kind)}
 	}
@@ -113,7 +119,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		scopes = append(scopes, observer.GlobalStream)
 	}
 	now := time.Now()
-	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Kind: *kind, Scopes: scopes, Session: *session,
+	res, err := eng.Recall(ctx, recall.Query{Text: query, Kind: *kind, Scopes: scopes, Session: *session,
 		Limit: *limit, Bytes: *bytes, Now: now, Timeout: *timeout, IncludeInjected: *injected,
 		ScopeDirs: map[string]string{sc.Stream: sc.Dir}})
 	if err != nil {
@@ -122,7 +128,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	if *session != "" {
 		var ids []string
 		for _, it := range res.Items {
-			if it.Kind == sqlstore.KindSemantic {
+			if it.Kind == recall.KindSemantic {
 				ids = append(ids, it.ID)
 			}
 		}
@@ -144,7 +150,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // printRecall prints a result for people.
-func printRecall(env *cliEnv, res *sqlstore.RecallResult) {
+func printRecall(env *cliEnv, res *recall.Result) {
 	if len(res.Items) == 0 {
 		fmt.Fprintln(env.stdout, res.Guidance)
 	}

@@ -102,12 +102,3 @@ func splitCommaList(s string) []string {
 	}
 	return out
 }
-
-func isOneOf(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"dshmem/observer"
 	"dshmem/replay"
 )
 
@@ -18,13 +19,24 @@ func init() {
 Folds every event of every stream, from the log alone, into a new
 index.db and writes every projection (global.md, index.md, knowledge/,
 scopes/, sessions/) into DIR: --out, or else a new temporary directory.
-DIR must be new or empty. The live root is not changed.
+DIR must be new or empty.
 
-With --verify the rebuild is made aside and compared with the live root
-byte for byte: every projection file and a canonical dump of the index.
-Each file that differs is listed (a damaged sessions file, a hand edit
-not yet synced, a missing file) and the exit status is 1. 'dshmem restore'
-puts a file back; 'dshmem sync' reads hand edits into the log.
+With --verify the rebuild is made aside, in a temporary directory, and
+compared with the live root byte for byte: every projection file and a
+canonical dump of the index. Each file that differs is listed (a
+damaged sessions file, a hand edit not yet synced, a missing file) and
+the exit status is 1. 'dshmem restore' puts a file back; 'dshmem sync'
+reads hand edits into the log. What is compared is the replay of what
+the live index had folded when verify started. With no process holding
+the root, events the index has not folded (a crash between an append
+and its fold) are a difference too; beside a writer they are its work
+in flight and only noted. If the writer folds more while verify runs,
+the report says so: a difference may then be only that, so run it again
+when the root is idle.
+
+Both only read the root: they take no lock and write, repair and catch
+up nothing there, so they run beside a live 'dshmem serve'. A torn tail
+is left as it is and the log read up to its last whole batch.
 `,
 		run: runReplay,
 	})
@@ -42,30 +54,55 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if *verify && *out != "" {
 		return usageError{"--out and --verify do not go together: --verify rebuilds into a temporary directory (add --keep to keep it)"}
 	}
-	eng, err := openExisting(ctx, env)
+	r, err := openRead(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer r.Close()
 	opts := replay.Options{Progress: replayProgress(env)}
 	if *verify {
-		rep, err := replay.Verify(ctx, eng.Log(), env.root, eng.Store(), replay.VerifyOptions{Options: opts, Keep: *keep})
+		if r.unreadable != "" {
+			return noIndex(r)
+		}
+		for _, t := range r.log.TornTails() {
+			fmt.Fprintf(env.stderr, "dshmem: %s; replayed up to the last whole batch\n", t)
+		}
+		rep, err := replay.Verify(ctx, r.log, env.root, r.store(), replay.VerifyOptions{Options: opts, Keep: *keep, Folded: r.folded})
 		endProgress(env)
 		if err != nil {
 			return err
 		}
+		diffs := len(rep.Differences)
 		for _, d := range rep.Differences {
 			fmt.Fprintf(env.stdout, "%s: %s\n", d.Path, d.Problem)
+		}
+		if len(rep.Behind) > 0 {
+			if pid := observer.HolderPID(env.root); pid != 0 {
+				for _, l := range rep.Behind {
+					fmt.Fprintf(env.stderr, "dshmem: not compared: %s; process %d, which holds the root, had not folded the rest yet\n", l, pid)
+				}
+			} else {
+				for _, l := range rep.Behind {
+					fmt.Fprintf(env.stdout, "%s: behind the log: %s, and no process holds the root (the next writer to open it folds the rest)\n", replay.IndexFile, l)
+				}
+				diffs += len(rep.Behind)
+			}
+		}
+		if rep.Moved != "" {
+			fmt.Fprintf(env.stdout, "the root changed while verify ran (%s): a difference may be only that; run it again when the root is idle\n", rep.Moved)
 		}
 		if *keep {
 			fmt.Fprintf(env.stdout, "the rebuilt root is kept at %s\n", rep.Dir)
 		}
-		if len(rep.Differences) > 0 {
-			fmt.Fprintf(env.stdout, "%d of %d projection files (and the index) compared: %d differ from the log\n", rep.Files, rep.Files, len(rep.Differences))
+		if diffs > 0 {
+			fmt.Fprintf(env.stdout, "%d of %d projection files (and the index) compared: %d differ from the log\n", rep.Files, rep.Files, diffs)
 			return exitError{1}
 		}
 		fmt.Fprintf(env.stdout, "ok: %d projection files and the index equal their replay of %d events\n", rep.Files, rep.Stats.Events)
 		return nil
+	}
+	for _, t := range r.log.TornTails() {
+		fmt.Fprintf(env.stderr, "dshmem: %s; replayed up to the last whole batch\n", t)
 	}
 	dir := *out
 	if dir == "" {
@@ -73,7 +110,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	st, err := replay.Rebuild(ctx, eng.Log(), dir, opts)
+	st, err := replay.Rebuild(ctx, r.log, dir, opts)
 	endProgress(env)
 	if err != nil {
 		return err

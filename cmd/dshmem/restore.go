@@ -30,6 +30,11 @@ FILE (atomically: temporary file, fsync, rename).
 
 PATH may not be absolute, hold "..", or leave the root through a symlink.
 To undo damage to a file in place: dshmem restore PATH --out ROOT/PATH.
+
+It reads the root only (the one file it writes is --out's): it takes no
+lock and writes, repairs and catches up nothing there, so it runs beside
+a live 'dshmem serve'. A torn tail is left as it is and the log read up
+to its last whole batch.
 `,
 		run: runRestore,
 	})
@@ -67,12 +72,15 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(ctx, env)
+	r, err := openRead(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	data, err := replay.Restore(ctx, eng.Log(), rel, at, replay.RestoreOptions{Index: eng.Store()})
+	defer r.Close()
+	for _, t := range r.log.TornTails() {
+		fmt.Fprintf(env.stderr, "dshmem: %s; read up to the last whole batch\n", t)
+	}
+	data, err := replay.Restore(ctx, r.log, rel, at, replay.RestoreOptions{Index: r.store()})
 	if err != nil {
 		return err
 	}

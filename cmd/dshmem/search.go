@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"dshmem/observer"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 func init() {
@@ -37,6 +37,9 @@ snapshot, memory shown back, dshmem's own tool results) is left out;
 --json prints an array of {kind, id, scope, title, text, score, status,
 flags}; an episodic hit also carries {eventId, stream, seq, type,
 session, time, injected}.
+It reads the index only: it takes no lock and writes nothing in the
+root, so it runs beside a live 'dshmem serve' and sees what the server
+has folded. Events the index has not folded yet are told on stderr.
 `,
 		run: runSearch,
 	})
@@ -48,7 +51,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	cwd := fs.String("cwd", "", "search only the workspace of this directory")
 	stream := fs.String("stream", "", `search only this stream ("global" or "ws-<id>")`)
 	limit := fs.Int("limit", 10, "at most this many results")
-	kind := fs.String("kind", sqlstore.KindEpisodic, "what to search: episodic, semantic or all")
+	kind := fs.String("kind", recall.KindEpisodic, "what to search: episodic, semantic or all")
 	asJSON := fs.Bool("json", false, "print results as a JSON array")
 	injected := fs.Bool("include-injected", false, "also search text the host or dshmem injected")
 	query, err := env.parseText(c, fs, args, "a QUERY")
@@ -59,7 +62,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError{"--cwd and --stream both choose the stream; give one"}
 	}
 	switch *kind {
-	case sqlstore.KindEpisodic, sqlstore.KindSemantic, sqlstore.KindAll:
+	case recall.KindEpisodic, recall.KindSemantic, recall.KindAll:
 	default:
 		return usageError{fmt.Sprintf("--kind %q: use episodic, semantic or all", *kind)}
 	}
@@ -92,7 +95,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	if s != "" {
 		scopes = []string{s}
 	}
-	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: query, Kind: *kind, Scopes: scopes,
+	res, err := eng.Recall(ctx, recall.Query{Text: query, Kind: *kind, Scopes: scopes,
 		Limit: *limit, Bytes: -1, NoFloor: true, IncludeInjected: *injected})
 	if err != nil {
 		return fmt.Errorf("search %q: %w", query, err)
@@ -103,12 +106,12 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return enc.Encode(res.Items)
 	}
 	if len(res.Items) == 0 {
-		what := map[string]string{sqlstore.KindEpisodic: "messages", sqlstore.KindSemantic: "memory entries", sqlstore.KindAll: "messages or memory entries"}[*kind]
+		what := map[string]string{recall.KindEpisodic: "messages", recall.KindSemantic: "memory entries", recall.KindAll: "messages or memory entries"}[*kind]
 		fmt.Fprintf(env.stdout, "No %s match %q in %s.\nTry fewer or other words, --kind all, or drop --cwd/--stream to search every stream", what, query, where)
 		if s != "" && s != observer.GlobalStream && !eng.HasStream(s) {
 			fmt.Fprintf(env.stdout, " (no memory for %s yet: no session or remember has used it)", where)
 		}
-		if *kind != sqlstore.KindSemantic && !*injected {
+		if *kind != recall.KindSemantic && !*injected {
 			fmt.Fprint(env.stdout, "; --include-injected searches text the host or dshmem injected too")
 		}
 		fmt.Fprintln(env.stdout, ".")

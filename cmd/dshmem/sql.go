@@ -22,6 +22,9 @@ index can always be rebuilt from the log.
 Tables: events, sessions, entries, entry_versions, cursors, files, and
 the FTS5 tables for episodic text and entries.
 Example: dshmem sql "SELECT type, count(*) FROM events GROUP BY type"
+It reads the index only: it takes no lock and writes nothing in the
+root, so it runs beside a live 'dshmem serve' and sees what the server
+has folded. Events the index has not folded yet are told on stderr.
 `,
 		run: runSQL,
 	})

@@ -20,8 +20,13 @@ func init() {
 		summary: "streams, events, segments and bytes on disk",
 		usage: `stats [--json]
 
-Shows each stream with its events and segments, the bytes the log takes
-on disk, and the size of the index (index.db with its WAL).
+Shows each stream with its events (the log's) and segments, the bytes
+the log takes on disk, and the size of the index (index.db with its
+WAL) with the entries and sessions it holds.
+
+It only reads: it takes no lock and writes nothing in the root, so it
+runs beside a live 'dshmem serve'. A torn tail, or events the index has
+not folded yet, are told on stderr.
 `,
 		run: runStats,
 	})
@@ -29,7 +34,8 @@ on disk, and the size of the index (index.db with its WAL).
 
 type streamStats struct {
 	Stream   string `json:"stream"`
-	Events   uint64 `json:"events"`
+	Events   uint64 `json:"events"`  // the log's last seq
+	Indexed  uint64 `json:"indexed"` // the last seq the index folded
 	Segments int    `json:"segments"`
 	Bytes    int64  `json:"bytes"`
 }
@@ -52,23 +58,20 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
-	eng, err := openReader(ctx, env)
+	r, err := openRead(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer r.Close()
+	r.notes(env)
 	st := rootStats{Root: env.root}
-	cursors, err := eng.Store().Cursors()
-	if err != nil {
-		return err
-	}
 	dir := filepath.Join(env.root, observer.LogDir)
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
 		}
-		ss := streamStats{Stream: e.Name(), Events: cursors[e.Name()]}
+		ss := streamStats{Stream: e.Name(), Events: r.log.LastSeq(e.Name()), Indexed: r.folded[e.Name()]}
 		segs, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.jsonl.zst"))
 		ss.Segments = len(segs)
 		for _, s := range segs {
@@ -87,18 +90,27 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			st.IndexBytes += fi.Size()
 		}
 	}
-	ss, err := eng.Store().Stats(ctx)
-	if err != nil {
-		return err
+	if r.eng != nil {
+		ss, err := r.store().Stats(ctx)
+		if err != nil {
+			return err
+		}
+		st.Entries, st.Sessions = int64(ss.Entries), int64(ss.Sessions)
 	}
-	st.Entries, st.Sessions = int64(ss.Entries), int64(ss.Sessions)
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
+	index := humanBytes(st.IndexBytes)
+	switch {
+	case r.unreadable != "":
+		index += " (not read: " + r.unreadable + ")"
+	case r.eng == nil:
+		index = "none (no writer has built it yet)"
+	}
 	fmt.Fprintf(env.stdout, "root      %s\nstreams   %d\nevents    %d\nsegments  %d\nlog       %s\nindex     %s\nsessions  %d\nentries   %d\n",
-		st.Root, len(st.Streams), st.Events, st.Segments, humanBytes(st.LogBytes), humanBytes(st.IndexBytes), st.Sessions, st.Entries)
+		st.Root, len(st.Streams), st.Events, st.Segments, humanBytes(st.LogBytes), index, st.Sessions, st.Entries)
 	if st.Events > 0 {
 		fmt.Fprintf(env.stdout, "log bytes per event  %.1f\n", float64(st.LogBytes)/float64(st.Events))
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"dshmem/observer"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // wsRepo makes base/proj a repository with subdirectories and returns the
@@ -121,10 +121,10 @@ func TestEntriesNothingFromInjected(t *testing.T) {
 		}
 	}
 
-	search := func(args ...string) []sqlstore.Item {
+	search := func(args ...string) []recall.Item {
 		t.Helper()
 		code, out, errs := cli(t, "", append([]string{"--root", root, "search", "--json"}, args...)...)
-		var items []sqlstore.Item
+		var items []recall.Item
 		if code != 0 || json.Unmarshal([]byte(out), &items) != nil {
 			t.Fatalf("search %v: exit %d %s %s", args, code, out, errs)
 		}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,8 +10,10 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // RecallBenchOptions configure BenchRecall. The zero value works.
@@ -107,11 +108,11 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 	ws := observer.StreamForCwd("/bench/ws0")
 	modes := []struct {
 		name string
-		q    sqlstore.RecallQuery
+		q    recall.Query
 	}{
-		{"recall", sqlstore.RecallQuery{Kind: sqlstore.KindSemantic, Scopes: []string{ws, observer.GlobalStream}}},
-		{"search", sqlstore.RecallQuery{Kind: sqlstore.KindEpisodic, Limit: 10, Bytes: -1, NoFloor: true}},
-		{"search-all", sqlstore.RecallQuery{Kind: sqlstore.KindAll, Limit: 10, Bytes: -1, NoFloor: true}},
+		{"recall", recall.Query{Kind: recall.KindSemantic, Scopes: []string{ws, observer.GlobalStream}}},
+		{"search", recall.Query{Kind: recall.KindEpisodic, Limit: 10, Bytes: -1, NoFloor: true}},
+		{"search-all", recall.Query{Kind: recall.KindAll, Limit: 10, Bytes: -1, NoFloor: true}},
 	}
 	now := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	for _, m := range modes {
@@ -206,12 +207,14 @@ func buildRecallRoot(ctx context.Context, root string, o RecallBenchOptions) err
 func (s *Synth) rememberLine(i, workspaces int) []byte {
 	ws := (i / benchEntryEvery) % max(workspaces, 1)
 	t := s.start.Add(time.Duration(i) * time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
-	b, _ := json.Marshal(map[string]any{
-		"id": fmt.Sprintf("bench:r%d", i), "type": events.TypeMemoryRemember, "time": t,
-		"session": fmt.Sprintf("bench-%d", ws), "cwd": fmt.Sprintf("/bench/ws%d", ws),
-		"data": map[string]any{"title": s.Text(30), "content": s.Text(240),
-			"tags": []string{s.vocab[s.zipf.Uint64()], s.vocab[s.zipf.Uint64()]}},
-	})
+	// The words are drawn in this order (title, content, tags), as the
+	// workload has always drawn them, so a seed gives the same entries.
+	title, content := s.Text(30), s.Text(240)
+	tags := []string{s.vocab[s.zipf.Uint64()], s.vocab[s.zipf.Uint64()]}
+	// Strings, a string slice: encoding cannot fail.
+	data, _ := payload.Marshal(payload.Remember{Content: content, Title: title, Tags: tags})
+	b, _ := events.Marshal(&events.Envelope{ID: fmt.Sprintf("bench:r%d", i), Type: events.TypeMemoryRemember, Time: t,
+		Session: fmt.Sprintf("bench-%d", ws), Cwd: fmt.Sprintf("/bench/ws%d", ws), Data: data})
 	return b
 }
 

@@ -2,16 +2,16 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/metrics"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // Packet modes, from quietest to loudest (ARCHITECTURE §6).
@@ -97,7 +97,7 @@ const PacketFrame = "[dshmem memory — reference material from earlier sessions
 
 // Recaller is what the broker needs of an engine.
 type Recaller interface {
-	Recall(ctx context.Context, q sqlstore.RecallQuery) (*sqlstore.RecallResult, error)
+	Recall(ctx context.Context, q recall.Query) (*recall.Result, error)
 }
 
 // Broker keeps the runtime of every live session and decides, after each
@@ -187,26 +187,18 @@ func (b *Broker) Observe(evs []events.Envelope) {
 			}
 		}
 		if ev.Type == events.TypeSessionStart {
-			var d struct {
-				Origin string `json:"origin"`
-				Depth  int    `json:"delegationDepth"`
-			}
-			json.Unmarshal(ev.Data, &d)
+			var d payload.SessionStart
+			_ = payload.Unmarshal(ev.Data, &d) // every field is best effort
 			rt.origin = d.Origin
-			if d.Depth > 0 {
-				rt.origin = "subagent"
+			if d.DelegationDepth > 0 {
+				rt.origin = payload.OriginSubagent
 			}
 		}
 		if ev.Type == events.TypeCompactionSummary {
 			rt.compacted = true
 		}
-		var st struct {
-			Step int `json:"step"`
-		}
-		if json.Unmarshal(ev.Data, &st) == nil && st.Step > rt.step {
-			rt.step = st.Step
-		}
-		if ev.Type == events.TypeAssistantMessage && st.Step == 0 {
+		rt.step = max(rt.step, seg.step)
+		if ev.Type == events.TypeAssistantMessage && seg.step == 0 {
 			rt.step++ // a host that numbers no steps: one per model answer
 		}
 		rt.push(seg, b.opts.Ring)
@@ -329,14 +321,14 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 	if stream != observer.GlobalStream {
 		scopes = append(scopes, observer.GlobalStream)
 	}
-	res, err := b.rec.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindSemantic, Scopes: scopes,
+	res, err := b.rec.Recall(ctx, recall.Query{Text: q, Kind: recall.KindSemantic, Scopes: scopes,
 		Session: sid, Limit: 8, Bytes: -1, Now: b.now(), Timeout: b.opts.RecallTimeout})
 	if err != nil {
 		return nil, err
 	}
 	b.metrics.PacketsComputed.Add(1)
 	type cand struct {
-		it    sqlstore.Item
+		it    recall.Item
 		score float64
 	}
 	var cands []cand
@@ -350,12 +342,12 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 		if it.Scope == observer.GlobalStream && stream != observer.GlobalStream {
 			s *= 0.8
 		}
-		if it.Status == "conflict" {
+		if it.Status == payload.StatusConflict {
 			s *= 0.6
 		}
 		s *= 0.7 + 0.1*float64(it.Importance)
 		for _, f := range it.Flags {
-			if f == sqlstore.FlagShown {
+			if f == recall.FlagShown {
 				s *= 0.5
 			}
 		}

@@ -1,12 +1,12 @@
 package broker
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer/distill"
 )
 
@@ -18,9 +18,10 @@ import (
 type segment struct {
 	typ        string
 	msgID      string // a user/message's host message id
-	text       string
-	tool       string
-	args       string
+	text       string // a user message's or a tool result's (its error when it has no text)
+	tool       string // a tool call's or result's name
+	args       string // a tool call's arguments, as JSON
+	step       int    // the host's step of an assistant message, tool call or result; 0: none
 	failed     bool
 	correction bool
 }
@@ -71,34 +72,41 @@ var correctionWords = []string{"no,", "no.", "wrong", "that's not", "that is not
 // injected.
 const segInjected = "injected"
 
+// toSegment reads ev's data through events/payload. Data that does not
+// decode keeps what did (payload.Unmarshal), as a malformed field of a
+// host's event must not hide the rest of it.
 func toSegment(ev *events.Envelope) segment {
-	var d struct {
-		Text     string          `json:"text"`
-		Name     string          `json:"name"`
-		Args     json.RawMessage `json:"args"`
-		OK       *bool           `json:"ok"`
-		Error    string          `json:"error"`
-		Injected bool            `json:"injected"`
-		MsgID    string          `json:"messageId"`
-	}
-	json.Unmarshal(ev.Data, &d)
-	seg := segment{typ: ev.Type, msgID: d.MsgID, text: d.Text, tool: d.Name, args: string(d.Args)}
+	seg := segment{typ: ev.Type}
 	switch ev.Type {
-	case events.TypeToolResult:
-		if d.Injected { // dshmem's own tool echoing memory: not the session's trouble
-			seg.typ = "injected"
-			break
-		}
-		seg.failed = (d.OK != nil && !*d.OK) || d.Error != ""
-		if d.Error != "" && seg.text == "" {
-			seg.text = d.Error
-		}
 	case events.TypeUserMessage:
+		var d payload.UserMessage
+		_ = payload.Unmarshal(ev.Data, &d)
 		if d.Injected {
 			seg.typ = segInjected
 			break
 		}
-		seg.correction = isCorrection(d.Text)
+		seg.msgID, seg.text, seg.correction = d.MessageID, d.Text, isCorrection(d.Text)
+	case events.TypeAssistantMessage:
+		var d payload.AssistantMessage
+		_ = payload.Unmarshal(ev.Data, &d)
+		seg.step = d.Step
+	case events.TypeToolCall:
+		var d payload.ToolCall
+		_ = payload.Unmarshal(ev.Data, &d)
+		seg.tool, seg.args, seg.step = d.Name, string(d.Args), d.Step
+	case events.TypeToolResult:
+		var d payload.ToolResult
+		_ = payload.Unmarshal(ev.Data, &d)
+		seg.step = d.Step
+		if d.Injected { // dshmem's own tool echoing memory: not the session's trouble
+			seg.typ = segInjected
+			break
+		}
+		seg.tool, seg.text = d.Name, d.Text
+		seg.failed = (d.OK != nil && !*d.OK) || d.Error != ""
+		if d.Error != "" && seg.text == "" {
+			seg.text = d.Error
+		}
 	}
 	return seg
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/distill"
 	"dshmem/projector"
@@ -210,7 +210,7 @@ func (e engine) checkpointRange(ctx context.Context, p Pending, reason string, d
 	res.Entries = make([]string, len(ops))
 	for i, o := range ops {
 		switch o.Op {
-		case distill.OpAdd, distill.OpSupersede, distill.OpConflict:
+		case payload.OpAdd, payload.OpSupersede, payload.OpConflict:
 			res.Entries[i] = projector.EntryID(p.Stream, res.Seq, i)
 		default:
 			res.Entries[i] = o.TargetID
@@ -262,7 +262,7 @@ func (e engine) claimSettled(ctx context.Context, p Pending) (req distill.Reques
 	msgs = distill.CapInput(msgs, distill.MaxInputChars)
 	cands, err := e.Entries(ctx, observer.EntryFilter{
 		Scopes:   []string{p.Stream, observer.GlobalStream},
-		Statuses: []string{distill.StatusActive, distill.StatusConflict},
+		Statuses: []string{payload.StatusActive, payload.StatusConflict},
 	})
 	if err != nil {
 		return req, false, err
@@ -304,13 +304,13 @@ func ownScope(req distill.Request, ops []distill.Op, rejected []distill.Rejected
 			out = append(out, o)
 			continue
 		}
-		if o.Op == distill.OpForget {
+		if o.Op == payload.OpForget {
 			rejected = append(rejected, distill.Rejected{Op: o, Why: fmt.Sprintf(
 				"target %s belongs to %s, not %s: forget it with 'dshmem forget %s'", o.TargetID, s, req.Stream, o.TargetID)})
 			continue
 		}
 		o.Reason = joinReason(o.Reason, fmt.Sprintf("%s of %s (in %s) made an add: an op changes only entries of its own stream", o.Op, o.TargetID, s))
-		o.Op, o.TargetID, o.OldQuote = distill.OpAdd, "", ""
+		o.Op, o.TargetID, o.OldQuote = payload.OpAdd, "", ""
 		out = append(out, o)
 	}
 	return out, rejected
@@ -323,31 +323,19 @@ func joinReason(a, b string) string {
 	return a + "; " + b
 }
 
-// opsData is the data of a memory/ops event; projector/ops.go documents
-// the format and folds it. Part of the on-disk format.
-type opsData struct {
-	Checkpoint string       `json:"checkpoint"`
-	Session    string       `json:"session"`
-	From       uint64       `json:"from"`
-	To         uint64       `json:"to"`
-	Distiller  string       `json:"distiller"`
-	Model      string       `json:"model"`
-	Ops        []distill.Op `json:"ops"`
-}
-
-// opsEventLine encodes the memory/ops event of a checkpoint as an intake
-// line. Ops that would push the event past MaxEventBytes are moved, from
+// opsEventLine encodes the memory/ops event of a checkpoint (payload.Ops;
+// projector/ops.go folds it) as an intake line. Ops that would push the event past MaxEventBytes are moved, from
 // the last, to rejected.
 func opsEventLine(req distill.Request, ck string, d distill.Distiller, ops []distill.Op, rejected []distill.Rejected, now time.Time) ([]byte, []distill.Op, []distill.Rejected, error) {
 	for {
-		data := opsData{Checkpoint: ck, Session: req.Session, From: req.From, To: req.To,
+		data := payload.Ops{Checkpoint: ck, Session: req.Session, From: req.From, To: req.To,
 			Distiller: d.Name(), Model: d.Model(), Ops: ops}
 		if data.Ops == nil {
-			data.Ops = []distill.Op{}
+			data.Ops = []payload.Op{} // intake refuses a memory/ops without an ops array
 		}
-		raw, err := json.Marshal(data)
+		raw, err := payload.Marshal(data)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("encode memory/ops: %w", err)
+			return nil, nil, nil, fmt.Errorf("checkpoint %s: %w", ck, err)
 		}
 		env := events.Envelope{
 			V: events.CurrentVersion, Stream: req.Stream, ID: checkpointEventID(req.Session, req.From),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/distill"
 	"dshmem/observer/dsh"
@@ -122,6 +123,34 @@ func ckCheckReplay(t *testing.T, eng *observer.Engine, tables ...string) {
 	assert.False(t, !strings.Contains(live, "entries\t") || !strings.Contains(live, "entry_versions\t"), "the dump holds no entries: the test proves nothing")
 }
 
+// TestCommitWritesPayloadOps: the memory/ops event of a checkpoint is
+// payload.Ops as payload.Marshal encodes it, and decodes back into the
+// result's checkpoint, range, distiller and ops.
+func TestCommitWritesPayloadOps(t *testing.T) {
+	eng := enginetest.Open(t, t.TempDir())
+	c := &ckConv{session: "s1", cwd: "/home/u/shop"}
+	enginetest.Ingest(t, eng, c.add("user: Remember that the API answers <json> & never HTML.", "assistant: Noted.").lines)
+	res := ckCheckpoint(t, eng, Request{Force: true})
+	require.Len(t, res, 1, "got %+v", res)
+	require.Len(t, res[0].Ops, 1, "got %+v", res)
+	var raw json.RawMessage
+	require.NoError(t, eng.Log().Scan(res[0].Stream, 0, func(ev events.Envelope) error {
+		if ev.Type == events.TypeMemoryOps {
+			raw = ev.Data
+		}
+		return nil
+	}))
+	require.NotNil(t, raw, "no memory/ops event in %s", res[0].Stream)
+	want := payload.Ops{Checkpoint: res[0].Checkpoint, Session: "s1", From: res[0].From, To: res[0].To,
+		Distiller: distill.NewRules().Name(), Model: distill.RulesModel, Ops: res[0].Ops}
+	var got payload.Ops
+	require.NoError(t, payload.Unmarshal(raw, &got), "%s", raw)
+	assert.Equal(t, want, got, "%s", raw)
+	enc, err := payload.Marshal(want)
+	require.NoError(t, err)
+	assert.Equal(t, string(enc), string(raw), "got data %s, want payload.Marshal's bytes", raw)
+}
+
 func TestMySQLToPostgreSQL(t *testing.T) {
 	eng := enginetest.Open(t, t.TempDir())
 	c := &ckConv{session: "s1", cwd: "/home/u/shop"}
@@ -129,7 +158,7 @@ func TestMySQLToPostgreSQL(t *testing.T) {
 	res := ckCheckpoint(t, eng, Request{Force: true})
 	require.Len(t, res, 1, "first checkpoint: got %+v", res)
 	require.Len(t, res[0].Ops, 1, "first checkpoint: got %+v", res)
-	require.Equal(t, distill.OpAdd, res[0].Ops[0].Op, "first checkpoint: got %+v", res)
+	require.Equal(t, payload.OpAdd, res[0].Ops[0].Op, "first checkpoint: got %+v", res)
 	require.Equal(t, ReasonRequest, res[0].Reason, "first checkpoint: got %+v", res)
 	oldID := res[0].Entries[0]
 
@@ -138,23 +167,23 @@ func TestMySQLToPostgreSQL(t *testing.T) {
 	res = ckCheckpoint(t, eng, Request{Force: true})
 	require.Len(t, res, 1, "correction: got %+v", res)
 	require.Len(t, res[0].Ops, 1, "correction: got %+v", res)
-	require.Equal(t, distill.OpSupersede, res[0].Ops[0].Op, "correction: got %+v", res)
+	require.Equal(t, payload.OpSupersede, res[0].Ops[0].Op, "correction: got %+v", res)
 	assert.False(t, res[0].From != 4 || res[0].To != 5, "claimed %d..%d, want 4..5 (seq 3 is the first memory/ops event of the stream)", res[0].From, res[0].To)
 	newID := res[0].Entries[0]
 
-	active := ckEntries(t, eng, distill.StatusActive)
+	active := ckEntries(t, eng, payload.StatusActive)
 	require.Len(t, active, 1, "active entries: got %+v, want only %s", active, newID)
 	require.Equal(t, newID, active[0].ID, "active entries: got %+v, want only %s", active, newID)
 	require.Contains(t, active[0].Content, "PostgreSQL", "active entries: got %+v, want only %s", active, newID)
 	require.Equal(t, oldID, active[0].Supersedes, "active entries: got %+v, want only %s", active, newID)
 	old, err := eng.Entry(context.Background(), oldID)
 	require.NoError(t, err, "old entry: got %+v, %v", old, err)
-	require.Equal(t, distill.StatusSuperseded, old.Status, "old entry: got %+v, %v", old, err)
+	require.Equal(t, payload.StatusSuperseded, old.Status, "old entry: got %+v, %v", old, err)
 	require.Equal(t, newID, old.SupersededBy, "old entry: got %+v, %v", old, err)
 	h, err := eng.History(context.Background(), oldID)
 	require.NoError(t, err)
 	assert.False(t, len(h) != 2 || h[0].Op != "add" || h[0].EventType != events.TypeMemoryOps || h[1].Op != "supersede" ||
-		h[1].Status != distill.StatusSuperseded || h[1].Checkpoint != res[0].Checkpoint || !strings.Contains(h[0].Content, "MySQL 8"), "history of the old entry: got %+v", h)
+		h[1].Status != payload.StatusSuperseded || h[1].Checkpoint != res[0].Checkpoint || !strings.Contains(h[0].Content, "MySQL 8"), "history of the old entry: got %+v", h)
 	if p, _ := Scan(context.Background(), eng); len(p) != 0 {
 		t.Errorf("pending after checkpoints: %+v", p)
 	}
@@ -205,7 +234,7 @@ func (f *ckFakeDistiller) Distill(ctx context.Context, req distill.Request) (dis
 func ckAddFirstUser(req distill.Request) distill.Result {
 	for _, m := range req.Messages {
 		if m.Role == distill.RoleUser && !m.Injected {
-			return distill.Result{Version: 1, Operations: []distill.Op{{Op: distill.OpAdd, Type: "fact", Content: m.Text,
+			return distill.Result{Version: 1, Operations: []distill.Op{{Op: payload.OpAdd, Type: "fact", Content: m.Text,
 				EvidenceEventIDs: []string{m.EventID}}}}
 		}
 	}
@@ -217,28 +246,28 @@ func TestCorrectionWithoutMatchingQuotesIsAConflict(t *testing.T) {
 	c := &ckConv{session: "s1", cwd: "/home/u/shop"}
 	enginetest.Ingest(t, eng, c.add("user: Remember that the database is MySQL 8.").lines)
 	ckCheckpoint(t, eng, Request{Force: true})
-	old := ckEntries(t, eng, distill.StatusActive)
+	old := ckEntries(t, eng, payload.StatusActive)
 	require.Len(t, old, 1, "got %d entries, want 1", len(old))
 	enginetest.Ingest(t, eng, c.add("user: the database should be PostgreSQL").lines)
 	fake := &ckFakeDistiller{answer: func(req distill.Request) distill.Result {
 		return distill.Result{Version: 1, Operations: []distill.Op{{
-			Op: distill.OpSupersede, TargetID: old[0].ID, OldQuote: "Oracle 19", NewQuote: "the database should be PostgreSQL",
+			Op: payload.OpSupersede, TargetID: old[0].ID, OldQuote: "Oracle 19", NewQuote: "the database should be PostgreSQL",
 			Content: "The database is PostgreSQL", EvidenceEventIDs: []string{req.Messages[0].EventID},
 		}}}
 	}}
 	res := ckCheckpoint(t, eng, Request{Force: true, Distiller: fake})
 	require.Len(t, res, 1, "got %+v", res)
 	require.Len(t, res[0].Ops, 1, "got %+v", res)
-	require.Equal(t, distill.OpConflict, res[0].Ops[0].Op, "got %+v", res)
+	require.Equal(t, payload.OpConflict, res[0].Ops[0].Op, "got %+v", res)
 	require.EqualValues(t, "fake", res[0].Distiller, "got %+v", res)
 	require.Len(t, fake.reqs, 1, "the distiller was not given the entry to correct: %+v", fake.reqs)
 	require.Len(t, fake.reqs[0].Related, 1, "the distiller was not given the entry to correct: %+v", fake.reqs)
 	require.Equal(t, old[0].ID, fake.reqs[0].Related[0].ID, "the distiller was not given the entry to correct: %+v", fake.reqs)
-	cs := ckEntries(t, eng, distill.StatusConflict)
+	cs := ckEntries(t, eng, payload.StatusConflict)
 	require.Len(t, cs, 2, "got %+v, want both entries in one conflict group", cs)
 	require.NotEqualValues(t, "", cs[0].ConflictGroup, "got %+v, want both entries in one conflict group", cs)
 	require.Equal(t, cs[1].ConflictGroup, cs[0].ConflictGroup, "got %+v, want both entries in one conflict group", cs)
-	if got := ckEntries(t, eng, distill.StatusActive); len(got) != 0 {
+	if got := ckEntries(t, eng, payload.StatusActive); len(got) != 0 {
 		t.Errorf("active entries: %+v", got)
 	}
 	ckCheckReplay(t, eng)
@@ -259,7 +288,7 @@ func TestDuplicateMessagesDistilOnce(t *testing.T) {
 	if got := ckOpsEvents(t, eng); len(got) != 1 {
 		t.Errorf("memory/ops events: %q, want one", got)
 	}
-	if got := ckEntries(t, eng, distill.StatusActive); len(got) != 1 {
+	if got := ckEntries(t, eng, payload.StatusActive); len(got) != 1 {
 		t.Errorf("got %d entries, want 1", len(got))
 	}
 }
@@ -320,7 +349,7 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 		if got := ckOpsEvents(t, eng); len(got) != 0 {
 			t.Fatalf("attempt %d: memory/ops written after a failure: %q", i+1, got)
 		}
-		if got := ckEntries(t, eng, distill.StatusActive); len(got) != 0 {
+		if got := ckEntries(t, eng, payload.StatusActive); len(got) != 0 {
 			t.Fatalf("attempt %d: entries written after a failure: %+v", i+1, got)
 		}
 		if p, _ := Scan(context.Background(), eng); len(p) != 1 {
@@ -335,7 +364,7 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 	if got := ckOpsEvents(t, eng); len(got) != 1 {
 		t.Errorf("memory/ops events: %q, want one", got)
 	}
-	if got := ckEntries(t, eng, distill.StatusActive); len(got) != 1 {
+	if got := ckEntries(t, eng, payload.StatusActive); len(got) != 1 {
 		t.Errorf("got %d entries, want 1", len(got))
 	}
 	if res := ckCheckpoint(t, eng, Request{Distiller: fake}); len(res) != 0 || fake.calls != 3 {
@@ -402,7 +431,7 @@ func TestCheckpointLongSessionInRanges(t *testing.T) {
 	require.Len(t, res, 2, "got %d results, want 2 ranges: %+v", len(res), res)
 	require.Equal(t, ReasonChars, res[0].Reason, "got %d results, want 2 ranges: %+v", len(res), res)
 	assert.False(t, res[0].From != 1 || res[0].To != 3 || res[1].From != 4 || res[1].To != 5, "ranges %d..%d and %d..%d, want 1..3 and 4..5", res[0].From, res[0].To, res[1].From, res[1].To)
-	if n := len(ckEntries(t, eng, distill.StatusActive)); n != 5 {
+	if n := len(ckEntries(t, eng, payload.StatusActive)); n != 5 {
 		t.Errorf("got %d entries, want one per message (5)", n)
 	}
 }
@@ -418,19 +447,19 @@ func TestSubagentSessionInItsScope(t *testing.T) {
 	require.Len(t, res, 1, "got %+v", res)
 	require.Equal(t, ReasonTaskEnd, res[0].Reason, "got %+v", res)
 	require.Equal(t, observer.StreamForCwd("/work/lib"), res[0].Stream, "got %+v", res)
-	es := ckEntries(t, eng, distill.StatusActive)
+	es := ckEntries(t, eng, payload.StatusActive)
 	assert.False(t, len(es) != 1 || es[0].Scope != observer.StreamForCwd("/work/lib"), "got %+v, want one entry in the sub-agent's scope", es)
 }
 
 func TestCrossScopeTargetBecomesAdd(t *testing.T) {
 	req := distill.Request{Stream: "ws-a", Related: []distill.Entry{{ID: "m-g", Scope: observer.GlobalStream}, {ID: "m-a", Scope: "ws-a"}}}
 	ops := []distill.Op{
-		{Op: distill.OpSupersede, TargetID: "m-g", OldQuote: "x", Content: "new"},
-		{Op: distill.OpRevise, TargetID: "m-a", Content: "own"},
-		{Op: distill.OpForget, TargetID: "m-g"},
+		{Op: payload.OpSupersede, TargetID: "m-g", OldQuote: "x", Content: "new"},
+		{Op: payload.OpRevise, TargetID: "m-a", Content: "own"},
+		{Op: payload.OpForget, TargetID: "m-g"},
 	}
 	got, rejected := ownScope(req, ops, nil)
-	assert.False(t, len(got) != 2 || got[0].Op != distill.OpAdd || got[0].TargetID != "" || got[0].OldQuote != "" || got[1].Op != distill.OpRevise, "got %+v", got)
+	assert.False(t, len(got) != 2 || got[0].Op != payload.OpAdd || got[0].TargetID != "" || got[0].OldQuote != "" || got[1].Op != payload.OpRevise, "got %+v", got)
 	assert.False(t, len(rejected) != 1 || !strings.Contains(rejected[0].Why, "dshmem forget m-g"), "rejected %+v", rejected)
 }
 
@@ -489,7 +518,7 @@ func TestRulesLearnNothingInjectedFromDSHFixtures(t *testing.T) {
 	}
 	// The one statement of the fixtures worth remembering, typed by the
 	// user in the live session.
-	es := ckEntries(t, eng, distill.StatusActive)
+	es := ckEntries(t, eng, payload.StatusActive)
 	assert.False(t, ops != len(es) || len(es) != 1 || !strings.Contains(es[0].Content, "PostgreSQL 16"), "got %d ops and entries %+v, want the one remembered database", ops, es)
 	// The entries, compared byte for byte. (The whole dump is not: the
 	// fixtures hold '<' and '&', which the log's writer stores
@@ -501,7 +530,7 @@ func TestRulesLearnNothingInjectedFromDSHFixtures(t *testing.T) {
 	control := enginetest.Open(t, t.TempDir())
 	enginetest.Ingest(t, control, ckDSHLines(t, true))
 	ckCheckpoint(t, control, Request{Force: true})
-	if n := len(ckEntries(t, control, distill.StatusActive)); n <= len(es) {
+	if n := len(ckEntries(t, control, payload.StatusActive)); n <= len(es) {
 		t.Errorf("control: injected text taken as the user's gives %d entries, no more than %d: the fixtures do not test injection", n, len(es))
 	}
 }

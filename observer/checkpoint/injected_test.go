@@ -11,7 +11,7 @@ import (
 	"dshmem/observer/distill"
 	"dshmem/observer/importer"
 	"dshmem/observer/internal/enginetest"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -82,9 +82,9 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		t.Errorf("pending after the checkpoint: %+v", p)
 	}
 
-	search := func(q string, include bool) []sqlstore.Item {
+	search := func(q string, include bool) []recall.Item {
 		t.Helper()
-		res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindEpisodic, Scopes: []string{eng.Scope(proj + "/deploy").Stream},
+		res, err := eng.Recall(ctx, recall.Query{Text: q, Kind: recall.KindEpisodic, Scopes: []string{eng.Scope(proj + "/deploy").Stream},
 			Limit: 20, Bytes: -1, NoFloor: true, IncludeInjected: include})
 		require.NoError(t, err)
 		return res.Items
@@ -105,7 +105,7 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 		for _, it := range got {
 			if it.Injected {
 				injected++
-				assert.Contains(t, strings.Join(it.Flags, ","), sqlstore.FlagInjected, "%s injected but not flagged: %v", it.EventID, it.Flags)
+				assert.Contains(t, strings.Join(it.Flags, ","), recall.FlagInjected, "%s injected but not flagged: %v", it.EventID, it.Flags)
 				if it.Type == "tool/result" {
 					memTool++
 				}

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/broker"
 	"dshmem/observer/checkpoint"
 	"dshmem/observer/distill"
 	"dshmem/observer/importer"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // hostAndMemory imports the bundled DSH host logs, distils memory
@@ -82,7 +83,7 @@ func hostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any), e
 	say("Recall: entries of the workspace and global scope, ranked; superseded facts never come back.")
 	scopes := []string{observer.StreamForCwd("/home/dev/shop-api"), observer.GlobalStream}
 	for _, q := range []string{"which database does the shop use", "pnpm 依赖"} {
-		res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Scopes: scopes, Limit: 3, Now: at.Add(4 * time.Minute)})
+		res, err := eng.Recall(ctx, recall.Query{Text: q, Scopes: scopes, Limit: 3, Now: at.Add(4 * time.Minute)})
 		if err != nil {
 			return err
 		}
@@ -115,10 +116,12 @@ func hostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any), e
 
 // userSays ingests one user message of session at time t.
 func userSays(ctx context.Context, eng *observer.Engine, session, cwd string, t time.Time, text string) error {
-	line, err := json.Marshal(map[string]any{
-		"id": "demo:" + session + ":" + t.Format("150405"), "type": "user/message", "time": t.Format(time.RFC3339),
-		"session": session, "cwd": cwd, "data": map[string]string{"text": text},
-	})
+	data, err := payload.Marshal(payload.UserMessage{Text: text})
+	if err != nil {
+		return err
+	}
+	line, err := events.Marshal(&events.Envelope{ID: "demo:" + session + ":" + t.Format("150405"), Type: events.TypeUserMessage,
+		Time: t.Format(time.RFC3339), Session: session, Cwd: cwd, Data: data})
 	if err != nil {
 		return err
 	}
@@ -145,7 +148,7 @@ func narrateCheckpoint(w io.Writer, results []checkpoint.Result) {
 				id = r.Entries[i]
 			}
 			switch op.Op {
-			case "supersede":
+			case payload.OpSupersede:
 				parts = append(parts, fmt.Sprintf("supersede %s → %s, quoting %q", op.TargetID, id, op.NewQuote))
 			default:
 				parts = append(parts, fmt.Sprintf("%s %s %q", op.Op, id, oneLine(op.Title, 60)))
@@ -157,8 +160,8 @@ func narrateCheckpoint(w io.Writer, results []checkpoint.Result) {
 
 // search is 'dshmem search --limit 3 QUERY': observed messages of
 // every stream, ranked by recall with no score floor.
-func search(ctx context.Context, eng *observer.Engine, q string) ([]sqlstore.Item, error) {
-	res, err := eng.Recall(ctx, sqlstore.RecallQuery{Text: q, Kind: sqlstore.KindEpisodic, Limit: 3, Bytes: -1, NoFloor: true})
+func search(ctx context.Context, eng *observer.Engine, q string) ([]recall.Item, error) {
+	res, err := eng.Recall(ctx, recall.Query{Text: q, Kind: recall.KindEpisodic, Limit: 3, Bytes: -1, NoFloor: true})
 	if err != nil {
 		return nil, err
 	}

@@ -2,13 +2,13 @@ package demo
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 )
 
 // decompressedLog returns every event line of every segment below dir.
@@ -81,10 +81,8 @@ func hostUserMessages(l *events.Log) (typed, injected int, err error) {
 			if e.Type != events.TypeUserMessage || !strings.HasPrefix(e.ID, "dsh:") {
 				return nil
 			}
-			var d struct {
-				Injected bool `json:"injected"`
-			}
-			if err := json.Unmarshal(e.Data, &d); err != nil {
+			var d payload.UserMessage
+			if err := payload.Unmarshal(e.Data, &d); err != nil {
 				return fmt.Errorf("read event %s: %w", e.ID, err)
 			}
 			if d.Injected {

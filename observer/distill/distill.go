@@ -14,53 +14,6 @@ const (
 	RoleTool      = "tool"
 )
 
-// The op kinds, entry types, statuses and provenances are
-// events/payload's; these names are the same constants, for callers
-// written before payload existed.
-const (
-	// Deprecated: use payload.OpAdd.
-	OpAdd = payload.OpAdd
-	// Deprecated: use payload.OpRevise.
-	OpRevise = payload.OpRevise
-	// Deprecated: use payload.OpSupersede.
-	OpSupersede = payload.OpSupersede
-	// Deprecated: use payload.OpConflict.
-	OpConflict = payload.OpConflict
-	// Deprecated: use payload.OpForget.
-	OpForget = payload.OpForget
-
-	// Deprecated: use payload.TypePreference.
-	TypePreference = payload.TypePreference
-	// Deprecated: use payload.TypeDecision.
-	TypeDecision = payload.TypeDecision
-	// Deprecated: use payload.TypeArchitecture.
-	TypeArchitecture = payload.TypeArchitecture
-	// Deprecated: use payload.TypeRule.
-	TypeRule = payload.TypeRule
-	// Deprecated: use payload.TypeFact.
-	TypeFact = payload.TypeFact
-	// Deprecated: use payload.TypeFix.
-	TypeFix = payload.TypeFix
-	// Deprecated: use payload.TypeProcedure.
-	TypeProcedure = payload.TypeProcedure
-
-	// Deprecated: use payload.StatusActive.
-	StatusActive = payload.StatusActive
-	// Deprecated: use payload.StatusConflict.
-	StatusConflict = payload.StatusConflict
-	// Deprecated: use payload.StatusSuperseded.
-	StatusSuperseded = payload.StatusSuperseded
-	// Deprecated: use payload.StatusForgotten.
-	StatusForgotten = payload.StatusForgotten
-
-	// Deprecated: use payload.ProvenanceDistiller.
-	ProvenanceDistiller = payload.ProvenanceDistiller
-	// Deprecated: use payload.ProvenanceHandEdit.
-	ProvenanceHandEdit = payload.ProvenanceHandEdit
-	// Deprecated: use payload.ProvenanceRemember.
-	ProvenanceRemember = payload.ProvenanceRemember
-)
-
 // ResultVersion is the version of the ops schema this package reads and
 // writes; part of the memory/ops event format; do not change.
 const ResultVersion = 1
@@ -110,7 +63,7 @@ type Entry struct {
 }
 
 // active reports whether e is active; an empty status counts as active.
-func (e Entry) active() bool { return e.Status == StatusActive || e.Status == "" }
+func (e Entry) active() bool { return e.Status == payload.StatusActive || e.Status == "" }
 
 // Request is one distillation: the claimed seq range of a stream's
 // session, its messages and the related existing entries.

@@ -3,6 +3,8 @@ package distill
 import (
 	"context"
 	"testing"
+
+	"dshmem/events/payload"
 )
 
 // user, assistant and injected build messages with event ids "e<seq>".
@@ -26,18 +28,18 @@ func evID(seq uint64) string { return "e" + string(rune('0'+seq/10)) + string(ru
 
 // mysqlEntry is the existing entry the MySQL → PostgreSQL corrections aim at.
 var mysqlEntry = Entry{
-	ID: "m-db", Scope: "ws-1", Type: TypeDecision, Title: "Database: MySQL 8",
-	Content: "The service stores its data in MySQL 8.0 on db.internal.", Status: StatusActive, Importance: 2,
+	ID: "m-db", Scope: "ws-1", Type: payload.TypeDecision, Title: "Database: MySQL 8",
+	Content: "The service stores its data in MySQL 8.0 on db.internal.", Status: payload.StatusActive, Importance: 2,
 }
 
 var pnpmEntry = Entry{
-	ID: "m-pm", Scope: "ws-1", Type: TypeDecision, Title: "Package manager: npm",
-	Content: "Install dependencies with npm ci.", Status: StatusActive,
+	ID: "m-pm", Scope: "ws-1", Type: payload.TypeDecision, Title: "Package manager: npm",
+	Content: "Install dependencies with npm ci.", Status: payload.StatusActive,
 }
 
 var gofmtEntry = Entry{
-	ID: "m-fmt", Scope: "ws-1", Type: TypeRule, Title: "Always run gofmt",
-	Content: "Always run gofmt before committing Go code.", Status: StatusActive,
+	ID: "m-fmt", Scope: "ws-1", Type: payload.TypeRule, Title: "Always run gofmt",
+	Content: "Always run gofmt before committing Go code.", Status: payload.StatusActive,
 }
 
 func request(related []Entry, msgs ...Message) Request {

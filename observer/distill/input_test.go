@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"dshmem/events/payload"
 )
 
 func TestDice(t *testing.T) {
@@ -92,9 +94,9 @@ func TestCapInput(t *testing.T) {
 func TestSelectRelated(t *testing.T) {
 	msgs := []Message{user(1, "the MySQL database on db.internal is slow"), injected(2, "pnpm npm yarn"), assistant(3, "gofmt")}
 	gone := mysqlEntry
-	gone.ID, gone.Status = "m-gone", StatusSuperseded
+	gone.ID, gone.Status = "m-gone", payload.StatusSuperseded
 	got := SelectRelated(msgs, []Entry{pnpmEntry, gofmtEntry, gone, mysqlEntry,
-		{ID: "m-unrelated", Title: "Coffee", Content: "Espresso only", Status: StatusActive}})
+		{ID: "m-unrelated", Title: "Coffee", Content: "Espresso only", Status: payload.StatusActive}})
 	var ids []string
 	for _, e := range got {
 		ids = append(ids, e.ID)
@@ -108,7 +110,7 @@ func TestSelectRelated(t *testing.T) {
 	t.Run("CountCap", func(t *testing.T) {
 		var many []Entry
 		for i := 0; i < 50; i++ {
-			many = append(many, Entry{ID: fmt.Sprintf("e%02d", i), Title: "MySQL note", Importance: i % 4, Status: StatusActive})
+			many = append(many, Entry{ID: fmt.Sprintf("e%02d", i), Title: "MySQL note", Importance: i % 4, Status: payload.StatusActive})
 		}
 		got := SelectRelated(msgs, many)
 		if len(got) != MaxRelated {
@@ -121,9 +123,9 @@ func TestSelectRelated(t *testing.T) {
 	t.Run("ByteCap", func(t *testing.T) {
 		var many []Entry
 		for i := 0; i < 10; i++ {
-			many = append(many, Entry{ID: fmt.Sprintf("big%d", i), Title: "MySQL", Content: strings.Repeat("x", 2900), Status: StatusActive})
+			many = append(many, Entry{ID: fmt.Sprintf("big%d", i), Title: "MySQL", Content: strings.Repeat("x", 2900), Status: payload.StatusActive})
 		}
-		many = append(many, Entry{ID: "small", Title: "MySQL", Status: StatusActive})
+		many = append(many, Entry{ID: "small", Title: "MySQL", Status: payload.StatusActive})
 		got := SelectRelated(msgs, many)
 		total := 0
 		for _, e := range got {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"dshmem/events/payload"
 )
 
 // fakeEndpoint is an OpenAI-compatible chat-completions server on
@@ -111,11 +113,11 @@ func TestOpenAIValidAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Operations) != 1 || res.Operations[0].Op != OpSupersede || f.requests() != 1 || len(*waits) != 0 {
+	if len(res.Operations) != 1 || res.Operations[0].Op != payload.OpSupersede || f.requests() != 1 || len(*waits) != 0 {
 		t.Fatalf("got %+v after %d requests", res, f.requests())
 	}
 	ops, rej := Validate(req, res)
-	if len(ops) != 1 || ops[0].Op != OpSupersede || len(rej) != 0 {
+	if len(ops) != 1 || ops[0].Op != payload.OpSupersede || len(rej) != 0 {
 		t.Errorf("Validate: got %+v %+v", ops, rej)
 	}
 	if d.Name() != "openai" || d.Model() != DefaultModel {
@@ -186,7 +188,7 @@ func TestOpenAILegacyShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Operations) != 1 || res.Operations[0].Op != OpAdd || res.Operations[0].Title != "Never commit secrets" {
+			if len(res.Operations) != 1 || res.Operations[0].Op != payload.OpAdd || res.Operations[0].Title != "Never commit secrets" {
 				t.Errorf("got %+v, want one add", res.Operations)
 			}
 		})

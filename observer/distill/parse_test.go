@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dshmem/events/payload"
 )
 
 const fixtureDir = "../../testdata/distill"
@@ -66,7 +68,7 @@ func TestParseResultFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := res.Operations[0]
-	if o.Op != OpAdd || o.TargetID != "42" || strings.Join(o.Tags, "|") != "api|rpc|network" ||
+	if o.Op != payload.OpAdd || o.TargetID != "42" || strings.Join(o.Tags, "|") != "api|rpc|network" ||
 		strings.Join(o.EvidenceEventIDs, "|") != "e02" || value(o.Importance) != 2 || value(o.Confidence) != 0.8 {
 		t.Errorf("got %+v", o)
 	}

@@ -3,6 +3,8 @@ package distill
 import (
 	"strings"
 	"testing"
+
+	"dshmem/events/payload"
 )
 
 // TestRulesPatterns gives every row of the pattern table at least one
@@ -12,37 +14,37 @@ var patternCases = []struct {
 	pattern, text  string
 	op, typ, title string
 }{
-	{"en-remember", "remember that the staging DB is on port 5433", OpAdd, TypeFact, "The staging DB is on port 5433"},
-	{"en-remember", "Please remember: run make check before deploying.", OpAdd, TypeProcedure, "Run make check before deploying"},
-	{"en-remember", "Keep in mind that CI runs on arm64", OpAdd, TypeFact, "CI runs on arm64"},
-	{"zh-记住", "记住：部署前跑 make check", OpAdd, TypeProcedure, "部署前跑 make check"},
-	{"zh-记住", "请记住，测试环境的端口是 5433。", OpAdd, TypeFact, "测试环境的端口是 5433"},
-	{"en-prefer", "I prefer tabs over spaces", OpAdd, TypePreference, "Prefer tabs over spaces"},
-	{"en-prefer", "I'd prefer short answers without headings.", OpAdd, TypePreference, "Prefer short answers without headings"},
-	{"zh-喜欢偏好习惯", "我喜欢用 Go 写后端", OpAdd, TypePreference, "我喜欢用 Go 写后端"},
-	{"zh-喜欢偏好习惯", "我习惯用 vim", OpAdd, TypePreference, "我习惯用 vim"},
-	{"zh-喜欢偏好习惯", "我偏好小的提交", OpAdd, TypePreference, "我偏好小的提交"},
-	{"en-decided", "we decided to use gRPC", OpAdd, TypeDecision, "Use gRPC"},
-	{"en-decided", "We've decided that the API stays versioned under /v1.", OpAdd, TypeDecision, "The API stays versioned under /v1"},
-	{"en-from-now-on", "From now on, we'll write commit messages in English", OpAdd, TypeDecision, "Write commit messages in English"},
-	{"zh-决定", "我们决定用 gRPC 做服务间通信", OpAdd, TypeDecision, "我们决定用 gRPC 做服务间通信"},
-	{"zh-以后都用", "以后都用 pnpm", OpAdd, TypeDecision, "以后都用 pnpm"},
-	{"zh-以后都用", "今后统一使用 UTC 时间", OpAdd, TypeDecision, "今后统一使用 UTC 时间"},
-	{"en-always-never", "always run gofmt", OpAdd, TypeRule, "Always run gofmt"},
-	{"en-always-never", "never commit secrets", OpAdd, TypeRule, "Never commit secrets"},
-	{"en-always-never", "From now on, never push to main directly.", OpAdd, TypeRule, "From now on, never push to main directly"},
-	{"en-must", "You must always sign release tags", OpAdd, TypeRule, "You must always sign release tags"},
-	{"en-must", "we should never force-push to main", OpAdd, TypeRule, "We should never force-push to main"},
-	{"zh-必须不要禁止", "不要用 npm", OpAdd, TypeRule, "不要用 npm"},
-	{"zh-必须不要禁止", "必须先写测试再改代码", OpAdd, TypeRule, "必须先写测试再改代码"},
-	{"zh-必须不要禁止", "以后禁止直接推送到 main 分支", OpAdd, TypeRule, "以后禁止直接推送到 main 分支"},
+	{"en-remember", "remember that the staging DB is on port 5433", payload.OpAdd, payload.TypeFact, "The staging DB is on port 5433"},
+	{"en-remember", "Please remember: run make check before deploying.", payload.OpAdd, payload.TypeProcedure, "Run make check before deploying"},
+	{"en-remember", "Keep in mind that CI runs on arm64", payload.OpAdd, payload.TypeFact, "CI runs on arm64"},
+	{"zh-记住", "记住：部署前跑 make check", payload.OpAdd, payload.TypeProcedure, "部署前跑 make check"},
+	{"zh-记住", "请记住，测试环境的端口是 5433。", payload.OpAdd, payload.TypeFact, "测试环境的端口是 5433"},
+	{"en-prefer", "I prefer tabs over spaces", payload.OpAdd, payload.TypePreference, "Prefer tabs over spaces"},
+	{"en-prefer", "I'd prefer short answers without headings.", payload.OpAdd, payload.TypePreference, "Prefer short answers without headings"},
+	{"zh-喜欢偏好习惯", "我喜欢用 Go 写后端", payload.OpAdd, payload.TypePreference, "我喜欢用 Go 写后端"},
+	{"zh-喜欢偏好习惯", "我习惯用 vim", payload.OpAdd, payload.TypePreference, "我习惯用 vim"},
+	{"zh-喜欢偏好习惯", "我偏好小的提交", payload.OpAdd, payload.TypePreference, "我偏好小的提交"},
+	{"en-decided", "we decided to use gRPC", payload.OpAdd, payload.TypeDecision, "Use gRPC"},
+	{"en-decided", "We've decided that the API stays versioned under /v1.", payload.OpAdd, payload.TypeDecision, "The API stays versioned under /v1"},
+	{"en-from-now-on", "From now on, we'll write commit messages in English", payload.OpAdd, payload.TypeDecision, "Write commit messages in English"},
+	{"zh-决定", "我们决定用 gRPC 做服务间通信", payload.OpAdd, payload.TypeDecision, "我们决定用 gRPC 做服务间通信"},
+	{"zh-以后都用", "以后都用 pnpm", payload.OpAdd, payload.TypeDecision, "以后都用 pnpm"},
+	{"zh-以后都用", "今后统一使用 UTC 时间", payload.OpAdd, payload.TypeDecision, "今后统一使用 UTC 时间"},
+	{"en-always-never", "always run gofmt", payload.OpAdd, payload.TypeRule, "Always run gofmt"},
+	{"en-always-never", "never commit secrets", payload.OpAdd, payload.TypeRule, "Never commit secrets"},
+	{"en-always-never", "From now on, never push to main directly.", payload.OpAdd, payload.TypeRule, "From now on, never push to main directly"},
+	{"en-must", "You must always sign release tags", payload.OpAdd, payload.TypeRule, "You must always sign release tags"},
+	{"en-must", "we should never force-push to main", payload.OpAdd, payload.TypeRule, "We should never force-push to main"},
+	{"zh-必须不要禁止", "不要用 npm", payload.OpAdd, payload.TypeRule, "不要用 npm"},
+	{"zh-必须不要禁止", "必须先写测试再改代码", payload.OpAdd, payload.TypeRule, "必须先写测试再改代码"},
+	{"zh-必须不要禁止", "以后禁止直接推送到 main 分支", payload.OpAdd, payload.TypeRule, "以后禁止直接推送到 main 分支"},
 	// Corrections with no entry to correct: the ones that state a choice
 	// are kept as decisions.
-	{"en-instead-of", "use ruff instead of flake8", OpAdd, TypeDecision, "Use ruff instead of flake8"},
-	{"en-instead-of-first", "Instead of make, use just", OpAdd, TypeDecision, "Instead of make, use just"},
-	{"en-switched-to", "we switched to Buildkite", OpAdd, TypeDecision, "We switched to Buildkite"},
-	{"zh-改用", "改用 ruff", OpAdd, TypeDecision, "改用 ruff"},
-	{"zh-从X换成Y", "从 Jenkins 换成 GitHub Actions", OpAdd, TypeDecision, "从 Jenkins 换成 GitHub Actions"},
+	{"en-instead-of", "use ruff instead of flake8", payload.OpAdd, payload.TypeDecision, "Use ruff instead of flake8"},
+	{"en-instead-of-first", "Instead of make, use just", payload.OpAdd, payload.TypeDecision, "Instead of make, use just"},
+	{"en-switched-to", "we switched to Buildkite", payload.OpAdd, payload.TypeDecision, "We switched to Buildkite"},
+	{"zh-改用", "改用 ruff", payload.OpAdd, payload.TypeDecision, "改用 ruff"},
+	{"zh-从X换成Y", "从 Jenkins 换成 GitHub Actions", payload.OpAdd, payload.TypeDecision, "从 Jenkins 换成 GitHub Actions"},
 }
 
 func TestRulesPatterns(t *testing.T) {
@@ -65,7 +67,7 @@ func TestRulesPatterns(t *testing.T) {
 			if len(o.EvidenceEventIDs) != 1 || o.EvidenceEventIDs[0] != "e03" {
 				t.Errorf("got evidence %v, want [e03]", o.EvidenceEventIDs)
 			}
-			if o.Provenance != ProvenanceDistiller {
+			if o.Provenance != payload.ProvenanceDistiller {
 				t.Errorf("got provenance %q, want distiller", o.Provenance)
 			}
 			// The rules distiller's own output passes validation unchanged.
@@ -124,7 +126,7 @@ func TestRulesIgnores(t *testing.T) {
 		"",
 	} {
 		t.Run(text, func(t *testing.T) {
-			bug := Entry{ID: "m-bug", Title: "Login bug", Content: "Fix the login bug: the cache is stale, not sure why.", Status: StatusActive}
+			bug := Entry{ID: "m-bug", Title: "Login bug", Content: "Fix the login bug: the cache is stale, not sure why.", Status: payload.StatusActive}
 			if ops := distillRules(t, request([]Entry{mysqlEntry, bug}, user(3, text))); len(ops) != 0 {
 				t.Errorf("got %+v, want no ops", ops)
 			}
@@ -232,7 +234,7 @@ var correctionCases = []struct {
 // says it, supersedes the MySQL entry found among Related, with the user's
 // words as newQuote and the entry's as oldQuote, and survives Validate.
 func TestRulesCorrection(t *testing.T) {
-	other := Entry{ID: "m-go", Scope: "ws-1", Type: TypePreference, Title: "Backend in Go", Content: "Write backend services in Go.", Status: StatusActive}
+	other := Entry{ID: "m-go", Scope: "ws-1", Type: payload.TypePreference, Title: "Backend in Go", Content: "Write backend services in Go.", Status: payload.StatusActive}
 	for _, c := range correctionCases {
 		t.Run(c.pattern+"/"+c.text, func(t *testing.T) {
 			req := request([]Entry{other, pnpmEntry, mysqlEntry},
@@ -243,7 +245,7 @@ func TestRulesCorrection(t *testing.T) {
 				t.Fatalf("got %d ops %+v, want 1", len(ops), ops)
 			}
 			o := ops[0]
-			if o.Op != OpSupersede || o.TargetID != "m-db" {
+			if o.Op != payload.OpSupersede || o.TargetID != "m-db" {
 				t.Fatalf("got %s of %q, want supersede of m-db (%+v)", o.Op, o.TargetID, o)
 			}
 			if o.NewQuote == "" || !strings.Contains(c.text, o.NewQuote) {
@@ -252,11 +254,11 @@ func TestRulesCorrection(t *testing.T) {
 			if o.OldQuote != "MySQL" {
 				t.Errorf("got oldQuote %q, want MySQL", o.OldQuote)
 			}
-			if o.Type != TypeDecision {
+			if o.Type != payload.TypeDecision {
 				t.Errorf("got type %q, want the target's", o.Type)
 			}
 			valid, rej := Validate(req, Result{Operations: ops})
-			if len(rej) != 0 || len(valid) != 1 || valid[0].Op != OpSupersede {
+			if len(rej) != 0 || len(valid) != 1 || valid[0].Op != payload.OpSupersede {
 				t.Errorf("Validate: got %+v rejected %+v, want the supersede", valid, rej)
 			}
 		})
@@ -264,15 +266,15 @@ func TestRulesCorrection(t *testing.T) {
 }
 
 func TestRulesCorrectionUnclear(t *testing.T) {
-	replica := Entry{ID: "m-replica", Scope: "ws-1", Type: TypeFact, Title: "Read replica", Content: "Reports read from a MySQL replica.", Status: StatusActive}
+	replica := Entry{ID: "m-replica", Scope: "ws-1", Type: payload.TypeFact, Title: "Read replica", Content: "Reports read from a MySQL replica.", Status: payload.StatusActive}
 	t.Run("TwoEntriesMentionIt", func(t *testing.T) {
 		req := request([]Entry{mysqlEntry, replica}, user(2, "数据库不是MySQL而是PostgreSQL"))
 		ops := distillRules(t, req)
-		if len(ops) != 1 || ops[0].Op != OpConflict || ops[0].TargetID != "m-db" {
+		if len(ops) != 1 || ops[0].Op != payload.OpConflict || ops[0].TargetID != "m-db" {
 			t.Fatalf("got %+v, want a conflict with m-db", ops)
 		}
 		valid, rej := Validate(req, Result{Operations: ops})
-		if len(rej) != 0 || len(valid) != 1 || valid[0].Op != OpConflict {
+		if len(rej) != 0 || len(valid) != 1 || valid[0].Op != payload.OpConflict {
 			t.Errorf("Validate: got %+v rejected %+v", valid, rej)
 		}
 	})
@@ -281,29 +283,29 @@ func TestRulesCorrectionUnclear(t *testing.T) {
 		e := mysqlEntry
 		e.Title, e.Content = "Database", "The SQL server runs version 8."
 		ops := distillRules(t, request([]Entry{e}, user(2, "not My SQL server but PostgreSQL")))
-		if len(ops) != 1 || ops[0].Op != OpConflict || ops[0].OldQuote != "" {
+		if len(ops) != 1 || ops[0].Op != payload.OpConflict || ops[0].OldQuote != "" {
 			t.Fatalf("got %+v, want a conflict without oldQuote", ops)
 		}
 	})
 	t.Run("TwoSiblings", func(t *testing.T) {
-		sqlite := Entry{ID: "m-lite", Scope: "ws-1", Type: TypeDecision, Title: "Tests use SQLite", Content: "Tests use SQLite.", Status: StatusActive}
+		sqlite := Entry{ID: "m-lite", Scope: "ws-1", Type: payload.TypeDecision, Title: "Tests use SQLite", Content: "Tests use SQLite.", Status: payload.StatusActive}
 		ops := distillRules(t, request([]Entry{mysqlEntry, sqlite}, user(2, "改用 PostgreSQL")))
-		if len(ops) != 1 || ops[0].Op != OpConflict || ops[0].TargetID != "m-db" {
+		if len(ops) != 1 || ops[0].Op != payload.OpConflict || ops[0].TargetID != "m-db" {
 			t.Fatalf("got %+v, want a conflict with m-db", ops)
 		}
 	})
 	t.Run("SupersededEntryIgnored", func(t *testing.T) {
 		old := mysqlEntry
-		old.Status = StatusSuperseded
+		old.Status = payload.StatusSuperseded
 		ops := distillRules(t, request([]Entry{old}, user(2, "数据库不是MySQL而是PostgreSQL")))
 		if len(ops) != 0 {
 			t.Fatalf("got %+v, want nothing (no active entry to correct, no fallback)", ops)
 		}
 	})
 	t.Run("AlreadyNamesTheNewThing", func(t *testing.T) {
-		e := Entry{ID: "m-x", Title: "Migrate MySQL to PostgreSQL", Content: "Plan: MySQL to PostgreSQL", Status: StatusActive}
+		e := Entry{ID: "m-x", Title: "Migrate MySQL to PostgreSQL", Content: "Plan: MySQL to PostgreSQL", Status: payload.StatusActive}
 		ops := distillRules(t, request([]Entry{e}, user(2, "改用 PostgreSQL")))
-		if len(ops) != 1 || ops[0].Op != OpAdd {
+		if len(ops) != 1 || ops[0].Op != payload.OpAdd {
 			t.Fatalf("got %+v, want an add (the entry already names PostgreSQL)", ops)
 		}
 	})
@@ -311,7 +313,7 @@ func TestRulesCorrectionUnclear(t *testing.T) {
 
 func TestRulesCorrectionPackageManager(t *testing.T) {
 	ops := distillRules(t, request([]Entry{mysqlEntry, pnpmEntry}, user(2, "不要用 npm 了，改用 pnpm")))
-	if len(ops) != 1 || ops[0].Op != OpSupersede || ops[0].TargetID != "m-pm" || ops[0].OldQuote != "npm" {
+	if len(ops) != 1 || ops[0].Op != payload.OpSupersede || ops[0].TargetID != "m-pm" || ops[0].OldQuote != "npm" {
 		t.Fatalf("got %+v, want a supersede of m-pm quoting npm", ops)
 	}
 }

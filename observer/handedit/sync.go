@@ -2,7 +2,6 @@ package handedit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/markdown"
 	"dshmem/observer"
 	"dshmem/projector"
@@ -45,27 +45,6 @@ type File struct {
 type Report struct {
 	Files []File `json:"files"`
 }
-
-// handOp is one memory op read back from a hand edit, in the shape of
-// observer/distill.Op as projector/ops.go folds it. Description, tags and
-// terms are always written on a revise, so clearing them is an edit too.
-type handOp struct {
-	Op          string   `json:"op"`
-	TargetID    string   `json:"targetId,omitempty"`
-	Type        string   `json:"type,omitempty"`
-	Title       string   `json:"title,omitempty"`
-	Description *string  `json:"description,omitempty"`
-	Content     string   `json:"content,omitempty"`
-	Tags        []string `json:"tags,omitzero"` // [] clears them
-	Terms       []string `json:"terms,omitzero"`
-	Importance  *int     `json:"importance,omitempty"`
-	Reason      string   `json:"reason,omitempty"`
-	Provenance  string   `json:"provenance"`
-}
-
-// handEditType is the type of a block written by hand in global.md
-// without a meta line: what people write there are rules for the agent.
-const handEditType = "rule"
 
 // Sync reads back the projection files whose bytes differ from what
 // dshmem last wrote (the files table's sha256) and does, per file:
@@ -121,7 +100,7 @@ func (e engine) sync(ctx context.Context) (Report, error) {
 		disk   []byte
 		mtime  time.Time
 		base   string // sha256 of what dshmem wrote
-		ops    []handOp
+		ops    []payload.Op
 		log    bool // log a file/edit event
 	}
 	var caps []*capture
@@ -206,16 +185,16 @@ func (e engine) sync(ctx context.Context) (Report, error) {
 	moved := map[string]bool{}
 	for _, c := range caps {
 		for _, o := range c.ops {
-			if o.Op == "revise" {
+			if o.Op == payload.OpRevise {
 				moved[o.TargetID] = true
 			}
 		}
 	}
 	var lines [][]byte
 	for _, c := range caps {
-		var ops []handOp
+		var ops []payload.Op
 		for _, o := range c.ops {
-			if o.Op == "forget" && moved[o.TargetID] {
+			if o.Op == payload.OpForget && moved[o.TargetID] {
 				continue
 			}
 			ops = append(ops, o)
@@ -223,15 +202,17 @@ func (e engine) sync(ctx context.Context) (Report, error) {
 		edited := projector.SHA256(c.disk)
 		id := "sync:" + c.rel + ":" + c.base[:12] + ":" + edited[:12]
 		at := c.mtime.UTC().Format(time.RFC3339Nano)
-		line, err := json.Marshal(map[string]any{"id": id, "type": events.TypeFileEdit, "time": at, "stream": c.stream,
-			"data": map[string]any{"path": c.rel, "content": string(c.disk)}})
+		line, err := syncLine(id, events.Envelope{Type: events.TypeFileEdit, Time: at, Stream: c.stream},
+			payload.FileEdit{Path: c.rel, Content: string(c.disk)})
 		if err != nil {
 			return rep, err
 		}
 		lines = append(lines, line)
 		if len(ops) > 0 {
-			line, err := json.Marshal(map[string]any{"id": id + ":ops", "type": events.TypeMemoryOps, "time": at, "stream": c.stream,
-				"data": map[string]any{"checkpoint": "sync-" + edited[:16], "distiller": "hand-edit", "ops": ops}})
+			// A hand edit has no distiller; its ops are named for where
+			// they came from, as each op's provenance is.
+			line, err := syncLine(id+":ops", events.Envelope{Type: events.TypeMemoryOps, Time: at, Stream: c.stream},
+				payload.Ops{Checkpoint: "sync-" + edited[:16], Distiller: payload.ProvenanceHandEdit, Ops: ops})
 			if err != nil {
 				return rep, err
 			}
@@ -267,6 +248,21 @@ func (e engine) sync(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
+// syncLine encodes an event of a sync as an intake line: env with id and
+// data as payload.Marshal writes it.
+func syncLine(id string, env events.Envelope, data payload.Payload) ([]byte, error) {
+	raw, err := payload.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
+	env.ID, env.Data = id, raw
+	line, err := events.Marshal(&env)
+	if err != nil {
+		return nil, fmt.Errorf("sync: encode %s: %w", id, err)
+	}
+	return line, nil
+}
+
 // compareWritten compares the bytes on disk with the bytes dshmem wrote
 // (markdown.Compare). A damaged file's bytes are saved next to it as
 // <name>.damaged and f says so; the caller then has it rendered again.
@@ -290,7 +286,7 @@ func (e engine) compareWritten(f *File, abs string, written, disk []byte) (d mar
 // still reach (not forgotten).
 func (e engine) scopeEntryIDs(ctx context.Context, scope string) (map[string]bool, error) {
 	var ids []string
-	if err := e.Store().DB().SelectContext(ctx, &ids, `SELECT id FROM entries WHERE scope = ? AND status <> 'forgotten'`, scope); err != nil {
+	if err := e.Store().DB().SelectContext(ctx, &ids, `SELECT id FROM entries WHERE scope = ? AND status <> ?`, scope, payload.StatusForgotten); err != nil {
 		return nil, fmt.Errorf("sync: read entries of %s: %w", scope, err)
 	}
 	m := make(map[string]bool, len(ids))
@@ -311,12 +307,15 @@ func topicOf(text string) string {
 // into ops. A new block keeps the file it was written in: one in global.md
 // without a type is a rule; one in a knowledge file without tags is
 // tagged with the file's topic (unless the topic is its type).
-func opsFromDiff(d markdown.Diff, kind projector.Kind, topic string, known map[string]bool) []handOp {
-	var ops []handOp
-	full := func(op string, e markdown.Entry) handOp {
+func opsFromDiff(d markdown.Diff, kind projector.Kind, topic string, known map[string]bool) []payload.Op {
+	var ops []payload.Op
+	// Description, tags, terms and importance are always written (tags
+	// and terms as [] when there are none), so that clearing one by hand
+	// is an edit too: a revise keeps what it is not given.
+	full := func(op string, e markdown.Entry) payload.Op {
 		desc, imp := e.Description, e.Importance
-		o := handOp{Op: op, Type: e.Type, Title: e.Title, Description: &desc, Content: e.Content,
-			Tags: e.Tags, Terms: e.Terms, Importance: &imp, Provenance: "hand-edit"}
+		o := payload.Op{Op: op, Type: e.Type, Title: e.Title, Description: &desc, Content: e.Content,
+			Tags: e.Tags, Terms: e.Terms, Importance: &imp, Provenance: payload.ProvenanceHandEdit}
 		if o.Tags == nil {
 			o.Tags = []string{}
 		}
@@ -327,23 +326,24 @@ func opsFromDiff(d markdown.Diff, kind projector.Kind, topic string, known map[s
 	}
 	add := func(e markdown.Entry) {
 		if e.Type == "" && kind == projector.KindGlobal {
-			e.Type = handEditType
+			// What people write in global.md are rules for the agent.
+			e.Type = payload.TypeRule
 		}
 		if kind == projector.KindKnowledge && len(e.Tags) == 0 && topic != "" && topic != e.Type {
 			e.Tags = []string{topic}
 		}
-		o := full("add", e)
+		o := full(payload.OpAdd, e)
 		o.Reason = "written by hand"
 		ops = append(ops, o)
 	}
 	for _, e := range d.Revised {
-		o := full("revise", e)
+		o := full(payload.OpRevise, e)
 		o.TargetID, o.Reason = e.ID, "edited by hand"
 		ops = append(ops, o)
 	}
 	for _, e := range d.Foreign {
 		if known[e.ID] {
-			o := full("revise", e)
+			o := full(payload.OpRevise, e)
 			o.TargetID, o.Reason = e.ID, "moved by hand"
 			ops = append(ops, o)
 			continue
@@ -355,7 +355,7 @@ func opsFromDiff(d markdown.Diff, kind projector.Kind, topic string, known map[s
 		add(e)
 	}
 	for _, id := range d.Removed {
-		ops = append(ops, handOp{Op: "forget", TargetID: id, Reason: "removed by hand", Provenance: "hand-edit"})
+		ops = append(ops, payload.Op{Op: payload.OpForget, TargetID: id, Reason: "removed by hand", Provenance: payload.ProvenanceHandEdit})
 	}
 	return ops
 }

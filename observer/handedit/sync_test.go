@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/projector"
 
@@ -243,4 +245,59 @@ func TestSync(t *testing.T) {
 		eng.Store().DB().Get(&n, `SELECT count(*) FROM events WHERE type = 'file/edit'`)
 		assert.EqualValues(t, 2, n, "got %d file/edit events, want 2 (the summary and index.md)", n)
 	})
+}
+
+// TestSyncWritesPayload: a captured edit is logged as payload.FileEdit
+// and payload.Ops, as payload.Marshal encodes them, under ids that
+// derive from the path and the hashes of the written and the edited
+// bytes only (so a sync run again logs nothing twice).
+func TestSyncWritesPayload(t *testing.T) {
+	ctx := context.Background()
+	eng, root := syncRoot(t)
+	base := readFile(t, root, "global.md")
+	edited := strings.Replace(base, "Always run gofmt.", "Always run gofmt & go vet <pkg>.", 1) +
+		"\n### Write commit messages in English\n\nAlways, even for tiny fixes.\n"
+	writeFile(t, root, "global.md", edited)
+	rep, err := Sync(ctx, eng)
+	require.NoError(t, err)
+	require.Len(t, rep.Files, 1, "got %+v", rep.Files)
+	require.EqualValues(t, 2, rep.Files[0].Ops, "got %+v, want a revise and an add", rep.Files)
+
+	byID := map[string]events.Envelope{}
+	require.NoError(t, eng.Log().Scan(observer.GlobalStream, 0, func(ev events.Envelope) error {
+		byID[ev.ID] = ev
+		return nil
+	}))
+	baseSum, editedSum := projector.SHA256([]byte(base)), projector.SHA256([]byte(edited))
+	id := "sync:global.md:" + baseSum[:12] + ":" + editedSum[:12]
+
+	fe, ok := byID[id]
+	require.True(t, ok, "no event %s in the log", id)
+	require.Equal(t, events.TypeFileEdit, fe.Type)
+	wantEdit := payload.FileEdit{Path: "global.md", Content: edited}
+	var gotEdit payload.FileEdit
+	require.NoError(t, payload.Unmarshal(fe.Data, &gotEdit))
+	assert.Equal(t, wantEdit, gotEdit)
+	raw, err := payload.Marshal(wantEdit)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(fe.Data), "file/edit: got data %.80s…, want payload.Marshal's bytes (path first)", fe.Data)
+
+	oe, ok := byID[id+":ops"]
+	require.True(t, ok, "no event %s:ops in the log", id)
+	require.Equal(t, events.TypeMemoryOps, oe.Type)
+	var ops payload.Ops
+	require.NoError(t, payload.Unmarshal(oe.Data, &ops))
+	assert.Equal(t, "sync-"+editedSum[:16], ops.Checkpoint)
+	assert.Equal(t, payload.ProvenanceHandEdit, ops.Distiller)
+	require.Len(t, ops.Ops, 2, "got %+v", ops.Ops)
+	assert.Equal(t, payload.OpRevise, ops.Ops[0].Op, "got %+v", ops.Ops[0])
+	assert.Equal(t, "Always run gofmt & go vet <pkg>.", ops.Ops[0].Title, "got %+v", ops.Ops[0])
+	assert.Equal(t, payload.OpAdd, ops.Ops[1].Op, "got %+v", ops.Ops[1])
+	assert.Equal(t, payload.TypeRule, ops.Ops[1].Type, "an untyped block of global.md: got %+v", ops.Ops[1])
+	for _, o := range ops.Ops {
+		assert.Equal(t, payload.ProvenanceHandEdit, o.Provenance, "got %+v", o)
+	}
+	raw, err = payload.Marshal(ops)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(oe.Data), "memory/ops: got data %s, want payload.Marshal's bytes", oe.Data)
 }

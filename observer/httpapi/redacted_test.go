@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +19,7 @@ type recordingIndex struct {
 	queries []string
 }
 
-func (r *recordingIndex) Recall(ctx context.Context, q sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (r *recordingIndex) Recall(ctx context.Context, q recall.Query) (*recall.Result, error) {
 	r.mu.Lock()
 	r.queries = append(r.queries, q.Text)
 	r.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/broker"
 )
@@ -289,7 +290,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 		depth = n
 	}
 	switch origin {
-	case "", "top", "subagent":
+	case "", payload.OriginTop, payload.OriginSubagent:
 	default:
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("origin %q: use top or subagent", origin))
 	}
@@ -317,7 +318,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 			Dynamic: fmt.Sprintf(refreshHint, sc.StableHash[:12]), Maintenance: []string{}, Notes: []string{}}
 		return writeJSON(w, http.StatusOK, sc)
 	}
-	sub := origin == "subagent" || depth > 0 || info.Origin == "subagent"
+	sub := origin == payload.OriginSubagent || depth > 0 || info.Origin == payload.OriginSubagent
 	if !sub && s.takeTop(session) {
 		m, err := s.index.Maintenance(r.Context(), sc.Scope, now)
 		if err != nil {

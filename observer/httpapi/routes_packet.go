@@ -1,13 +1,15 @@
 package httpapi
 
 import (
-	"dshmem/observer"
-	"dshmem/observer/broker"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"dshmem/events/payload"
+	"dshmem/observer"
+	"dshmem/observer/broker"
 )
 
 // The packet routes: GET /v1/sessions/{id}/packet and POST
@@ -135,7 +137,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, erro
 		return c, nil
 	}
 	switch req.Origin {
-	case "", "top", "subagent":
+	case "", payload.OriginTop, payload.OriginSubagent:
 	default:
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("origin %q: use top or subagent", req.Origin))
 	}

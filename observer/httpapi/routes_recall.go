@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"dshmem/observer"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // POST /v1/recall and POST /v1/search, and the scope a request names.
@@ -112,7 +112,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("timeoutMs %d is out of range (1..60000)", req.TimeoutMs))
 	}
 	switch req.Kind {
-	case "", sqlstore.KindSemantic, sqlstore.KindEpisodic, sqlstore.KindAll:
+	case "", recall.KindSemantic, recall.KindEpisodic, recall.KindAll:
 	default:
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("kind %q: use semantic, episodic or all", req.Kind))
 	}
@@ -137,7 +137,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	}
 	now := s.opts.Now()
 	t0 := time.Now()
-	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
+	res, err := s.index.Recall(r.Context(), recall.Query{Text: req.Query, Kind: req.Kind, Scopes: scopes,
 		Session: req.Session, Limit: req.Limit, Bytes: req.Bytes, Now: now, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
 		IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(cwd, scopes)})
 	s.metrics.Recall.Observe(time.Since(t0))
@@ -147,7 +147,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	if req.Session != "" {
 		var ids []string
 		for _, it := range res.Items {
-			if it.Kind == sqlstore.KindSemantic {
+			if it.Kind == recall.KindSemantic {
 				ids = append(ids, it.ID)
 			}
 		}
@@ -175,8 +175,8 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, erro
 	}
 	switch req.Kind {
 	case "":
-		req.Kind = sqlstore.KindEpisodic
-	case sqlstore.KindSemantic, sqlstore.KindEpisodic, sqlstore.KindAll:
+		req.Kind = recall.KindEpisodic
+	case recall.KindSemantic, recall.KindEpisodic, recall.KindAll:
 	default:
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("kind %q: use episodic, semantic or all", req.Kind))
 	}
@@ -189,7 +189,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, erro
 		scopes = []string{stream}
 	}
 	t0 := time.Now()
-	res, err := s.index.Recall(r.Context(), sqlstore.RecallQuery{Text: req.Query, Kind: req.Kind, Scopes: scopes,
+	res, err := s.index.Recall(r.Context(), recall.Query{Text: req.Query, Kind: req.Kind, Scopes: scopes,
 		Limit: req.Limit, Bytes: -1, NoFloor: true, IncludeInjected: req.IncludeInjected, ScopeDirs: s.scopeDirs(req.Cwd, scopes)})
 	s.metrics.Recall.Observe(time.Since(t0))
 	if err != nil {

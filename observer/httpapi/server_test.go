@@ -19,7 +19,7 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/broker"
 	"dshmem/observer/distill"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -527,7 +527,7 @@ func TestContextPrefixStability(t *testing.T) {
 // unreachable index.db would.
 type brokenIndex struct{ err error }
 
-func (b brokenIndex) Recall(context.Context, sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (b brokenIndex) Recall(context.Context, recall.Query) (*recall.Result, error) {
 	return nil, b.err
 }
 func (b brokenIndex) SessionCwd(context.Context, string) (string, bool, error) {
@@ -614,9 +614,9 @@ func TestServerReadTimeout(t *testing.T) {
 // nothing; its other reads find nothing at once.
 type stallIndex struct{ stall time.Duration }
 
-func (s stallIndex) Recall(context.Context, sqlstore.RecallQuery) (*sqlstore.RecallResult, error) {
+func (s stallIndex) Recall(context.Context, recall.Query) (*recall.Result, error) {
 	time.Sleep(s.stall)
-	return &sqlstore.RecallResult{Items: []sqlstore.Item{}, Terms: []string{}}, nil
+	return &recall.Result{Items: []recall.Item{}, Terms: []string{}}, nil
 }
 func (stallIndex) SessionCwd(context.Context, string) (string, bool, error) { return "", false, nil }
 func (stallIndex) Cursors() (map[string]uint64, error)                      { return map[string]uint64{}, nil }

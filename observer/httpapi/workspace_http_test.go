@@ -12,7 +12,7 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/broker"
 	"dshmem/observer/internal/enginetest"
-	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,8 +72,8 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 	t.Run("SearchIncludeInjected", func(t *testing.T) {
 		for _, route := range []string{"/v1/search", "/v1/recall"} {
 			for _, include := range []bool{false, true} {
-				code, body := ts.call("POST", route, map[string]any{"query": "stripe elements", "cwd": sub, "kind": sqlstore.KindEpisodic, "includeInjected": include})
-				var res sqlstore.RecallResult
+				code, body := ts.call("POST", route, map[string]any{"query": "stripe elements", "cwd": sub, "kind": recall.KindEpisodic, "includeInjected": include})
+				var res recall.Result
 				require.Equal(t, http.StatusOK, code, "%s: %d %s", route, code, body)
 				require.Nil(t, json.Unmarshal(body, &res), "%s: %d %s", route, code, body)
 				switch {
@@ -90,7 +90,7 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 	t.Run("EmptyAnswerNamesNewDirectory", func(t *testing.T) {
 		fresh := base + "/fresh"
 		code, body := ts.call("POST", "/v1/recall", map[string]any{"query": "checkout", "cwd": fresh})
-		var res sqlstore.RecallResult
+		var res recall.Result
 		require.Equal(t, http.StatusOK, code, "recall: %d %s", code, body)
 		require.Nil(t, json.Unmarshal(body, &res), "recall: %d %s", code, body)
 		if want := fresh + " (" + observer.StreamForCwd(fresh) + ")"; len(res.Items) != 0 || !strings.Contains(res.Guidance, want) {

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/markdown"
 	"dshmem/observer"
 	"dshmem/observer/dsh"
@@ -240,7 +240,7 @@ func (e engine) importSession(ctx context.Context, path string, seen map[string]
 			ev := &s.Events[i]
 			ev.Cwd = ""
 			if ev.Type == events.TypeSessionStart {
-				ev.Data = withField(ev.Data, "hostCwd", s.Cwd)
+				ev.Data = withHostCwd(ev.Data, s.Cwd)
 			}
 		}
 	}
@@ -316,37 +316,36 @@ func (e engine) ingestBatches(ctx context.Context, lines [][]byte, f *FileImport
 	return all, nil
 }
 
-// withField returns the JSON object data with "key":value added at the
-// end (data itself when it already has key). Appending keeps the bytes
-// before it, so the result is as deterministic as data.
-func withField(data json.RawMessage, key, value string) json.RawMessage {
-	k, _ := json.Marshal(key)
-	v, _ := json.Marshal(value)
-	body := strings.TrimSpace(string(data))
-	if body == "" || body == "null" {
-		return json.RawMessage("{" + string(k) + ":" + string(v) + "}")
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(data, &obj) != nil {
-		return data // not an object: intake refuses it and says why
-	}
-	if _, ok := obj[key]; ok {
+// withHostCwd returns the data of a session/start with hostCwd set to
+// cwd, or data itself when it names a hostCwd already or does not
+// decode (intake then refuses it and says why). The data is the
+// mapper's, payload.Marshal of a payload.SessionStart, so encoding it
+// again adds hostCwd at its place, the end, and changes nothing else.
+func withHostCwd(data json.RawMessage, cwd string) json.RawMessage {
+	var s payload.SessionStart
+	if payload.Unmarshal(data, &s) != nil || s.HostCwd != "" {
 		return data
 	}
-	if len(obj) == 0 {
-		return json.RawMessage("{" + string(k) + ":" + string(v) + "}")
+	s.HostCwd = cwd
+	raw, err := payload.Marshal(s)
+	if err != nil {
+		return data
 	}
-	return json.RawMessage(body[:len(body)-1] + "," + string(k) + ":" + string(v) + "}")
+	return raw
 }
 
 // cutMarker ends a text that an import cut to fit MaxEventBytes.
 const cutMarker = "\n[dshmem import: %d bytes cut to fit the event size limit]"
 
 // marshalFit marshals ev as an intake line. A line over MaxEventBytes
-// (a huge tool result, say) would be refused whole; instead its longest
-// text field (data.text or data.content) is cut at a rune boundary and
-// marked, so the event, its id and the rest of its text are kept.
-// shrunk reports a cut.
+// (a huge tool result, say) would be refused whole; instead its text
+// (cutText) is cut at a rune boundary and marked, so the event, its id
+// and the rest of its text are kept. shrunk reports a cut.
+//
+// The cut decodes the data through events/payload and encodes it again
+// with payload.Marshal. The data an import makes is payload.Marshal's
+// already (observer/dsh's mapper, the legacy mapping), so only the text
+// changes; data of another shape would be written in payload's.
 func marshalFit(ev *events.Envelope) (line []byte, shrunk bool, err error) {
 	line, err = events.Marshal(ev)
 	if err != nil {
@@ -355,29 +354,22 @@ func marshalFit(ev *events.Envelope) (line []byte, shrunk bool, err error) {
 	if len(line) <= observer.MaxEventBytes {
 		return line, false, nil
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(ev.Data, &obj) != nil {
+	p, ok := payload.New(ev.Type)
+	if !ok || payload.Unmarshal(ev.Data, p) != nil {
 		return line, false, nil // intake refuses it and says why
 	}
-	field := ""
-	var text string
-	for _, k := range []string{"text", "content"} {
-		var s string
-		if json.Unmarshal(obj[k], &s) == nil && len(s) > len(text) {
-			field, text = k, s
-		}
-	}
-	if field == "" {
+	field := cutText(p)
+	if field == nil || *field == "" {
 		return line, false, nil
 	}
-	orig := len(text)
+	orig := *field
+	text := orig
 	for over := len(line) - observer.MaxEventBytes; over > 0 && len(text) > 0; over = len(line) - observer.MaxEventBytes {
 		// Escaping can make the encoded text longer than the text, so
 		// cut at least what is over, plus room for the marker, and loop.
 		text = markdown.CutUTF8(text, max(len(text)-over-len(cutMarker)-32, 0))
-		s, _ := json.Marshal(text + fmt.Sprintf(cutMarker, orig-len(text)))
-		obj[field] = s
-		data, err := json.Marshal(obj)
+		*field = text + fmt.Sprintf(cutMarker, len(orig)-len(text))
+		data, err := payload.Marshal(p)
 		if err != nil {
 			return nil, false, fmt.Errorf("marshal event %s: %w", ev.ID, err)
 		}
@@ -388,4 +380,25 @@ func marshalFit(ev *events.Envelope) (line []byte, shrunk bool, err error) {
 		}
 	}
 	return line, true, nil
+}
+
+// cutText returns the field of p that marshalFit cuts: the text of a
+// message, tool result or compaction summary, the content of a remember
+// or a file edit; nil for a payload without one.
+func cutText(p payload.Payload) *string {
+	switch p := p.(type) {
+	case *payload.UserMessage:
+		return &p.Text
+	case *payload.AssistantMessage:
+		return &p.Text
+	case *payload.ToolResult:
+		return &p.Text
+	case *payload.CompactionSummary:
+		return &p.Text
+	case *payload.Remember:
+		return &p.Content
+	case *payload.FileEdit:
+		return &p.Content
+	}
+	return nil
 }

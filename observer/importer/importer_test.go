@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/dsh"
 	"dshmem/observer/dsh/dshtest"
@@ -145,8 +147,8 @@ func TestImportDSHFixturesAsIs(t *testing.T) {
 	var data string
 	err := e.Store().DB().QueryRow(`SELECT data FROM events WHERE id = 'dsh:33333333-3333-4333-8333-333333333333:header'`).Scan(&data)
 	require.NoError(t, err)
-	var start struct{ Origin, Parent, HostCwd string }
-	require.NoError(t, json.Unmarshal([]byte(data), &start))
+	var start payload.SessionStart
+	require.NoError(t, payload.Unmarshal([]byte(data), &start))
 	assert.False(t, start.Origin != "subagent" || start.Parent != "11111111-1111-4111-8111-111111111111" || start.HostCwd != "{{cwd}}", "sub-agent session/start: got %+v, want origin subagent, its parent, hostCwd {{cwd}}", start)
 	first := rep.Total
 	checkReimport(t, mustImportDSH(t, e, dshFixtures), first.Appended+first.Duplicates)
@@ -361,34 +363,61 @@ func TestImportDSHErrors(t *testing.T) {
 
 func TestMarshalFit(t *testing.T) {
 	big := strings.Repeat("x<y\"", observer.MaxEventBytes/3) // escaping makes it longer
-	e := dshEnvelope(big)
+	ok := true
+	want := payload.ToolResult{Name: "bash", OK: &ok, Text: big, CallID: "c1", Turn: 2, Step: 3}
+	e := dshEnvelope(t, want)
 	line, shrunk, err := marshalFit(&e)
 	require.NoError(t, err, "got shrunk %v err %v, want a cut", shrunk, err)
 	require.True(t, shrunk, "got shrunk %v err %v, want a cut", shrunk, err)
 	require.False(t, len(line) > observer.MaxEventBytes, "got %d bytes, want at most %d", len(line), observer.MaxEventBytes)
-	if _, lerr := observer.Validate(line, 1); lerr != nil {
-		t.Fatalf("cut line refused: %v", lerr)
-	}
-	small := dshEnvelope("short")
+	ev, lerr := observer.Validate(line, 1)
+	require.Nil(t, lerr, "cut line refused: %v", lerr)
+
+	// Only the text changed: cut, marked, the rest of the data as the
+	// mapper wrote it.
+	var got payload.ToolResult
+	require.NoError(t, payload.Unmarshal(ev.Data, &got))
+	text, marker, found := strings.Cut(got.Text, "\n[dshmem import: ")
+	require.True(t, found, "got text ending %q, want the cut marker", got.Text[max(len(got.Text)-80, 0):])
+	assert.True(t, strings.HasPrefix(big, text), "the kept text is not a prefix of the original")
+	assert.Equal(t, fmt.Sprintf(cutMarker, len(big)-len(text)), "\n[dshmem import: "+marker)
+	want.Text = got.Text
+	assert.Equal(t, want, got)
+	raw, err := payload.Marshal(want)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(ev.Data), "got data in another order than payload.Marshal's")
+
+	small := dshEnvelope(t, payload.ToolResult{Name: "bash", Text: "short"})
 	if _, shrunk, _ := marshalFit(&small); shrunk {
 		t.Fatal("got a cut of a small event")
 	}
 }
 
-func dshEnvelope(text string) events.Envelope {
-	d, _ := json.Marshal(map[string]any{"name": "bash", "ok": true, "text": text})
-	return events.Envelope{ID: "dsh:s:1", Type: "tool/result", Time: "2026-08-18T10:00:00.000Z", Data: d}
+// dshEnvelope is a tool/result envelope as observer/dsh's mapper makes it.
+func dshEnvelope(t *testing.T, r payload.ToolResult) events.Envelope {
+	t.Helper()
+	d, err := payload.Marshal(r)
+	require.NoError(t, err)
+	return events.Envelope{ID: "dsh:s:1", Type: events.TypeToolResult, Time: "2026-08-18T10:00:00.000Z", Data: d}
 }
 
-func TestWithField(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"origin":"top"}`, `{"origin":"top","hostCwd":"x"}`},
-		{`{}`, `{"hostCwd":"x"}`},
-		{``, `{"hostCwd":"x"}`},
-		{`{"hostCwd":"y"}`, `{"hostCwd":"y"}`},
+func TestWithHostCwd(t *testing.T) {
+	mapped := func(s payload.SessionStart) string {
+		b, err := payload.Marshal(s)
+		require.NoError(t, err)
+		return string(b)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		// The mapper's data gets hostCwd appended, as a raw edit would.
+		{"Top", mapped(payload.SessionStart{Origin: payload.OriginTop}), `{"origin":"top","delegationDepth":0,"hostCwd":"x"}`},
+		{"Subagent", mapped(payload.SessionStart{Origin: payload.OriginSubagent, Parent: "p", DelegationDepth: 1}),
+			`{"origin":"subagent","parent":"p","delegationDepth":1,"hostCwd":"x"}`},
+		{"HasOne", mapped(payload.SessionStart{Origin: payload.OriginTop, HostCwd: "y"}), `{"origin":"top","delegationDepth":0,"hostCwd":"y"}`},
+		{"NotAnObject", `[1]`, `[1]`},
 	} {
-		if got := string(withField(json.RawMessage(tc.in), "hostCwd", "x")); got != tc.want {
-			t.Errorf("withField(%s): got %s, want %s", tc.in, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(withHostCwd(json.RawMessage(tc.in), "x"))
+			assert.Equal(t, tc.want, got, "withHostCwd(%s)", tc.in)
+		})
 	}
 }

@@ -52,8 +52,8 @@ package importer
 // title, description, retrievalTerms (array or string → terms), content
 // (else description, else title; an entry with none is skipped), tags
 // (array or comma-separated string), importance (number, numeric string,
-// or low/normal/medium/high/critical → 0/1/1/2/3; the index clamps to
-// 0–3), status, conflictGroupId, supersedes and supersededBy (id or ids),
+// or low/normal/medium/high/critical → 0/1/1/2/3; written as the fold
+// reads it, clamped to 0–3 and truncated: 2.5 is 2), status, conflictGroupId, supersedes and supersededBy (id or ids),
 // revisions, provenance, createdAt and updatedAt (RFC 3339, YYYY-MM-DD, or
 // Unix time as number or string: milliseconds from 1e11 up, else seconds).
 // Each becomes memory/remember with our fields, a type not of ours mapped to
@@ -78,12 +78,10 @@ package importer
 // appends nothing. A changed fact is a new fact: the old one stays.
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -93,6 +91,7 @@ import (
 	"strings"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/projector"
 )
@@ -272,48 +271,16 @@ func legacyID(rel, key string) string {
 	return "legacy:" + hex.EncodeToString(sum[:8])
 }
 
-// rememberData is the data of the memory/remember events an import writes.
-type rememberData struct {
-	Content     string      `json:"content"`
-	Title       string      `json:"title,omitempty"`
-	Type        string      `json:"type,omitempty"`
-	Description string      `json:"description,omitempty"`
-	Terms       string      `json:"terms,omitempty"`
-	Tags        []string    `json:"tags,omitempty"`
-	Importance  *float64    `json:"importance,omitempty"`
-	Legacy      *legacyMeta `json:"legacy"`
-}
-
-// legacyMeta keeps what our entry model has no column for, so that the
-// log still holds everything the legacy store knew.
-type legacyMeta struct {
-	Source          string          `json:"source"` // file, relative to the tree root
-	ID              string          `json:"id,omitempty"`
-	Heading         string          `json:"heading,omitempty"`
-	Type            string          `json:"type,omitempty"` // the legacy type, when it is not one of ours
-	Status          string          `json:"status,omitempty"`
-	ConflictGroupID string          `json:"conflictGroupId,omitempty"`
-	Supersedes      []string        `json:"supersedes,omitempty"`
-	SupersededBy    []string        `json:"supersededBy,omitempty"`
-	Provenance      json.RawMessage `json:"provenance,omitempty"`
-	Revisions       json.RawMessage `json:"revisions,omitempty"`
-	CreatedAt       string          `json:"createdAt,omitempty"`
-	UpdatedAt       string          `json:"updatedAt,omitempty"`
-}
-
-// legacyEnvelope makes the envelope of an imported event. data holds only
-// strings, string slices, finite numbers and JSON already compacted
+// legacyEnvelope makes the envelope of an imported event. data holds
+// only strings, string slices, small integers and JSON already compacted
 // (rawOrNil), so encoding it cannot fail; a failure is a bug here.
-func legacyEnvelope(id, typ, stream, t string, data any) events.Envelope {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(data); err != nil {
-		panic(fmt.Sprintf("observer: encode %s data of %s: %v", typ, id, err))
+func legacyEnvelope(id, stream, t string, data payload.Payload) events.Envelope {
+	raw, err := payload.Marshal(data)
+	if err != nil {
+		panic(fmt.Sprintf("observer: legacy event %s: %v", id, err))
 	}
 	return events.Envelope{
-		V: events.CurrentVersion, Stream: stream, ID: id, Type: typ, Time: t,
-		Data: bytes.TrimRight(buf.Bytes(), "\n"),
+		V: events.CurrentVersion, Stream: stream, ID: id, Type: data.EventType(), Time: t, Data: raw,
 	}
 }
 
@@ -394,10 +361,7 @@ func (e engine) importLegacyFile(ctx context.Context, lf *LegacyFile, opts Optio
 		if !ok {
 			continue // the remember was rejected; there is nothing to forget
 		}
-		ev := legacyEnvelope(fg.ID, events.TypeMemoryForget, fg.Stream, fg.Time, struct {
-			EntryID string `json:"entryId"`
-			Reason  string `json:"reason,omitempty"`
-		}{projector.EntryID(fg.Stream, seq, 0), fg.Reason})
+		ev := legacyEnvelope(fg.ID, fg.Stream, fg.Time, payload.Forget{EntryID: projector.EntryID(fg.Stream, seq, 0), Reason: fg.Reason})
 		line, err := events.Marshal(&ev)
 		if err != nil {
 			return f, fmt.Errorf("import %s: marshal event %s: %w", lf.Path, ev.ID, err)

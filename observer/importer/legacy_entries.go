@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 )
 
@@ -143,13 +144,13 @@ func mapEntry(rel, stream string, e *legacyEntry) (ev events.Envelope, forget *L
 	}
 	status := strings.ToLower(strings.TrimSpace(e.Status))
 	group := flexString(e.ConflictGroupID)
-	d := rememberData{
+	d := payload.Remember{
 		Content:     content,
 		Title:       strings.TrimSpace(e.Title),
 		Description: strings.TrimSpace(e.Description),
 		Terms:       strings.Join(flexStrings(e.RetrievalTerms, " "), " "),
 		Tags:        flexStrings(e.Tags, ","),
-		Legacy: &legacyMeta{
+		Legacy: &payload.LegacyMeta{
 			Source: rel, ID: id, Status: e.Status, ConflictGroupID: group,
 			Supersedes: flexStrings(e.Supersedes, ","), SupersededBy: flexStrings(e.SupersededBy, ","),
 			Provenance: rawOrNil(e.Provenance), Revisions: rawOrNil(e.Revisions),
@@ -157,13 +158,16 @@ func mapEntry(rel, stream string, e *legacyEntry) (ev events.Envelope, forget *L
 		},
 	}
 	typ := strings.ToLower(strings.TrimSpace(e.Type))
-	if ourTypes[typ] {
+	if payload.KnownEntryType(typ) {
 		d.Type = typ
 	} else if typ != "" {
-		d.Type, d.Legacy.Type = "fact", e.Type
+		d.Type, d.Legacy.Type = payload.DefaultEntryType, e.Type
 	}
 	if imp, ok := legacyImportance(e.Importance); ok {
-		d.Importance = &imp
+		// The fold reads any number so (payload.ClampImportance): the
+		// event holds the importance the entry gets, 2 for 2.5.
+		n := payload.ClampImportance(imp)
+		d.Importance = &n
 	}
 	if group != "" {
 		d.Tags = append(d.Tags, "conflict:"+group)
@@ -177,7 +181,7 @@ func mapEntry(rel, stream string, e *legacyEntry) (ev events.Envelope, forget *L
 		t, badTime = legacyEpoch, true
 	}
 	rid := legacyID(rel, key)
-	ev = legacyEnvelope(rid, events.TypeMemoryRemember, stream, t, d)
+	ev = legacyEnvelope(rid, stream, t, d)
 	if inactiveStatuses[status] {
 		reason := "legacy status " + status
 		if by := d.Legacy.SupersededBy; len(by) > 0 {

@@ -12,16 +12,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/distill"
 )
-
-// ourTypes are the entry types of ARCHITECTURE §5.
-var ourTypes = map[string]bool{
-	"preference": true, "decision": true, "architecture": true, "rule": true,
-	"fact": true, "fix": true, "procedure": true,
-}
 
 // headingTypes name the entry type of the facts under a heading, tried in
 // this order against the nearest heading first, then its parents.
@@ -29,12 +23,12 @@ var headingTypes = []struct {
 	typ string
 	re  *regexp.Regexp
 }{
-	{"procedure", regexp.MustCompile(`(?i)\bprocedures?\b|\bhow[ -]?to\b|\bsteps\b|\bworkflows?\b|\brunbooks?\b|步骤|流程|操作`)},
-	{"fix", regexp.MustCompile(`(?i)\bfix(es|ed)?\b|\bbugs?\b|\bpitfalls?\b|\bgotchas?\b|\btroubleshooting\b|修复|踩坑|坑|故障`)},
-	{"rule", regexp.MustCompile(`(?i)\brules?\b|\bconventions?\b|\bguidelines?\b|规则|约定|规范`)},
-	{"decision", regexp.MustCompile(`(?i)\bdecisions?\b|\bdecided\b|决定|决策`)},
-	{"architecture", regexp.MustCompile(`(?i)\barchitecture\b|\bdesign\b|架构|设计`)},
-	{"preference", regexp.MustCompile(`(?i)\bprefer(s|red|ences?)?\b|偏好|喜好|习惯`)},
+	{payload.TypeProcedure, regexp.MustCompile(`(?i)\bprocedures?\b|\bhow[ -]?to\b|\bsteps\b|\bworkflows?\b|\brunbooks?\b|步骤|流程|操作`)},
+	{payload.TypeFix, regexp.MustCompile(`(?i)\bfix(es|ed)?\b|\bbugs?\b|\bpitfalls?\b|\bgotchas?\b|\btroubleshooting\b|修复|踩坑|坑|故障`)},
+	{payload.TypeRule, regexp.MustCompile(`(?i)\brules?\b|\bconventions?\b|\bguidelines?\b|规则|约定|规范`)},
+	{payload.TypeDecision, regexp.MustCompile(`(?i)\bdecisions?\b|\bdecided\b|决定|决策`)},
+	{payload.TypeArchitecture, regexp.MustCompile(`(?i)\barchitecture\b|\bdesign\b|架构|设计`)},
+	{payload.TypePreference, regexp.MustCompile(`(?i)\bprefer(s|red|ences?)?\b|偏好|喜好|习惯`)},
 }
 
 var (
@@ -242,7 +236,7 @@ func headingType(headings []string) string {
 			}
 		}
 	}
-	return "fact"
+	return payload.DefaultEntryType
 }
 
 func nearestHeading(headings []string) string {
@@ -270,11 +264,11 @@ func markdownFacts(rel string, b []byte) LegacyFile {
 			continue
 		}
 		heading := nearestHeading(blk.headings)
-		d := rememberData{
+		d := payload.Remember{
 			Content: blk.text,
 			Type:    headingType(blk.headings),
 			Tags:    presentStrings(topic, clipTag(heading, 60)),
-			Legacy:  &legacyMeta{Source: rel, Heading: strings.Join(presentStrings(blk.headings...), " / ")},
+			Legacy:  &payload.LegacyMeta{Source: rel, Heading: strings.Join(presentStrings(blk.headings...), " / ")},
 		}
 		if m := boldTitleRE.FindStringSubmatch(blk.text); m != nil {
 			d.Title = strings.TrimSpace(m[1])
@@ -283,7 +277,7 @@ func markdownFacts(rel string, b []byte) LegacyFile {
 		if day, ok := firstISODate(blk.text); ok {
 			t = day.UTC().Format(envelopeTime)
 		}
-		f.Events = append(f.Events, legacyEnvelope(legacyID(rel, blk.text), events.TypeMemoryRemember, observer.GlobalStream, t, d))
+		f.Events = append(f.Events, legacyEnvelope(legacyID(rel, blk.text), observer.GlobalStream, t, d))
 	}
 	return f
 }
@@ -326,12 +320,8 @@ func sessionDay(rel string, b []byte) LegacyFile {
 	for n, sec := range sessionSections(b) {
 		cid := "legacy:" + rel + ":" + strconv.Itoa(n)
 		t := day.Add(time.Duration(n) * time.Second).UTC().Format(envelopeTime)
-		f.Events = append(f.Events, legacyEnvelope(legacyID(rel, cid+"\n"+sec), events.TypeCompactionSummary, observer.GlobalStream, t,
-			struct {
-				CompactionID string `json:"compactionId"`
-				Text         string `json:"text"`
-				Source       string `json:"legacySource"`
-			}{cid, sec, rel}))
+		f.Events = append(f.Events, legacyEnvelope(legacyID(rel, cid+"\n"+sec), observer.GlobalStream, t,
+			payload.CompactionSummary{CompactionID: cid, Text: sec, LegacySource: rel}))
 	}
 	return f
 }

@@ -2,7 +2,6 @@ package importer
 
 import (
 	"context"
-	"dshmem/observer"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -10,6 +9,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"dshmem/events"
+	"dshmem/events/payload"
+	"dshmem/observer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,27 +93,19 @@ func TestEntryTime(t *testing.T) {
 	}
 }
 
-// remembered maps a memory/remember event's data by event id.
-type legacyFact struct {
-	Content    string
-	Title      string
-	Type       string
-	Tags       []string
-	Importance *float64
-	Legacy     legacyMeta
-}
-
-func factsByContent(t *testing.T, tree LegacyTree) map[string]legacyFact {
+// factsByContent maps the data of the tree's memory/remember events by
+// content.
+func factsByContent(t *testing.T, tree LegacyTree) map[string]payload.Remember {
 	t.Helper()
-	out := map[string]legacyFact{}
+	out := map[string]payload.Remember{}
 	for _, f := range tree.Files {
 		require.Nil(t, f.Err, "%s: %v", f.Path, f.Err)
 		for _, ev := range f.Events {
-			if ev.Type != "memory/remember" {
+			if ev.Type != events.TypeMemoryRemember {
 				continue
 			}
-			var d legacyFact
-			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			var d payload.Remember
+			require.NoError(t, payload.Unmarshal(ev.Data, &d))
 			out[d.Content] = d
 		}
 	}
@@ -141,7 +136,7 @@ func TestReadLegacyMarkdownTree(t *testing.T) {
 		{"The log is the only", "architecture", []string{"project:dshmem", "Architecture"}, ""},
 		{"Use `rg -n", "fact", []string{"tool:ripgrep", "ripgrep"}, ""},
 	} {
-		var got *legacyFact
+		var got *payload.Remember
 		for c, f := range facts {
 			if strings.HasPrefix(c, tc.prefix) {
 				f := f
@@ -164,9 +159,10 @@ func TestReadLegacyMarkdownTree(t *testing.T) {
 	for _, f := range tree.Files {
 		assert.False(t, f.Path == "index.md" && f.Skipped["index link"] != 4, "index.md: got skipped %v, want 4 index links", f.Skipped)
 		for _, ev := range f.Events {
-			if ev.Type == "compaction/summary" {
-				var d struct{ CompactionID, Text string }
-				json.Unmarshal(ev.Data, &d)
+			if ev.Type == events.TypeCompactionSummary {
+				var d payload.CompactionSummary
+				require.NoError(t, payload.Unmarshal(ev.Data, &d))
+				assert.Equal(t, f.Path, d.LegacySource, "%s: got legacySource %q", ev.ID, d.LegacySource)
 				sessions = append(sessions, ev.Time+" "+d.CompactionID+" "+headLine(d.Text))
 			}
 			assert.Equal(t, observer.GlobalStream, ev.Stream, "%s: got stream %s, want global", ev.ID, ev.Stream)
@@ -309,6 +305,68 @@ func TestImportLegacy(t *testing.T) {
 		e.Store().DB().QueryRow(`SELECT count(*) FROM events WHERE stream = 'global' AND type = 'compaction/summary' AND id LIKE 'legacy:%'`).Scan(&n)
 		assert.EqualValues(t, 3, n, "got %d legacy compaction summaries on global, want 3", n)
 	})
+}
+
+// TestLegacyRememberIsPayload: a legacy entry with a float importance and
+// the engine's own Remember write memory/remember data that decodes
+// through payload; the import writes the importance the fold gives the
+// entry (payload.ClampImportance: 2.5 is 2), so for the same memory the
+// two producers write the same data but for what data.legacy keeps.
+func TestLegacyRememberIsPayload(t *testing.T) {
+	t.Run("Importances", func(t *testing.T) {
+		for _, tc := range []struct {
+			in   string
+			want *int
+		}{
+			{`2.5`, new(2)}, {`1.6`, new(1)}, {`7`, new(3)}, {`-1`, new(0)}, {`"2.5"`, new(2)}, {`"high"`, new(2)},
+			{`null`, nil}, {`"much"`, nil},
+		} {
+			lf := entriesFile("global/memory_entries.json", []byte(`[{"id":"i","content":"x","importance":`+tc.in+`}]`))
+			require.NoError(t, lf.Err)
+			require.Len(t, lf.Events, 1, "importance %s", tc.in)
+			var d payload.Remember
+			require.NoError(t, payload.Unmarshal(lf.Events[0].Data, &d), "importance %s: %s", tc.in, lf.Events[0].Data)
+			assert.Equal(t, tc.want, d.Importance, "importance %s: got data %s", tc.in, lf.Events[0].Data)
+		}
+	})
+
+	ctx := context.Background()
+	e := openImportEngine(t)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "global"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "global", "memory_entries.json"),
+		[]byte(`[{"id":"f-1","content":"Deploy on Tuesdays.","type":"Decision","importance":2.5,"status":"active"}]`), 0o600))
+	rep, err := ImportLegacy(ctx, e, dir, Options{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, rep.Total.Appended, "got %+v", rep.Total)
+	two := 2
+	own, err := e.Remember(ctx, observer.RememberRequest{Content: "Deploy on Tuesdays.", Type: payload.TypeDecision, Importance: &two})
+	require.NoError(t, err)
+
+	var got []payload.Remember
+	require.NoError(t, e.Log().Scan(observer.GlobalStream, 0, func(ev events.Envelope) error {
+		if ev.Type == events.TypeMemoryRemember {
+			var d payload.Remember
+			require.NoError(t, payload.Unmarshal(ev.Data, &d), "%s: %s", ev.ID, ev.Data)
+			assert.NotContains(t, string(ev.Data), "2.5", "%s: got data %s, want the importance the fold reads", ev.ID, ev.Data)
+			got = append(got, d)
+		}
+		return nil
+	}))
+	require.Len(t, got, 2, "got %+v", got)
+	legacy, engine := got[0], got[1]
+	require.NotNil(t, legacy.Legacy, "the import's remember keeps no legacy meta: %+v", legacy)
+	assert.Equal(t, payload.LegacyMeta{Source: "global/memory_entries.json", ID: "f-1", Status: "active"}, *legacy.Legacy)
+	legacy.Legacy = nil
+	assert.Equal(t, engine, legacy, "the same memory, written by the import and by the engine")
+	assert.Equal(t, &two, legacy.Importance)
+
+	entries, err := e.Entries(ctx, observer.EntryFilter{Scopes: []string{observer.GlobalStream}})
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "got %+v", entries)
+	for _, en := range entries {
+		assert.Equal(t, 2, en.Importance, "%s (the engine's is %s): got %+v", en.ID, own.ID, en)
+	}
 }
 
 func TestImportLegacyErrors(t *testing.T) {

@@ -259,7 +259,7 @@ func watchLines(h *dsh.Header, evs []events.Envelope) ([][]byte, error) {
 		if dropCwd {
 			ev.Cwd = ""
 			if ev.Type == events.TypeSessionStart {
-				ev.Data = withField(ev.Data, "hostCwd", h.Cwd)
+				ev.Data = withHostCwd(ev.Data, h.Cwd)
 			}
 			evs[i].Cwd = ""
 		}

@@ -8,15 +8,15 @@ import (
 	"sort"
 	"strconv"
 
-	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
+	"dshmem/sqlstore/recall"
 )
 
 // BenchOptions configure Bench. The zero value works: dshmem recall with
-// sqlstore.DefaultWeights, no dense rows.
+// recall.DefaultWeights, no dense rows.
 type BenchOptions struct {
-	// Weights of the recall ranking; nil means sqlstore.DefaultWeights.
-	Weights *sqlstore.Weights
+	// Weights of the recall ranking; nil means recall.DefaultWeights.
+	Weights *recall.Weights
 	// Model, when set, adds per language the fused ranking (recall +
 	// dense), and for English the dense ranking alone.
 	Model *encoder.Model
@@ -55,7 +55,7 @@ const benchK = 20
 func Bench(ctx context.Context, dir string, o BenchOptions) ([]Result, error) {
 	w := o.Weights
 	if w == nil {
-		w = &sqlstore.DefaultWeights
+		w = &recall.DefaultWeights
 	}
 	tmp, err := os.MkdirTemp("", "dshmem-eval-")
 	if err != nil {
@@ -117,6 +117,6 @@ func InstalledEncoder() (m *encoder.Model, note string) {
 	if err != nil {
 		return nil, fmt.Sprintf("dense: none (%v)", err)
 	}
-	return m, fmt.Sprintf("dense: %s (%s), English queries and memories only; fused with sqlstore.FuseDense, DenseBlend %.2f",
-		encoder.ModelID, encoder.ModelVersion, sqlstore.DefaultWeights.DenseBlend)
+	return m, fmt.Sprintf("dense: %s (%s), English queries and memories only; fused with recall.FuseDense, DenseBlend %.2f",
+		encoder.ModelID, encoder.ModelVersion, recall.DefaultWeights.DenseBlend)
 }

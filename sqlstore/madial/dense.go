@@ -3,8 +3,8 @@ package madial
 import (
 	"sort"
 
-	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
+	"dshmem/sqlstore/recall"
 )
 
 // Dense ranks a user's memories by the cosine of unit vectors (an
@@ -18,12 +18,12 @@ type Dense struct {
 
 // Scores returns the k memories nearest the query, best first (ties go to
 // the lower id).
-func (d Dense) Scores(c Case, candidates []Memory, k int) []sqlstore.Ranked[int] {
+func (d Dense) Scores(c Case, candidates []Memory, k int) []recall.Ranked[int] {
 	q := d.Query(c)
 	if q == nil || k <= 0 {
 		return nil
 	}
-	out := make([]sqlstore.Ranked[int], 0, len(candidates))
+	out := make([]recall.Ranked[int], 0, len(candidates))
 	for _, m := range candidates {
 		v := d.Memory(m)
 		if v == nil {
@@ -33,7 +33,7 @@ func (d Dense) Scores(c Case, candidates []Memory, k int) []sqlstore.Ranked[int]
 		for i := range q {
 			dot += q[i] * v[i]
 		}
-		out = append(out, sqlstore.Ranked[int]{ID: m.ID, Score: float64(dot)})
+		out = append(out, recall.Ranked[int]{ID: m.ID, Score: float64(dot)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Score != out[j].Score {
@@ -51,15 +51,15 @@ func (d Dense) Rank(c Case, candidates []Memory, k int) []int {
 
 // ScoredRetriever is a Retriever that also gives its scores.
 type ScoredRetriever interface {
-	RankScored(c Case, candidates []Memory, k int) []sqlstore.Ranked[int]
+	RankScored(c Case, candidates []Memory, k int) []recall.Ranked[int]
 }
 
-// Fused ranks with sqlstore.FuseDense over a lexical ranking and Dense,
+// Fused ranks with recall.FuseDense over a lexical ranking and Dense,
 // both cut to Pool (0: k), as recall fuses them.
 type Fused struct {
 	Lexical ScoredRetriever
 	Dense   Dense
-	Weights *sqlstore.Weights
+	Weights *recall.Weights
 	Pool    int
 }
 
@@ -70,10 +70,10 @@ func (f Fused) Rank(c Case, candidates []Memory, k int) []int {
 		pool = k
 	}
 	lex := f.Lexical.RankScored(c, candidates, pool)
-	return ids(sqlstore.FuseDense(lex, f.Dense.Scores(c, candidates, pool), f.Weights))
+	return ids(recall.FuseDense(lex, f.Dense.Scores(c, candidates, pool), f.Weights))
 }
 
-func ids(rs []sqlstore.Ranked[int]) []int {
+func ids(rs []recall.Ranked[int]) []int {
 	out := make([]int, len(rs))
 	for i, r := range rs {
 		out[i] = r.ID

@@ -2,18 +2,19 @@ package madial
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
-// recallRetriever answers Run through sqlstore.Recall: the first time it
+// recallRetriever answers Run through recall.Find: the first time it
 // sees a user, it folds that user's memories into a fresh index as
 // memory/remember events (content = the event sentence, tags = scene and
 // emotion, time = the memory's date), exactly as ingest would. The first
@@ -21,7 +22,7 @@ import (
 type recallRetriever struct {
 	ctx     context.Context
 	dir     string
-	weights *sqlstore.Weights // nil: sqlstore.DefaultWeights
+	weights *recall.Weights // nil: recall.DefaultWeights
 	stores  map[int]*userIndex
 	err     error
 }
@@ -56,7 +57,7 @@ func (r *recallRetriever) index(user int, mems []Memory) (*userIndex, error) {
 		if t.After(ui.now) {
 			ui.now = t
 		}
-		data, _ := json.Marshal(map[string]any{"content": m.Text, "tags": []string{m.Scene, m.Emotion}})
+		data, _ := payload.Marshal(payload.Remember{Content: m.Text, Tags: []string{m.Scene, m.Emotion}}) // strings: cannot fail
 		seq := uint64(i + 1)
 		evs = append(evs, events.Envelope{V: events.CurrentVersion, Stream: recallStream, Seq: seq,
 			ID: fmt.Sprintf("madial:%d", m.ID), Type: events.TypeMemoryRemember, Time: t.Format(time.RFC3339), Data: data})
@@ -81,7 +82,7 @@ func (r *recallRetriever) Rank(c Case, candidates []Memory, k int) []int {
 
 // RankScored implements ScoredRetriever: the recall path's items and
 // their scores.
-func (r *recallRetriever) RankScored(c Case, candidates []Memory, k int) []sqlstore.Ranked[int] {
+func (r *recallRetriever) RankScored(c Case, candidates []Memory, k int) []recall.Ranked[int] {
 	if r.err != nil {
 		return nil
 	}
@@ -90,7 +91,7 @@ func (r *recallRetriever) RankScored(c Case, candidates []Memory, k int) []sqlst
 		r.err = err
 		return nil
 	}
-	res, err := ui.s.Recall(r.ctx, sqlstore.RecallQuery{Text: c.Query, Limit: k, Bytes: -1, NoFloor: true,
+	res, err := recall.Find(r.ctx, ui.s, recall.Query{Text: c.Query, Limit: k, Bytes: -1, NoFloor: true,
 		Now: ui.now, Timeout: 10 * time.Second, Weights: r.weights})
 	if err != nil {
 		r.err = err
@@ -100,10 +101,10 @@ func (r *recallRetriever) RankScored(c Case, candidates []Memory, k int) []sqlst
 		r.err = fmt.Errorf("case %d: %s", c.ID, res.Note)
 		return nil
 	}
-	out := make([]sqlstore.Ranked[int], 0, len(res.Items))
+	out := make([]recall.Ranked[int], 0, len(res.Items))
 	for _, it := range res.Items {
 		if id, ok := ui.ids[it.ID]; ok {
-			out = append(out, sqlstore.Ranked[int]{ID: id, Score: it.Score})
+			out = append(out, recall.Ranked[int]{ID: id, Score: it.Score})
 		}
 	}
 	return out

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
+	"dshmem/sqlstore/recall"
 )
 
 // evalTestModel is the installed encoder; CI (CI=true) installs it, so
@@ -27,7 +27,7 @@ func evalTestModel(t *testing.T) *encoder.Model {
 
 // TestFusedChineseUnchanged: with the model, no zh case or memory gets a
 // vector, so each zh case ranks exactly as its lexical ranking (compared
-// on the same lexical list: sqlstore.Recall orders exact ties differently
+// on the same lexical list: recall.Find orders exact ties differently
 // from one call to the next, e.g. full zh case 149), and the zh figures
 // are today's; English cases all get dense scores.
 func TestFusedChineseUnchanged(t *testing.T) {
@@ -52,7 +52,7 @@ func TestFusedChineseUnchanged(t *testing.T) {
 				t.Errorf("%s zh case %d: dense scores %v, want none", dir, c.ID, got)
 			}
 			lex := r.RankScored(c, byUser[c.UserID], 20)
-			if fused := sqlstore.FuseDense(lex, d.Scores(c, byUser[c.UserID], 20), &sqlstore.DefaultWeights); !slices.Equal(fused, lex) {
+			if fused := recall.FuseDense(lex, d.Scores(c, byUser[c.UserID], 20), &recall.DefaultWeights); !slices.Equal(fused, lex) {
 				t.Errorf("%s zh case %d: fused %v, want the lexical ranking %v", dir, c.ID, fused, lex)
 			}
 		}

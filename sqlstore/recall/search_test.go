@@ -1,4 +1,4 @@
-package sqlstore_test
+package recall_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 func msg(stream string, seq uint64, typ, session string, data map[string]any) events.Envelope {
@@ -52,26 +53,26 @@ func searchFixture(t *testing.T) *sqlstore.Store {
 // text, injected flags, streams.
 func TestSearchEpisodes(t *testing.T) {
 	s := searchFixture(t)
-	search := func(t *testing.T, q sqlstore.RecallQuery) []sqlstore.Item {
+	search := func(t *testing.T, q recall.Query) []recall.Item {
 		t.Helper()
-		q.Kind, q.Bytes, q.NoFloor, q.Timeout = sqlstore.KindEpisodic, -1, true, 10*time.Second
+		q.Kind, q.Bytes, q.NoFloor, q.Timeout = recall.KindEpisodic, -1, true, 10*time.Second
 		if q.Limit == 0 {
 			q.Limit = 20
 		}
-		res, err := s.Recall(context.Background(), q)
+		res, err := recall.Find(context.Background(), s, q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Items
 	}
-	ids := func(hits []sqlstore.Item) []string {
+	ids := func(hits []recall.Item) []string {
 		var out []string
 		for _, h := range hits {
 			out = append(out, h.EventID)
 		}
 		return out
 	}
-	has := func(hits []sqlstore.Item, id string) bool {
+	has := func(hits []recall.Item, id string) bool {
 		for _, h := range hits {
 			if h.EventID == id {
 				return true
@@ -81,7 +82,7 @@ func TestSearchEpisodes(t *testing.T) {
 	}
 
 	t.Run("TwoCharacterChineseWordInsideARun", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "记忆", IncludeInjected: true})
+		hits := search(t, recall.Query{Text: "记忆", IncludeInjected: true})
 		if !has(hits, "dsh:s1:1") || !has(hits, "dsh:s2:201") || !has(hits, "dsh:s1:4") || len(hits) != 3 {
 			t.Fatalf("got %v, want s1:1, s1:4 and s2:201", ids(hits))
 		}
@@ -96,42 +97,42 @@ func TestSearchEpisodes(t *testing.T) {
 		}
 	})
 	t.Run("InjectedLeftOutByDefault", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "记忆"})
+		hits := search(t, recall.Query{Text: "记忆"})
 		if has(hits, "dsh:s1:4") || len(hits) != 2 {
 			t.Fatalf("got %v, want s1:1 and s2:201 without the injected s1:4", ids(hits))
 		}
-		hits = search(t, sqlstore.RecallQuery{Text: "记忆条目"})
+		hits = search(t, recall.Query{Text: "记忆条目"})
 		if has(hits, "dsh:s1:4") || len(hits) != 2 {
 			t.Fatalf("got %v, want s1:1 and s2:201 (the injected s1:4, which holds the whole query, left out)", ids(hits))
 		}
-		hits = search(t, sqlstore.RecallQuery{Text: "记忆条目", IncludeInjected: true})
-		if len(hits) != 3 || hits[0].EventID != "dsh:s1:4" || !slices.Contains(hits[0].Flags, sqlstore.FlagInjected) {
+		hits = search(t, recall.Query{Text: "记忆条目", IncludeInjected: true})
+		if len(hits) != 3 || hits[0].EventID != "dsh:s1:4" || !slices.Contains(hits[0].Flags, recall.FlagInjected) {
 			t.Fatalf("with IncludeInjected: got %+v, want s1:4 first, flagged injected", hits)
 		}
-		if hits := search(t, sqlstore.RecallQuery{Text: "记忆", Scopes: []string{"ws-a"}}); len(hits) != 1 || hits[0].EventID != "dsh:s1:1" {
+		if hits := search(t, recall.Query{Text: "记忆", Scopes: []string{"ws-a"}}); len(hits) != 1 || hits[0].EventID != "dsh:s1:1" {
 			t.Fatalf("scoped: got %v, want [dsh:s1:1]", ids(hits))
 		}
 	})
 	t.Run("CamelCasePart", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "request"})
+		hits := search(t, recall.Query{Text: "request"})
 		if len(hits) != 1 || hits[0].EventID != "dsh:s1:2" {
 			t.Errorf("got %v, want [dsh:s1:2]", ids(hits))
 		}
 	})
 	t.Run("TaskEndText", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "日志"})
+		hits := search(t, recall.Query{Text: "日志"})
 		if len(hits) != 1 || hits[0].Text != "整理日志\n已完成" {
 			t.Errorf("got %+v", hits)
 		}
 	})
 	t.Run("StreamFilter", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "记忆", Scopes: []string{"ws-b"}})
+		hits := search(t, recall.Query{Text: "记忆", Scopes: []string{"ws-b"}})
 		if len(hits) != 1 || hits[0].EventID != "dsh:s2:201" {
 			t.Errorf("got %v, want [dsh:s2:201]", ids(hits))
 		}
 	})
 	t.Run("BothTermsFirst", func(t *testing.T) {
-		hits := search(t, sqlstore.RecallQuery{Text: "记忆 修复", IncludeInjected: true})
+		hits := search(t, recall.Query{Text: "记忆 修复", IncludeInjected: true})
 		if len(hits) != 3 || hits[0].EventID != "dsh:s1:1" {
 			t.Errorf("got %v, want s1:1 (both terms) first of 3", ids(hits))
 		}
@@ -142,17 +143,17 @@ func TestSearchEpisodes(t *testing.T) {
 		}
 	})
 	t.Run("Limit", func(t *testing.T) {
-		if hits := search(t, sqlstore.RecallQuery{Text: "weather", Limit: 7}); len(hits) != 7 {
+		if hits := search(t, recall.Query{Text: "weather", Limit: 7}); len(hits) != 7 {
 			t.Errorf("got %d hits, want 7", len(hits))
 		}
 	})
 	t.Run("NoTerms", func(t *testing.T) {
-		if hits := search(t, sqlstore.RecallQuery{Text: " ，。!? "}); len(hits) != 0 {
+		if hits := search(t, recall.Query{Text: " ，。!? "}); len(hits) != 0 {
 			t.Errorf("got %v; want no hits", hits)
 		}
 	})
 	t.Run("NoMatch", func(t *testing.T) {
-		if hits := search(t, sqlstore.RecallQuery{Text: "量子"}); len(hits) != 0 {
+		if hits := search(t, recall.Query{Text: "量子"}); len(hits) != 0 {
 			t.Errorf("got %v", hits)
 		}
 	})
@@ -167,7 +168,7 @@ func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	w := sqlstore.DefaultWeights
+	w := recall.DefaultWeights
 	evs := []events.Envelope{msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "we deploy with helm charts"})}
 	for i := uint64(2); i < uint64(2+4*w.PoolCap); i++ {
 		d := map[string]any{"text": fmt.Sprintf("Current runtime context %d: remember that we deploy with helm", i), "injected": true}
@@ -180,7 +181,7 @@ func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, scopes := range [][]string{nil, {"ws-a"}} {
-		res, err := s.Recall(context.Background(), sqlstore.RecallQuery{Text: "helm", Kind: sqlstore.KindEpisodic, Scopes: scopes,
+		res, err := recall.Find(context.Background(), s, recall.Query{Text: "helm", Kind: recall.KindEpisodic, Scopes: scopes,
 			Limit: 5, Bytes: -1, NoFloor: true, Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -188,87 +189,13 @@ func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
 		if len(res.Items) != 1 || res.Items[0].EventID != "dsh:s1:1" {
 			t.Errorf("scopes %v: got %d items %+v, want only dsh:s1:1", scopes, len(res.Items), res.Items)
 		}
-		res, err = s.Recall(context.Background(), sqlstore.RecallQuery{Text: "helm", Kind: sqlstore.KindAll, Scopes: scopes,
+		res, err = recall.Find(context.Background(), s, recall.Query{Text: "helm", Kind: recall.KindAll, Scopes: scopes,
 			Limit: 5, Bytes: -1, NoFloor: true, IncludeInjected: true, Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Items) != 5 || !slices.Contains(res.Items[0].Flags, sqlstore.FlagInjected) {
+		if len(res.Items) != 5 || !slices.Contains(res.Items[0].Flags, recall.FlagInjected) {
 			t.Errorf("scopes %v, IncludeInjected: got %+v, want 5 injected echoes", scopes, res.Items)
 		}
-	}
-}
-
-func TestExistingIDs(t *testing.T) {
-	s := searchFixture(t)
-	ctx := context.Background()
-	ids := []string{"dsh:s1:1", "dsh:s1:3", "dsh:s1:99", "dsh:s2:5", `quote"d`}
-	for range 3000 { // more ids than SQLite allows parameters in older builds
-		ids = append(ids, "dsh:none")
-	}
-	got, err := s.ExistingIDs(ctx, "ws-a", ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || !got["dsh:s1:1"] || !got["dsh:s1:3"] {
-		t.Errorf("got %v, want dsh:s1:1 and dsh:s1:3 (dsh:s2:5 is in another stream)", got)
-	}
-	if got, err := s.ExistingIDs(ctx, "ws-a", nil); err != nil || len(got) != 0 {
-		t.Errorf("no ids: got %v, %v", got, err)
-	}
-}
-
-func TestStatsAndCursors(t *testing.T) {
-	s := searchFixture(t)
-	st, err := s.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Streams != 2 || st.Events != 206 || st.Episodes != 206 || st.Sessions != 2 || st.Entries != 0 || st.DBBytes <= 0 {
-		t.Errorf("got %+v", st)
-	}
-	if c, err := s.Cursor("ws-b"); err != nil || c != 201 {
-		t.Errorf("got cursor %d, %v; want 201", c, err)
-	}
-	if c, err := s.Cursor("ws-none"); err != nil || c != 0 {
-		t.Errorf("got cursor %d, %v; want 0", c, err)
-	}
-	cur, err := s.Cursors()
-	if err != nil || len(cur) != 2 || cur["ws-a"] != 5 {
-		t.Errorf("got %v, %v", cur, err)
-	}
-}
-
-// A migration that adds a projection resets the cursors, so the projector
-// folds everything again instead of leaving the new table empty.
-func TestDownUpResetsCursors(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "index.db")
-	s, err := sqlstore.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := projector.New(s).Fold(context.Background(), []events.Envelope{
-		msg("ws-a", 1, events.TypeMemoryRemember, "s", map[string]any{"content": "记住这个"}),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if err := sqlstore.MigrateDownTo(p, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateUp(p); err != nil {
-		t.Fatal(err)
-	}
-	s, err = sqlstore.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	st, err := s.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := s.Cursor("ws-a"); c != 0 || st.Events != 0 || st.Entries != 0 {
-		t.Errorf("after down and up: cursor %d, %+v; want everything reset", c, st)
 	}
 }

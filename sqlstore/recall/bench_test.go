@@ -1,4 +1,4 @@
-package sqlstore_test
+package recall_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // benchStore folds n synthetic messages (a Zipf vocabulary of common
@@ -73,11 +74,11 @@ func BenchmarkRecall(b *testing.B) {
 		}
 		queries[i] = strings.Join(q, " ")
 	}
-	for _, kind := range []string{sqlstore.KindSemantic, sqlstore.KindEpisodic, sqlstore.KindAll} {
+	for _, kind := range []string{recall.KindSemantic, recall.KindEpisodic, recall.KindAll} {
 		b.Run(kind, func(b *testing.B) {
 			scored := 0
 			for i := 0; i < b.N; i++ {
-				res, err := s.Recall(context.Background(), sqlstore.RecallQuery{Text: queries[i%len(queries)], Kind: kind, Now: time.Now()})
+				res, err := recall.Find(context.Background(), s, recall.Query{Text: queries[i%len(queries)], Kind: kind, Now: time.Now()})
 				if err != nil {
 					b.Fatal(err)
 				}

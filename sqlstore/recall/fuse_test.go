@@ -1,4 +1,4 @@
-package sqlstore
+package recall
 
 import (
 	"slices"

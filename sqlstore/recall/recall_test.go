@@ -1,8 +1,7 @@
-package sqlstore_test
+package recall_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,12 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/pressly/goose/v3"
-
 	"dshmem/events"
-	"dshmem/migrations"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 )
 
 // recallNow is the query time of the recall tests.
@@ -99,7 +96,34 @@ func (f *memFixture) apply(evs ...events.Envelope) {
 	}
 }
 
-func (f *memFixture) recall(q sqlstore.RecallQuery) *sqlstore.RecallResult {
+// setStatus sets the status of entry id and nothing else (not its
+// version, nor when it was updated).
+func (f *memFixture) setStatus(id, status string) {
+	f.t.Helper()
+	ctx := context.Background()
+	e, ok, err := f.s.Entry(ctx, id)
+	if err != nil || !ok {
+		f.t.Fatalf("entry %s: %v (found %v)", id, err, ok)
+	}
+	tx, err := f.s.BeginFold(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer tx.Close()
+	row, _, err := tx.LoadEntry(id, e.Scope)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	row.Status = status
+	if err := tx.UpdateEntry(&row, e.UpdatedSeq, e.UpdatedAt); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *memFixture) recall(q recall.Query) *recall.Result {
 	f.t.Helper()
 	if q.Now.IsZero() {
 		q.Now = recallNow
@@ -107,14 +131,14 @@ func (f *memFixture) recall(q sqlstore.RecallQuery) *sqlstore.RecallResult {
 	if q.Timeout == 0 {
 		q.Timeout = 10 * time.Second // the tests assert ranking, not speed
 	}
-	res, err := f.s.Recall(context.Background(), q)
+	res, err := recall.Find(context.Background(), f.s, q)
 	if err != nil {
 		f.t.Fatalf("recall %q: %v", q.Text, err)
 	}
 	return res
 }
 
-func ids(res *sqlstore.RecallResult) []string {
+func ids(res *recall.Result) []string {
 	var out []string
 	for _, it := range res.Items {
 		out = append(out, it.ID)
@@ -122,7 +146,7 @@ func ids(res *sqlstore.RecallResult) []string {
 	return out
 }
 
-func rankOf(res *sqlstore.RecallResult, id string) int {
+func rankOf(res *recall.Result, id string) int {
 	for i, it := range res.Items {
 		if it.ID == id {
 			return i
@@ -161,7 +185,7 @@ func TestRecallRanking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := f.recall(sqlstore.RecallQuery{Text: tt.query})
+			res := f.recall(recall.Query{Text: tt.query})
 			got := ids(res)
 			if tt.first != "" && (len(got) == 0 || got[0] != tt.first) {
 				t.Errorf("recall %q: got %v, want %s first", tt.query, got, tt.first)
@@ -181,9 +205,9 @@ func TestRecallRanking(t *testing.T) {
 	}
 	t.Run("EnumeratedPathAgrees", func(t *testing.T) {
 		// Force the bounded candidate path on a corpus this small too.
-		w := sqlstore.DefaultWeights
+		w := recall.DefaultWeights
 		w.SmallCorpus = 0
-		res := f.recall(sqlstore.RecallQuery{Text: "DSH 记忆注入", Weights: &w})
+		res := f.recall(recall.Query{Text: "DSH 记忆注入", Weights: &w})
 		if got := ids(res); len(got) == 0 || got[0] != both || rankOf(res, dshOnly) < 0 || rankOf(res, cnOnly) < 0 {
 			t.Errorf("got %v, want %s first, %s and %s present", got, both, dshOnly, cnOnly)
 		}
@@ -204,9 +228,9 @@ func TestRecallFetchCap(t *testing.T) {
 			f.add(fmt.Sprintf("%s-%d", term, i), map[string]any{"content": term + " filler note"})
 		}
 	}
-	w := sqlstore.DefaultWeights
+	w := recall.DefaultWeights
 	w.FetchCap = 8
-	res := f.recall(sqlstore.RecallQuery{Text: "qzxa qzxb qzxc qzxd", Weights: &w})
+	res := f.recall(recall.Query{Text: "qzxa qzxb qzxc qzxd", Weights: &w})
 	if res.Candidates != w.FetchCap {
 		t.Errorf("scored %d candidates, want FetchCap %d", res.Candidates, w.FetchCap)
 	}
@@ -232,7 +256,7 @@ func TestRecallSplitChars(t *testing.T) {
 		{"x", []string{"x"}},
 	}
 	for _, tt := range tests {
-		res := f.recall(sqlstore.RecallQuery{Text: tt.query})
+		res := f.recall(recall.Query{Text: tt.query})
 		got := append([]string(nil), res.Terms...)
 		slices.Sort(got)
 		want := slices.Sorted(slices.Values(tt.want))
@@ -240,7 +264,7 @@ func TestRecallSplitChars(t *testing.T) {
 			t.Errorf("recall %q: terms %q, want %q", tt.query, res.Terms, tt.want)
 		}
 	}
-	res := f.recall(sqlstore.RecallQuery{Text: "checklist item 3"})
+	res := f.recall(recall.Query{Text: "checklist item 3"})
 	if got := ids(res); len(got) == 0 || got[0] != item3 || !slices.Contains(res.Terms, "3") {
 		t.Errorf("recall %q: got %v (terms %q), want %s first through the term 3", "checklist item 3", got, res.Terms, item3)
 	}
@@ -256,41 +280,39 @@ func TestRecallStatus(t *testing.T) {
 	// Supersede and conflict are memory/ops folds; the index is what
 	// recall reads, so set the statuses directly.
 	for id, st := range map[string]string{conflict: "conflict", superseded: "superseded"} {
-		if _, err := f.s.DB().Exec(`UPDATE entries SET status = ? WHERE id = ?`, st, id); err != nil {
-			t.Fatal(err)
-		}
+		f.setStatus(id, st)
 	}
 	t.Run("SupersededAndForgottenNever", func(t *testing.T) {
 		for _, q := range []string{"zebra deploy", "zebra", "zebra deploy runs on fridays", superseded, forgotten} {
-			res := f.recall(sqlstore.RecallQuery{Text: q})
+			res := f.recall(recall.Query{Text: q})
 			if rankOf(res, superseded) >= 0 || rankOf(res, forgotten) >= 0 {
 				t.Errorf("recall %q: got %v, want neither %s nor %s", q, ids(res), superseded, forgotten)
 			}
 		}
 	})
 	t.Run("ConflictWhenHit", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "tabs Makefile"})
+		res := f.recall(recall.Query{Text: "tabs Makefile"})
 		i := rankOf(res, conflict)
 		if i < 0 {
 			t.Fatalf("got %v, want %s", ids(res), conflict)
 		}
-		if !strings.Contains(strings.Join(res.Items[i].Flags, ","), sqlstore.FlagConflict) || res.Items[i].Status != "conflict" {
+		if !strings.Contains(strings.Join(res.Items[i].Flags, ","), recall.FlagConflict) || res.Items[i].Status != "conflict" {
 			t.Errorf("got flags %v status %s, want conflict", res.Items[i].Flags, res.Items[i].Status)
 		}
 	})
 	t.Run("ConflictNotWhenMissed", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "indentation of python files with spaces"})
+		res := f.recall(recall.Query{Text: "indentation of python files with spaces"})
 		if rankOf(res, active) < 0 || rankOf(res, conflict) >= 0 {
 			t.Errorf("got %v, want %s and not %s", ids(res), active, conflict)
 		}
 	})
 	t.Run("ReviewWhenStale", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "python indentation", Now: recallNow.Add(200 * 24 * time.Hour)})
+		res := f.recall(recall.Query{Text: "python indentation", Now: recallNow.Add(200 * 24 * time.Hour)})
 		i := rankOf(res, active)
-		if i < 0 || !strings.Contains(strings.Join(res.Items[i].Flags, ","), sqlstore.FlagReview) {
+		if i < 0 || !strings.Contains(strings.Join(res.Items[i].Flags, ","), recall.FlagReview) {
 			t.Errorf("got %+v, want %s flagged review", res.Items, active)
 		}
-		res = f.recall(sqlstore.RecallQuery{Text: "python indentation"})
+		res = f.recall(recall.Query{Text: "python indentation"})
 		if i := rankOf(res, active); i < 0 || len(res.Items[i].Flags) != 0 {
 			t.Errorf("got %+v, want %s without flags", res.Items, active)
 		}
@@ -304,7 +326,7 @@ func TestRecallBytes(t *testing.T) {
 	}
 	for _, budget := range []int{1, 7, 100, 1001} {
 		t.Run(fmt.Sprint(budget), func(t *testing.T) {
-			res := f.recall(sqlstore.RecallQuery{Text: "长文本", Bytes: budget})
+			res := f.recall(recall.Query{Text: "长文本", Bytes: budget})
 			total := 0
 			for _, it := range res.Items {
 				total += len(it.Title) + len(it.Text)
@@ -317,7 +339,7 @@ func TestRecallBytes(t *testing.T) {
 			}
 			if budget >= 100 {
 				last := res.Items[len(res.Items)-1]
-				if !strings.Contains(strings.Join(last.Flags, ","), sqlstore.FlagTruncated) {
+				if !strings.Contains(strings.Join(last.Flags, ","), recall.FlagTruncated) {
 					t.Errorf("last item flags %v, want truncated", last.Flags)
 				}
 			}
@@ -327,9 +349,9 @@ func TestRecallBytes(t *testing.T) {
 		for i := range 10 {
 			f.add(fmt.Sprintf("short%d", i), map[string]any{"content": fmt.Sprintf("quokka sighting number %d", i)})
 		}
-		res := f.recall(sqlstore.RecallQuery{Text: "quokka"})
-		if len(res.Items) != sqlstore.DefaultRecallLimit {
-			t.Errorf("got %d items, want %d", len(res.Items), sqlstore.DefaultRecallLimit)
+		res := f.recall(recall.Query{Text: "quokka"})
+		if len(res.Items) != recall.DefaultLimit {
+			t.Errorf("got %d items, want %d", len(res.Items), recall.DefaultLimit)
 		}
 	})
 }
@@ -342,7 +364,7 @@ func TestRecallShownRotates(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for range 3 {
-		res := f.recall(sqlstore.RecallQuery{Text: "rotation probe", Limit: 1, Session: "s1"})
+		res := f.recall(recall.Query{Text: "rotation probe", Limit: 1, Session: "s1"})
 		if len(res.Items) != 1 {
 			t.Fatalf("got %v, want one item", ids(res))
 		}
@@ -359,8 +381,8 @@ func TestRecallShownRotates(t *testing.T) {
 		}
 	}
 	t.Run("OtherSessionUnaffected", func(t *testing.T) {
-		a := f.recall(sqlstore.RecallQuery{Text: "rotation probe", Limit: 1, Session: "s2"})
-		b := f.recall(sqlstore.RecallQuery{Text: "rotation probe", Limit: 1})
+		a := f.recall(recall.Query{Text: "rotation probe", Limit: 1, Session: "s2"})
+		b := f.recall(recall.Query{Text: "rotation probe", Limit: 1})
 		if len(a.Items) != 1 || len(b.Items) != 1 || a.Items[0].ID != b.Items[0].ID {
 			t.Errorf("got %v and %v, want the same first entry", ids(a), ids(b))
 		}
@@ -383,9 +405,9 @@ func TestRecallDeadline(t *testing.T) {
 			}
 			return base
 		}
-		w := sqlstore.DefaultWeights
+		w := recall.DefaultWeights
 		w.SmallCorpus = 0
-		res := f.recall(sqlstore.RecallQuery{Text: "walrus migration plan index schema", Clock: clock, Weights: &w})
+		res := f.recall(recall.Query{Text: "walrus migration plan index schema", Clock: clock, Weights: &w})
 		if !res.Partial || res.Note == "" {
 			t.Fatalf("got partial %v note %q, want a partial result with a note", res.Partial, res.Note)
 		}
@@ -394,7 +416,7 @@ func TestRecallDeadline(t *testing.T) {
 		}
 	})
 	t.Run("TinyTimeoutNoError", func(t *testing.T) {
-		res, err := f.s.Recall(context.Background(), sqlstore.RecallQuery{Text: "walrus migration", Timeout: time.Nanosecond, Now: recallNow})
+		res, err := recall.Find(context.Background(), f.s, recall.Query{Text: "walrus migration", Timeout: time.Nanosecond, Now: recallNow})
 		if err != nil {
 			t.Fatalf("got error %v, want a partial result", err)
 		}
@@ -413,29 +435,29 @@ func TestRecallExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("EntryID", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: id, KnowledgeDir: dir})
-		if len(res.Items) != 1 || res.Items[0].Text != long || res.Items[0].Kind != sqlstore.KindSemantic {
+		res := f.recall(recall.Query{Text: id, KnowledgeDir: dir})
+		if len(res.Items) != 1 || res.Items[0].Text != long || res.Items[0].Kind != recall.KindSemantic {
 			t.Fatalf("got %d items, want the whole entry %s", len(res.Items), id)
 		}
 	})
 	for _, q := range []string{"go-style", "go-style.md"} {
 		t.Run("KnowledgeFile/"+q, func(t *testing.T) {
-			res := f.recall(sqlstore.RecallQuery{Text: q, KnowledgeDir: dir})
-			if len(res.Items) != 1 || res.Items[0].Kind != sqlstore.KindKnowledge || !strings.Contains(res.Items[0].Text, "Wrap errors.") {
+			res := f.recall(recall.Query{Text: q, KnowledgeDir: dir})
+			if len(res.Items) != 1 || res.Items[0].Kind != recall.KindKnowledge || !strings.Contains(res.Items[0].Text, "Wrap errors.") {
 				t.Fatalf("got %+v, want the file", res.Items)
 			}
 		})
 	}
 	t.Run("NoFileEscape", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "../" + filepath.Base(dir) + "/go-style", KnowledgeDir: dir})
+		res := f.recall(recall.Query{Text: "../" + filepath.Base(dir) + "/go-style", KnowledgeDir: dir})
 		for _, it := range res.Items {
-			if it.Kind == sqlstore.KindKnowledge {
+			if it.Kind == recall.KindKnowledge {
 				t.Fatalf("got %+v, want no file for a path", it)
 			}
 		}
 	})
 	t.Run("Guidance", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "xylophone quasar"})
+		res := f.recall(recall.Query{Text: "xylophone quasar"})
 		if len(res.Items) != 0 || !strings.Contains(res.Guidance, "xylophone quasar") || !strings.Contains(res.Guidance, "Try") {
 			t.Errorf("got %d items, guidance %q; want none and guidance naming the query", len(res.Items), res.Guidance)
 		}
@@ -453,95 +475,26 @@ func TestRecallKinds(t *testing.T) {
 	evs = append(evs, msg)
 	f.apply(evs...)
 	t.Run("Episodic", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "pelican release", Kind: sqlstore.KindEpisodic})
+		res := f.recall(recall.Query{Text: "pelican release", Kind: recall.KindEpisodic})
 		if len(res.Items) != 1 || res.Items[0].Episode == nil || res.Items[0].Episode.EventID != msg.ID {
 			t.Fatalf("got %+v, want event %s", res.Items, msg.ID)
 		}
 	})
 	t.Run("All", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "pelican release", Kind: sqlstore.KindAll})
+		res := f.recall(recall.Query{Text: "pelican release", Kind: recall.KindAll})
 		if rankOf(res, entry) < 0 || rankOf(res, msg.ID) < 0 {
 			t.Fatalf("got %v, want both %s and %s", ids(res), entry, msg.ID)
 		}
 	})
 	t.Run("ScopeFilter", func(t *testing.T) {
-		res := f.recall(sqlstore.RecallQuery{Text: "pelican release", Kind: sqlstore.KindAll, Scopes: []string{"ws-b"}})
+		res := f.recall(recall.Query{Text: "pelican release", Kind: recall.KindAll, Scopes: []string{"ws-b"}})
 		if rankOf(res, entry) >= 0 || rankOf(res, msg.ID) < 0 {
 			t.Fatalf("got %v, want only %s", ids(res), msg.ID)
 		}
 	})
 	t.Run("BadKind", func(t *testing.T) {
-		if _, err := f.s.Recall(context.Background(), sqlstore.RecallQuery{Text: "x", Kind: "nope"}); err == nil {
+		if _, err := recall.Find(context.Background(), f.s, recall.Query{Text: "x", Kind: "nope"}); err == nil {
 			t.Fatal("got nil error, want one for kind nope")
 		}
 	})
-}
-
-// TestShownBackfill checks that migration 00004 fills the shown table
-// from memory/shown events already in the index exactly as the
-// projector's fold does.
-func TestShownBackfill(t *testing.T) {
-	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	f := &memFixture{t: t, s: s, seq: map[string]uint64{}, ids: map[string]string{}, fold: projector.New(s), stream: "ws-a"}
-	evs := []events.Envelope{
-		f.event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": []string{"m-1", "m-2", "m-1"}, "session": "s1", "mode": "recall"}),
-		f.event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": []string{"m-1"}, "mode": "recall"}),
-		f.event("ws-a", events.TypeMemoryShown, "", map[string]any{"entries": []string{"m-3"}, "session": "s2"}),
-		f.event("ws-a", events.TypeMemoryShown, "", map[string]any{"entries": []string{"m-4"}}), // no session: nothing
-		f.event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": "not a list"}),
-	}
-	f.apply(evs...)
-	rows := func(db *sql.DB) string {
-		t.Helper()
-		var out []string
-		r, err := db.Query(`SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY 1, 2, 3`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		for r.Next() {
-			var a, b, c, e string
-			var n, seq int
-			if err := r.Scan(&a, &b, &c, &n, &seq, &e); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, fmt.Sprintf("%s %s %s %d %d %s", a, b, c, n, seq, e))
-		}
-		return strings.Join(out, "\n")
-	}
-	folded := rows(s.DB().DB)
-	if want := 3; strings.Count(folded, "\n")+1 != want {
-		t.Fatalf("folded rows:\n%s\nwant %d", folded, want)
-	}
-
-	// An index at version 3 holding the same events, then migrated to 4.
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := p.UpTo(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range evs {
-		if _, err := db.Exec(`INSERT INTO events (stream, seq, id, type, time, session, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			ev.Stream, ev.Seq, ev.ID, ev.Type, ev.Time, ev.Session, string(ev.Data)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := p.UpTo(ctx, 4); err != nil {
-		t.Fatal(err)
-	}
-	if got := rows(db); got != folded {
-		t.Errorf("backfilled:\n%s\nwant (folded):\n%s", got, folded)
-	}
 }

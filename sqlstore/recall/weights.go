@@ -1,4 +1,4 @@
-package sqlstore
+package recall
 
 import "time"
 
@@ -107,7 +107,7 @@ type Weights struct {
 	// already shown in the session multiplies it by Shown, so repeated
 	// recalls rotate. Injected episodes (memory the host showed the
 	// model) multiply by Injected: they are echoes, not observations.
-	// (They are candidates only with RecallQuery.IncludeInjected.)
+	// (They are candidates only with Query.IncludeInjected.)
 	Importance      float64
 	Recency         float64
 	RecencyHalfLife time.Duration

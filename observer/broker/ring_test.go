@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"dshmem/events"
+	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// envelope is an event of session s1 with p as a producer writes it.
+func envelope(t *testing.T, p payload.Payload) events.Envelope {
+	t.Helper()
+	raw, err := payload.Marshal(p)
+	require.NoError(t, err)
+	return events.Envelope{ID: "e", Type: p.EventType(), Time: "2026-08-18T10:00:00Z", Session: "s1", Data: raw}
+}
+
+func TestToSegment(t *testing.T) {
+	no := false
+	for _, tc := range []struct {
+		name string
+		ev   events.Envelope
+		want segment
+	}{
+		{"UserTyped", envelope(t, payload.UserMessage{Text: "No, that's wrong", MessageID: "m1"}),
+			segment{typ: events.TypeUserMessage, msgID: "m1", text: "No, that's wrong", correction: true}},
+		{"UserInjected", envelope(t, payload.UserMessage{Text: "memory shown back", Injected: true}),
+			segment{typ: segInjected}},
+		{"AssistantStep", envelope(t, payload.AssistantMessage{Text: "ok", Turn: 1, Step: 4}),
+			segment{typ: events.TypeAssistantMessage, step: 4}},
+		{"ToolCall", envelope(t, payload.ToolCall{Name: "bash", Args: json.RawMessage(`{"cmd":"ls"}`), Step: 2}),
+			segment{typ: events.TypeToolCall, tool: "bash", args: `{"cmd":"ls"}`, step: 2}},
+		{"ToolFailedWithErrorOnly", envelope(t, payload.ToolResult{Name: "bash", OK: &no, Error: "exit 1", Step: 2}),
+			segment{typ: events.TypeToolResult, tool: "bash", text: "exit 1", step: 2, failed: true}},
+		{"ToolInjected", envelope(t, payload.ToolResult{Name: "memory_search", Text: "…", Injected: true, Step: 3}),
+			segment{typ: segInjected, step: 3}},
+		// A host's field of another shape is dropped, the rest is read.
+		{"MalformedFieldsKeepTheRest", events.Envelope{Type: events.TypeToolResult,
+			Data: json.RawMessage(`{"name":"bash","text":"boom","error":7,"step":5}`)},
+			segment{typ: events.TypeToolResult, tool: "bash", text: "boom", step: 5}},
+		// Only messages, tool calls and results have steps (vocabulary v1).
+		{"NoStepOutsideTheVocabulary", events.Envelope{Type: events.TypeTurnEnd, Data: json.RawMessage(`{"reason":"done","step":9}`)},
+			segment{typ: events.TypeTurnEnd}},
+		{"NoData", events.Envelope{Type: events.TypeToolCall}, segment{typ: events.TypeToolCall}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, toSegment(&tc.ev))
+		})
+	}
+}
+
+func TestObserveOriginAndStep(t *testing.T) {
+	b := New(nil, PacketOptions{}, nil, time.Now, nil)
+	b.Observe([]events.Envelope{
+		envelope(t, payload.SessionStart{Origin: payload.OriginTop, DelegationDepth: 1}),
+		envelope(t, payload.AssistantMessage{Text: "a"}),
+		envelope(t, payload.AssistantMessage{Text: "b"}),
+	})
+	rt := b.sessions["s1"]
+	require.NotNil(t, rt, "session s1 not observed")
+	assert.Equal(t, payload.OriginSubagent, rt.origin, "a delegation depth of 1 is a sub-agent")
+	assert.Equal(t, 2, rt.step, "a host that numbers no steps: one per answer")
+	b.Observe([]events.Envelope{envelope(t, payload.ToolCall{Name: "bash", Step: 7})})
+	assert.Equal(t, 7, rt.step, "the host's step")
+	b.Observe([]events.Envelope{envelope(t, payload.ToolResult{Name: "bash", Text: "x", Step: 5})})
+	assert.Equal(t, 7, rt.step, "an older step does not go back")
+}
