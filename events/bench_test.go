@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var benchWords = strings.Fields(`the memory engine log segment batch frame writer reader replay
@@ -59,9 +61,7 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			dir := b.TempDir()
 			l, err := OpenLog(dir, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			var next atomic.Int64
 			b.SetParallelism(c.par)
 			b.ResetTimer()
@@ -101,9 +101,7 @@ func BenchmarkOpenLogReadOnly(b *testing.B) {
 	for _, perBatch := range []int{1024, 16} {
 		dir := b.TempDir()
 		l, err := OpenLog(dir, Options{FS: noSyncFS{}})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		rng := rand.New(rand.NewSource(1))
 		pool := make([]Envelope, 4096)
 		for i := range pool {
@@ -114,9 +112,8 @@ func BenchmarkOpenLogReadOnly(b *testing.B) {
 			for i := range evs {
 				evs[i] = pool[(n+i)%len(pool)]
 			}
-			if _, err := l.Append(context.Background(), "global", evs); err != nil {
-				b.Fatal(err)
-			}
+			_, err := l.Append(context.Background(), "global", evs)
+			require.NoError(b, err)
 		}
 		st, _ := l.Stats()
 		l.Close()
@@ -129,12 +126,8 @@ func BenchmarkOpenLogReadOnly(b *testing.B) {
 				}
 				for b.Loop() {
 					r, err := OpenLogReadOnly(dir, opts)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if r.LastSeq("global") != total {
-						b.Fatalf("LastSeq %d, want %d", r.LastSeq("global"), total)
-					}
+					require.NoError(b, err)
+					require.Equal(b, total, r.LastSeq("global"), "LastSeq %d, want %d", r.LastSeq("global"), total)
 					r.Close()
 				}
 				b.ReportMetric(float64(st.Segments), "segments")

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // writeBatches writes one Append (one batch) per group to a fresh log and
@@ -20,18 +23,14 @@ func writeBatches(t *testing.T, opts Options, groups ...int) (string, []Envelope
 	for _, n := range groups {
 		all = append(all, mustAppend(t, l, "global", testEvents(len(all), n))...)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Close())
 	return dir, all
 }
 
 func brokenFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(dir, "global", "*"+brokenSuffix+"*"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return m
 }
 
@@ -64,31 +63,24 @@ func TestTornTail(t *testing.T) {
 				os.Remove(b)
 			}
 			torn := orig[:cut]
-			if err := os.WriteFile(seg, torn, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(seg, torn, 0o644))
 			l, err := OpenLog(dir, Options{FS: noSyncFS{}})
-			if err != nil {
-				t.Fatalf("cut at %d: OpenLog: %v", cut, err)
-			}
+			require.NoError(t, err, "cut at %d: OpenLog", cut)
 			reps := l.Repairs()
 			if cut == last.Offset {
-				if len(reps) != 0 {
-					t.Fatalf("cut at a batch boundary: got repairs %v, want none", reps)
-				}
+				require.Len(t, reps, 0, "cut at a batch boundary: got repairs %v, want none", reps)
 			} else {
-				if len(reps) != 1 || reps[0].Offset != last.Offset || reps[0].Dropped != cut-last.Offset || reps[0].Segment != seg {
-					t.Fatalf("cut at %d: got repairs %+v, want one at offset %d dropping %d", cut, reps, last.Offset, cut-last.Offset)
-				}
+				require.Len(t, reps, 1, "cut at %d: got repairs %+v, want one at offset %d dropping %d", cut, reps, last.Offset, cut-last.Offset)
+				require.Equal(t, last.Offset, reps[0].Offset, "cut at %d: got repairs %+v, want one at offset %d dropping %d", cut, reps, last.Offset, cut-last.Offset)
+				require.Equal(t, cut-last.Offset, reps[0].Dropped, "cut at %d: got repairs %+v, want one at offset %d dropping %d", cut, reps, last.Offset, cut-last.Offset)
+				require.Equal(t, seg, reps[0].Segment, "cut at %d: got repairs %+v, want one at offset %d dropping %d", cut, reps, last.Offset, cut-last.Offset)
 				b, err := os.ReadFile(reps[0].Broken)
-				if err != nil || !bytes.Equal(b, torn) {
-					t.Fatalf("cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
-				}
+				require.NoError(t, err, "cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
+				require.Equal(t, torn, b, "cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
 			}
 			checkEvents(t, scanAll(t, l, "global", 1), kept)
-			if got := mustAppend(t, l, "global", testEvents(900, 1)); got[0].Seq != uint64(len(kept)+1) {
-				t.Fatalf("cut at %d: seq after repair: got %d, want %d", cut, got[0].Seq, len(kept)+1)
-			}
+			got := mustAppend(t, l, "global", testEvents(900, 1))
+			require.Equal(t, uint64(len(kept)+1), got[0].Seq, "cut at %d: seq after repair: got %d, want %d", cut, got[0].Seq, len(kept)+1)
 			l.Close()
 			if p, err := Verify(dir); err != nil || len(p) != 0 {
 				t.Fatalf("cut at %d: Verify after repair and append: %v, %v", cut, p, err)
@@ -101,9 +93,7 @@ func TestTornTail(t *testing.T) {
 		// together: a crash can leave any prefix of it.
 		dir, all := writeBatches(t, Options{SegmentSize: 1}, 3, 2)
 		segs := segmentPaths(t, dir, "global")
-		if len(segs) != 2 {
-			t.Fatalf("got %d segments, want 2", len(segs))
-		}
+		require.Len(t, segs, 2, "got %d segments, want 2", len(segs))
 		seg := segs[1]
 		orig, _ := os.ReadFile(seg)
 		// Drop the seal of the new segment (SegmentSize 1 seals every segment).
@@ -114,32 +104,24 @@ func TestTornTail(t *testing.T) {
 			for _, b := range brokenFiles(t, dir) {
 				os.Remove(b)
 			}
-			if err := os.WriteFile(seg, orig[:cut], 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(seg, orig[:cut], 0o644))
 			l, err := OpenLog(dir, Options{SegmentSize: 1, FS: noSyncFS{}})
-			if err != nil {
-				t.Fatalf("cut at %d: OpenLog: %v", cut, err)
-			}
+			require.NoError(t, err, "cut at %d: OpenLog", cut)
 			reps := l.Repairs()
 			if cut == int(bs[0].Offset) {
 				// The stream header alone is a whole, empty segment.
-				if len(reps) != 0 {
-					t.Fatalf("cut after the stream header: got repairs %+v, want none", reps)
-				}
+				require.Len(t, reps, 0, "cut after the stream header: got repairs %+v, want none", reps)
 			} else if len(reps) != 1 {
 				t.Fatalf("cut at %d: got repairs %+v, want one", cut, reps)
 			}
 			if cut > 0 && len(reps) > 0 {
 				b, err := os.ReadFile(reps[0].Broken)
-				if err != nil || !bytes.Equal(b, orig[:cut]) {
-					t.Fatalf("cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
-				}
+				require.NoError(t, err, "cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
+				require.Equal(t, orig[:cut], b, "cut at %d: .broken copy does not hold the original bytes (err %v)", cut, err)
 			}
 			checkEvents(t, scanAll(t, l, "global", 1), kept)
-			if got := mustAppend(t, l, "global", testEvents(900, 1)); got[0].Seq != 4 {
-				t.Fatalf("cut at %d: seq after repair: got %d, want 4", cut, got[0].Seq)
-			}
+			got := mustAppend(t, l, "global", testEvents(900, 1))
+			require.EqualValues(t, 4, got[0].Seq, "cut at %d: seq after repair: got %d, want 4", cut, got[0].Seq)
 			l.Close()
 			if p, err := Verify(dir); err != nil || len(p) != 0 {
 				t.Fatalf("cut at %d: Verify after repair and append: %v, %v", cut, p, err)
@@ -154,13 +136,14 @@ func TestTornTail(t *testing.T) {
 		b, _ := os.ReadFile(seg)
 		os.WriteFile(seg, b[:len(b)-5], 0o644)
 		p, err := Verify(dir)
-		if err != nil || len(p) != 1 || !p[0].Repairable || p[0].Segment != seg {
-			t.Fatalf("Verify: got %v, %v; want one repairable problem in %s", p, err, seg)
-		}
+		require.NoError(t, err, "Verify: got %v, %v; want one repairable problem in %s", p, err, seg)
+		require.Len(t, p, 1, "Verify: got %v, %v; want one repairable problem in %s", p, err, seg)
+		require.True(t, p[0].Repairable, "Verify: got %v, %v; want one repairable problem in %s", p, err, seg)
+		require.Equal(t, seg, p[0].Segment, "Verify: got %v, %v; want one repairable problem in %s", p, err, seg)
 		reps, err := Repair(dir)
-		if err != nil || len(reps) != 1 || reps[0].Offset != p[0].Offset {
-			t.Fatalf("Repair: got %+v, %v", reps, err)
-		}
+		require.NoError(t, err, "Repair: got %+v, %v", reps, err)
+		require.Len(t, reps, 1, "Repair: got %+v, %v", reps, err)
+		require.Equal(t, p[0].Offset, reps[0].Offset, "Repair: got %+v, %v", reps, err)
 		if p, err := Verify(dir); err != nil || len(p) != 0 {
 			t.Fatalf("Verify after Repair: got %v, %v", p, err)
 		}
@@ -192,9 +175,7 @@ func TestCorruption(t *testing.T) {
 			}
 			seg := segs[c.seg]
 			bs := readBatches(t, seg)
-			if len(bs) < 3 {
-				t.Fatalf("segment has %d batches, want ≥ 3", len(bs))
-			}
+			require.False(t, len(bs) < 3, "segment has %d batches, want ≥ 3", len(bs))
 			var off, at int64
 			if c.batch < 0 {
 				off, at = 0, bs[0].Offset/2
@@ -211,18 +192,14 @@ func TestCorruption(t *testing.T) {
 			os.WriteFile(seg, damaged, 0o644)
 
 			problems, err := Verify(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			found := false
 			for _, p := range problems {
 				if p.Segment == seg && p.Offset == off && !p.Repairable {
 					found = true
 				}
 			}
-			if !found {
-				t.Fatalf("Verify: got %v, want a problem in %s at offset %d", problems, seg, off)
-			}
+			require.True(t, found, "Verify: got %v, want a problem in %s at offset %d", problems, seg, off)
 
 			if c.opts.SegmentSize > 0 && c.batch >= 0 {
 				// A sealed segment is trusted by its seal at open; the
@@ -258,9 +235,10 @@ func TestTrustedTail(t *testing.T) {
 		d, damaged := damage(t, bs[1])
 		p := filepath.Join(d, "global", filepath.Base(seg))
 		problems, err := Verify(d)
-		if err != nil || len(problems) == 0 || problems[0].Offset != bs[1].Offset || problems[0].Repairable {
-			t.Fatalf("Verify: got %v, %v; want corruption first at offset %d", problems, err, bs[1].Offset)
-		}
+		require.NoError(t, err, "Verify: got %v, %v; want corruption first at offset %d", problems, err, bs[1].Offset)
+		require.NotEqualValues(t, 0, len(problems), "Verify: got %v, %v; want corruption first at offset %d", problems, err, bs[1].Offset)
+		require.Equal(t, bs[1].Offset, problems[0].Offset, "Verify: got %v, %v; want corruption first at offset %d", problems, err, bs[1].Offset)
+		require.False(t, problems[0].Repairable, "Verify: got %v, %v; want corruption first at offset %d", problems, err, bs[1].Offset)
 		trustedButNeverServed(t, d, p, bs[1].Offset, bs[1].Header.FirstSeq, Options{Trusted: map[string]uint64{"global": 15}}, damaged)
 	})
 	t.Run("PastTrusted", func(t *testing.T) {
@@ -268,12 +246,11 @@ func TestTrustedTail(t *testing.T) {
 		p := filepath.Join(d, "global", filepath.Base(seg))
 		_, err := OpenLog(d, Options{Trusted: map[string]uint64{"global": 6}})
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Segment != p || ce.Offset != bs[3].Offset {
-			t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
-		}
-		if got, _ := os.ReadFile(p); !bytes.Equal(got, damaged) {
-			t.Fatal("the damaged segment was changed")
-		}
+		require.True(t, errors.As(err, &ce), "OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
+		require.Equal(t, p, ce.Segment, "OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
+		require.Equal(t, bs[3].Offset, ce.Offset, "OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
+		got, _ := os.ReadFile(p)
+		require.Equal(t, damaged, got, "the damaged segment was changed")
 	})
 }
 
@@ -285,31 +262,24 @@ func TestTrustedTail(t *testing.T) {
 func trustedButNeverServed(t *testing.T, dir, seg string, off int64, bad uint64, opts Options, damaged []byte) {
 	t.Helper()
 	l, err := OpenLog(dir, opts)
-	if err != nil {
-		t.Fatalf("OpenLog: %v (a trusted batch is checked by its header only)", err)
-	}
+	require.NoError(t, err, "OpenLog: %v (a trusted batch is checked by its header only)", err)
 	var last uint64
 	err = l.Scan("global", 1, func(e Envelope) error {
-		if e.Seq >= bad {
-			t.Errorf("scan served seq %d of the damaged batch (starts at %d)", e.Seq, bad)
-		}
+		assert.False(t, e.Seq >= bad, "scan served seq %d of the damaged batch (starts at %d)", e.Seq, bad)
 		last = e.Seq
 		return nil
 	})
 	l.Close()
 	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off {
-		t.Fatalf("Scan: got %v after seq %d, want a *CorruptError at %s:%d", err, last, seg, off)
-	}
-	if last != bad-1 {
-		t.Errorf("scan stopped after seq %d, want %d (every event before the damage)", last, bad-1)
-	}
+	require.True(t, errors.As(err, &ce), "Scan: got %v after seq %d, want a *CorruptError at %s:%d", err, last, seg, off)
+	require.Equal(t, seg, ce.Segment, "Scan: got %v after seq %d, want a *CorruptError at %s:%d", err, last, seg, off)
+	require.Equal(t, off, ce.Offset, "Scan: got %v after seq %d, want a *CorruptError at %s:%d", err, last, seg, off)
+	assert.Equal(t, bad-1, last, "scan stopped after seq %d, want %d (every event before the damage)", last, bad-1)
 	if _, err := Repair(dir); !errors.As(err, &ce) {
 		t.Fatalf("Repair: got %v, want a *CorruptError", err)
 	}
-	if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
-		t.Fatal("the damaged segment was changed")
-	}
+	got, _ := os.ReadFile(seg)
+	require.Equal(t, damaged, got, "the damaged segment was changed")
 }
 
 func TestSplicedBatches(t *testing.T) {
@@ -341,16 +311,10 @@ func TestSplicedBatches(t *testing.T) {
 			p := filepath.Join(d, "global", filepath.Base(seg))
 			os.WriteFile(p, spliced, 0o644)
 			problems, err := Verify(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(problems) != len(c.want) {
-				t.Fatalf("Verify: got %v, want %d problems", problems, len(c.want))
-			}
+			require.NoError(t, err)
+			require.Len(t, problems, len(c.want), "Verify: got %v, want %d problems", problems, len(c.want))
 			for i, pr := range problems {
-				if pr.Segment != p || pr.Offset != offs[c.at[i]] || !strings.Contains(pr.Msg, c.want[i]) {
-					t.Errorf("problem %d: got %v, want %q at offset %d", i, pr, c.want[i], offs[c.at[i]])
-				}
+				assert.False(t, pr.Segment != p || pr.Offset != offs[c.at[i]] || !strings.Contains(pr.Msg, c.want[i]), "problem %d: got %v, want %q at offset %d", i, pr, c.want[i], offs[c.at[i]])
 			}
 			if _, err := OpenLog(d, Options{}); err == nil {
 				t.Fatal("OpenLog of a spliced segment: got no error")
@@ -363,10 +327,11 @@ func TestSplicedBatches(t *testing.T) {
 		segs := segmentPaths(t, d, "global")
 		os.Remove(segs[1])
 		problems, err := Verify(d)
-		if err != nil || len(problems) != 1 || problems[0].Segment != segs[2] || problems[0].Offset != 0 ||
-			!strings.Contains(problems[0].Msg, "missing events: seqs 3..4") {
-			t.Fatalf("Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
-		}
+		require.NoError(t, err, "Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
+		require.Len(t, problems, 1, "Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
+		require.Equal(t, segs[2], problems[0].Segment, "Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
+		require.EqualValues(t, 0, problems[0].Offset, "Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
+		require.Contains(t, problems[0].Msg, "missing events: seqs 3..4", "Verify: got %v, %v; want missing seqs 3..4 at %s:0", problems, err, segs[2])
 	})
 
 	t.Run("SwappedSegments", func(t *testing.T) {
@@ -382,13 +347,12 @@ func TestSplicedBatches(t *testing.T) {
 		b, _ := os.ReadFile(s2[1])
 		os.WriteFile(s1[1], b, 0o644)
 		problems, err := Verify(d1)
-		if err != nil || len(problems) != 2 || problems[0].Segment != s1[1] || problems[1].Segment != s1[2] {
-			t.Fatalf("Verify: got %v, %v; want chain breaks at %s and %s", problems, err, s1[1], s1[2])
-		}
+		require.NoError(t, err, "Verify: got %v, %v; want chain breaks at %s and %s", problems, err, s1[1], s1[2])
+		require.Len(t, problems, 2, "Verify: got %v, %v; want chain breaks at %s and %s", problems, err, s1[1], s1[2])
+		require.Equal(t, s1[1], problems[0].Segment, "Verify: got %v, %v; want chain breaks at %s and %s", problems, err, s1[1], s1[2])
+		require.Equal(t, s1[2], problems[1].Segment, "Verify: got %v, %v; want chain breaks at %s and %s", problems, err, s1[1], s1[2])
 		for _, p := range problems {
-			if !strings.Contains(p.Msg, "prev hash") {
-				t.Fatalf("got %v, want a prev hash mismatch", p)
-			}
+			require.Contains(t, p.Msg, "prev hash", "got %v, want a prev hash mismatch", p)
 		}
 	})
 }
@@ -416,9 +380,10 @@ func TestVerifyEnvelopes(t *testing.T) {
 			b = append(b, frame...)
 			os.WriteFile(seg, b, 0o644)
 			problems, err := Verify(dir)
-			if err != nil || len(problems) != 1 || problems[0].Offset != int64(len(orig)) || !strings.Contains(problems[0].Msg, c.want) {
-				t.Fatalf("Verify: got %v, %v; want %q at offset %d", problems, err, c.want, len(orig))
-			}
+			require.NoError(t, err, "Verify: got %v, %v; want %q at offset %d", problems, err, c.want, len(orig))
+			require.Len(t, problems, 1, "Verify: got %v, %v; want %q at offset %d", problems, err, c.want, len(orig))
+			require.Equal(t, int64(len(orig)), problems[0].Offset, "Verify: got %v, %v; want %q at offset %d", problems, err, c.want, len(orig))
+			require.Contains(t, problems[0].Msg, c.want, "Verify: got %v, %v; want %q at offset %d", problems, err, c.want, len(orig))
 		})
 	}
 }
@@ -447,10 +412,12 @@ func TestDataAfterSeal(t *testing.T) {
 			off := int64(len(orig))
 
 			problems, err := Verify(dir)
-			if err != nil || len(problems) != 1 || problems[0].Segment != seg || problems[0].Offset != off ||
-				problems[0].Repairable || !strings.Contains(problems[0].Msg, "after the seal") {
-				t.Fatalf("Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
-			}
+			require.NoError(t, err, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
+			require.Len(t, problems, 1, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
+			require.Equal(t, seg, problems[0].Segment, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
+			require.Equal(t, off, problems[0].Offset, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
+			require.False(t, problems[0].Repairable, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
+			require.Contains(t, problems[0].Msg, "after the seal", "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
 			refusedUntouched(t, dir, seg, off, damaged)
 		})
 	}
@@ -463,16 +430,15 @@ func refusedUntouched(t *testing.T, dir, seg string, off int64, damaged []byte) 
 	t.Helper()
 	_, err := OpenLog(dir, Options{})
 	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != off || !strings.Contains(err.Error(), "dshmem verify") {
-		t.Fatalf("OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
-	}
+	require.True(t, errors.As(err, &ce), "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
+	require.Equal(t, seg, ce.Segment, "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
+	require.Equal(t, off, ce.Offset, "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
+	require.Contains(t, err.Error(), "dshmem verify", "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
 	if _, err := Repair(dir); !errors.As(err, &ce) {
 		t.Fatalf("Repair: got %v, want a *CorruptError", err)
 	}
-	if got, _ := os.ReadFile(seg); !bytes.Equal(got, damaged) {
-		t.Fatal("the damaged segment was changed")
-	}
-	if b := brokenFiles(t, dir); len(b) != 0 {
-		t.Fatalf("got .broken files %v for corruption", b)
-	}
+	got, _ := os.ReadFile(seg)
+	require.Equal(t, damaged, got, "the damaged segment was changed")
+	b := brokenFiles(t, dir)
+	require.Len(t, b, 0, "got .broken files %v for corruption", b)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // faultWorkload appends 10 groups of 3 events with small frames and
@@ -35,22 +37,18 @@ func TestFaultInjection(t *testing.T) {
 	}
 	l.Close()
 	writes, syncs := counter.Counts()
-	if writes < 10 || syncs < 12 {
-		t.Fatalf("workload made %d writes and %d syncs; want enough to roll segments", writes, syncs)
-	}
+	require.False(t, writes < 10, "workload made %d writes and %d syncs; want enough to roll segments", writes, syncs)
+	require.False(t, syncs < 12, "workload made %d writes and %d syncs; want enough to roll segments", writes, syncs)
 
 	run := func(t *testing.T, ffs *FaultFS) {
 		dir := t.TempDir()
 		opts := faultOpts
 		opts.FS = ffs
 		l, err := OpenLog(dir, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		acked, err := faultWorkload(t, l)
-		if !errors.Is(err, ErrStreamFailed) || !errors.Is(err, ErrInjected) {
-			t.Fatalf("got %v, want an error wrapping ErrStreamFailed and the injected fault", err)
-		}
+		require.ErrorIs(t, err, ErrStreamFailed, "got %v, want an error wrapping ErrStreamFailed and the injected fault", err)
+		require.ErrorIs(t, err, ErrInjected, "got %v, want an error wrapping ErrStreamFailed and the injected fault", err)
 		if _, err := l.Append(context.Background(), "global", testEvents(99, 1)); !errors.Is(err, ErrStreamFailed) || !errors.Is(err, ErrInjected) {
 			t.Fatalf("Append after the fault: got %v, want the sticky error", err)
 		}
@@ -64,18 +62,14 @@ func TestFaultInjection(t *testing.T) {
 			t.Fatalf("after a torn write: got repairs %+v, want one", l2.Repairs())
 		}
 		all := scanAll(t, l2, "global", 1)
-		if len(all) < len(acked) {
-			t.Fatalf("after reopen: got %d events, want the %d acknowledged", len(all), len(acked))
-		}
+		require.False(t, len(all) < len(acked), "after reopen: got %d events, want the %d acknowledged", len(all), len(acked))
 		checkEvents(t, all[:len(acked)], acked)
 		// Events past the acknowledged ones were written but not
 		// acknowledged (e.g. the fsync failed); they must still be the
 		// ones the workload sent, in order.
 		checkEvents(t, all, stamp(testEvents(0, len(all)), "global"))
 		got := mustAppend(t, l2, "global", testEvents(1000, 2))
-		if got[0].Seq != uint64(len(all)+1) {
-			t.Fatalf("seq after reopen: got %d, want %d", got[0].Seq, len(all)+1)
-		}
+		require.Equal(t, uint64(len(all)+1), got[0].Seq, "seq after reopen: got %d, want %d", got[0].Seq, len(all)+1)
 		l2.Close()
 		if p, err := Verify(dir); err != nil || len(p) != 0 {
 			t.Fatalf("Verify after reopen: got %v, %v", p, err)
@@ -121,9 +115,8 @@ func TestGroupCommitIO(t *testing.T) {
 		for _, b := range readBatches(t, segmentPaths(t, dir, "global")[0]) {
 			counts = append(counts, b.Header.Count)
 		}
-		if got, want := fmt.Sprint(counts), "[3 3 3 1 3 3 3 1]"; got != want {
-			t.Fatalf("events per frame: got %s, want %s (MaxBatch 3)", got, want)
-		}
+		got, want := fmt.Sprint(counts), "[3 3 3 1 3 3 3 1]"
+		require.Equal(t, want, got, "events per frame: got %s, want %s (MaxBatch 3)", got, want)
 	})
 
 	t.Run("FrameBytes", func(t *testing.T) {
@@ -140,8 +133,7 @@ func TestGroupCommitIO(t *testing.T) {
 		for _, b := range readBatches(t, segmentPaths(t, dir, "global")[0]) {
 			counts = append(counts, b.Header.Count)
 		}
-		if got, want := fmt.Sprint(counts), "[2 1]"; got != want {
-			t.Fatalf("events per frame of three 3 MiB events: got %s, want %s (8 MiB per frame)", got, want)
-		}
+		got, want := fmt.Sprint(counts), "[2 1]"
+		require.Equal(t, want, got, "events per frame of three 3 MiB events: got %s, want %s (8 MiB per frame)", got, want)
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func segmentSeeds(f *testing.F) {
@@ -24,9 +26,7 @@ func segmentSeeds(f *testing.F) {
 		f.Add(b)
 		return nil
 	})
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	f.Add([]byte{})
 }
 

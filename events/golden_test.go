@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Golden segments: a log written once by this version and committed.
@@ -26,13 +28,9 @@ var goldenStreams = []string{"global", "ws-3f1a2b3c4d5e6f708192"}
 func writeGolden(t *testing.T) {
 	t.Helper()
 	logDir := filepath.Join(goldenDir, "log")
-	if err := os.RemoveAll(logDir); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.RemoveAll(logDir))
 	l, err := OpenLog(logDir, Options{SegmentSize: 2048, MaxBatch: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var expected bytes.Buffer
 	for si, stream := range goldenStreams {
 		for call := 0; call < 8; call++ {
@@ -42,19 +40,13 @@ func writeGolden(t *testing.T) {
 			}
 		}
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(goldenDir, "expected.jsonl"), expected.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(goldenDir, "expected.jsonl"), expected.Bytes(), 0o644))
 
 	// Regression files for the reader, cut from a three-batch segment.
 	tmp := t.TempDir()
 	l, err = OpenLog(tmp, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := 0; i < 3; i++ {
 		mustAppend(t, l, "global", testEvents(i*2, 2))
 	}
@@ -71,9 +63,7 @@ func writeGolden(t *testing.T) {
 		"torn-mid-batch.jsonl.zst":    torn,
 		"flipped-mid-batch.jsonl.zst": corrupt,
 	} {
-		if err := os.WriteFile(filepath.Join(goldenDir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(goldenDir, name), data, 0o644))
 	}
 }
 
@@ -82,9 +72,7 @@ func TestGolden(t *testing.T) {
 		writeGolden(t)
 	}
 	want, err := os.ReadFile(filepath.Join(goldenDir, "expected.jsonl"))
-	if err != nil {
-		t.Fatalf("read golden file (generate with -update): %v", err)
-	}
+	require.NoError(t, err, "read golden file (generate with -update)")
 	dir := t.TempDir()
 	copyDir(t, filepath.Join(goldenDir, "log"), dir)
 	l := openLog(t, dir, Options{})
@@ -93,19 +81,14 @@ func TestGolden(t *testing.T) {
 	}
 	var got bytes.Buffer
 	for _, stream := range goldenStreams {
-		if n := len(segmentPaths(t, dir, stream)); n < 2 {
-			t.Fatalf("stream %s: %d segments, want several", stream, n)
-		}
+		n := len(segmentPaths(t, dir, stream))
+		require.False(t, n < 2, "stream %s: %d segments, want several", stream, n)
 		for _, e := range scanAll(t, l, stream, 1) {
 			got.WriteString(marshalLine(t, e) + "\n")
 		}
 	}
-	if got.String() != string(want) {
-		t.Fatalf("golden log: got\n%s\nwant\n%s", got.String(), want)
-	}
-	if len(l.Repairs()) != 0 {
-		t.Fatalf("golden log needed repairs: %v", l.Repairs())
-	}
+	require.Equal(t, string(want), got.String(), "golden log: got\n%s\nwant\n%s", got.String(), want)
+	require.Len(t, l.Repairs(), 0, "golden log needed repairs: %v", l.Repairs())
 	if p, err := Verify(filepath.Join(goldenDir, "log")); err != nil || len(p) != 0 {
 		t.Fatalf("Verify golden log: got %v, %v", p, err)
 	}
@@ -120,9 +103,7 @@ func TestGolden(t *testing.T) {
 				if err == io.EOF {
 					break
 				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				for _, line := range b.Lines {
 					raw.Write(line)
 					raw.WriteByte('\n')
@@ -131,9 +112,7 @@ func TestGolden(t *testing.T) {
 			f.Close()
 		}
 	}
-	if raw.String() != string(want) {
-		t.Fatal("raw lines differ from expected.jsonl")
-	}
+	require.Equal(t, string(want), raw.String(), "raw lines differ from expected.jsonl")
 }
 
 // TestReaderFiles reads the regression segments in testdata/segments.
@@ -149,9 +128,7 @@ func TestReaderFiles(t *testing.T) {
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(goldenDir, c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer f.Close()
 			r := NewReader(f)
 			var (
@@ -172,17 +149,11 @@ func TestReaderFiles(t *testing.T) {
 				}
 				if errors.As(err, &ce) {
 					gotErr, errAtEnd = "corrupt", ce.Offset
-					if ce.Offset != lastEnd {
-						t.Fatalf("corruption at offset %d, want %d (end of the last good batch)", ce.Offset, lastEnd)
-					}
+					require.Equal(t, lastEnd, ce.Offset, "corruption at offset %d, want %d (end of the last good batch)", ce.Offset, lastEnd)
 					continue
 				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(b.Events) != int(b.Header.Count) {
-					t.Fatalf("batch at %d: got %d events, header says %d", b.Offset, len(b.Events), b.Header.Count)
-				}
+				require.NoError(t, err)
+				require.Len(t, b.Events, int(b.Header.Count), "batch at %d: got %d events, header says %d", b.Offset, len(b.Events), b.Header.Count)
 				batches++
 				lastEnd = b.End
 			}
@@ -200,9 +171,7 @@ func TestReaderFiles(t *testing.T) {
 // call and that a damaged header does not hide the batches after it.
 func TestReaderHeader(t *testing.T) {
 	good, err := os.ReadFile(filepath.Join(goldenDir, "three-batches.jsonl.zst"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	flipped := bytes.Clone(good)
 	flipped[0] ^= 0x01
 	for _, c := range []struct {
@@ -231,14 +200,10 @@ func TestReaderHeader(t *testing.T) {
 				if err == io.EOF || errors.Is(err, ErrTornTail) {
 					break
 				}
-				if err != nil {
-					t.Fatalf("Next: %v", err)
-				}
+				require.NoError(t, err, "Next")
 				batches++
 			}
-			if batches != c.wantBatches {
-				t.Fatalf("got %d batches, want %d", batches, c.wantBatches)
-			}
+			require.Equal(t, c.wantBatches, batches, "got %d batches, want %d", batches, c.wantBatches)
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // testEvent returns a deterministic event of a few types, some with CJK text.
@@ -49,9 +51,7 @@ func testEvents(from, n int) []Envelope {
 func openLog(t testing.TB, dir string, opts Options) *Log {
 	t.Helper()
 	l, err := OpenLog(dir, opts)
-	if err != nil {
-		t.Fatalf("OpenLog(%s): %v", dir, err)
-	}
+	require.NoError(t, err, "OpenLog(%s)", dir)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -59,21 +59,17 @@ func openLog(t testing.TB, dir string, opts Options) *Log {
 func mustAppend(t testing.TB, l *Log, stream string, evs []Envelope) []Envelope {
 	t.Helper()
 	got, err := l.Append(context.Background(), stream, evs)
-	if err != nil {
-		t.Fatalf("Append(%s, %d events): %v", stream, len(evs), err)
-	}
+	require.NoError(t, err, "Append(%s, %d events)", stream, len(evs))
 	return got
 }
 
 func scanAll(t testing.TB, l *Log, stream string, from uint64) []Envelope {
 	t.Helper()
 	var evs []Envelope
-	if err := l.Scan(stream, from, func(e Envelope) error {
+	require.NoError(t, l.Scan(stream, from, func(e Envelope) error {
 		evs = append(evs, e)
 		return nil
-	}); err != nil {
-		t.Fatalf("Scan(%s, %d): %v", stream, from, err)
-	}
+	}), "Scan(%s, %d)", stream, from)
 	return evs
 }
 
@@ -81,9 +77,7 @@ func scanAll(t testing.TB, l *Log, stream string, from uint64) []Envelope {
 func segmentPaths(t testing.TB, dir, stream string) []string {
 	t.Helper()
 	segs, err := listSegments(OSFS{}, filepath.Join(dir, stream))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	paths := make([]string, len(segs))
 	for i, s := range segs {
 		paths[i] = s.path
@@ -96,9 +90,7 @@ func segmentPaths(t testing.TB, dir, stream string) []string {
 func readBatches(t testing.TB, path string) []Batch {
 	t.Helper()
 	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	r := NewReader(f)
 	var bs []Batch
@@ -107,9 +99,7 @@ func readBatches(t testing.TB, path string) []Batch {
 		if err == io.EOF {
 			return bs
 		}
-		if err != nil {
-			t.Fatalf("read %s: %v", path, err)
-		}
+		require.NoError(t, err, "read %s", path)
 		b.Lines = nil
 		bs = append(bs, b)
 	}
@@ -133,29 +123,22 @@ func copyDir(t testing.TB, src, dst string) {
 		}
 		return os.WriteFile(target, b, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 func marshalLine(t testing.TB, e Envelope) string {
 	t.Helper()
 	b, err := Marshal(&e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b)
 }
 
 // checkEvents compares events by their marshalled lines.
 func checkEvents(t testing.TB, got, want []Envelope) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d events, want %d", len(got), len(want))
-	}
+	require.Len(t, got, len(want), "got %d events, want %d", len(got), len(want))
 	for i := range got {
-		if g, w := marshalLine(t, got[i]), marshalLine(t, want[i]); g != w {
-			t.Fatalf("event %d: got %s, want %s", i, g, w)
-		}
+		g, w := marshalLine(t, got[i]), marshalLine(t, want[i])
+		require.Equal(t, w, g, "event %d: got %s, want %s", i, g, w)
 	}
 }

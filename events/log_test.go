@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestAppendScan(t *testing.T) {
@@ -21,9 +24,10 @@ func TestAppendScan(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		got := mustAppend(t, l, "global", testEvents(i*3, 3))
 		for j, e := range got {
-			if wantSeq := uint64(i*3 + j + 1); e.Seq != wantSeq || e.Stream != "global" || e.V != 1 {
-				t.Fatalf("stamped event: got seq %d stream %q v %d, want seq %d stream global v 1", e.Seq, e.Stream, e.V, wantSeq)
-			}
+			wantSeq := uint64(i*3 + j + 1)
+			require.Equal(t, wantSeq, e.Seq, "stamped event: got seq %d stream %q v %d, want seq %d stream global v 1", e.Seq, e.Stream, e.V, wantSeq)
+			require.EqualValues(t, "global", e.Stream, "stamped event: got seq %d stream %q v %d, want seq %d stream global v 1", e.Seq, e.Stream, e.V, wantSeq)
+			require.EqualValues(t, 1, e.V, "stamped event: got seq %d stream %q v %d, want seq %d stream global v 1", e.Seq, e.Stream, e.V, wantSeq)
 		}
 		want = append(want, got...)
 	}
@@ -36,16 +40,16 @@ func TestAppendScan(t *testing.T) {
 	if got := l.LastSeq("global"); got != 15 {
 		t.Fatalf("LastSeq: got %d, want 15", got)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Close())
 
 	l2 := openLog(t, dir, Options{})
 	checkEvents(t, scanAll(t, l2, "global", 1), want)
 	st, err := l2.Stats()
-	if err != nil || st.Streams != 2 || st.Events != 17 || st.Segments != 2 || st.Bytes <= 0 {
-		t.Fatalf("Stats: got %+v, %v", st, err)
-	}
+	require.NoError(t, err, "Stats: got %+v, %v", st, err)
+	require.EqualValues(t, 2, st.Streams, "Stats: got %+v, %v", st, err)
+	require.EqualValues(t, 17, st.Events, "Stats: got %+v, %v", st, err)
+	require.EqualValues(t, 2, st.Segments, "Stats: got %+v, %v", st, err)
+	require.False(t, st.Bytes <= 0, "Stats: got %+v, %v", st, err)
 	if _, err := l2.Append(context.Background(), "../x", testEvents(0, 1)); err == nil {
 		t.Fatal("Append to stream ../x: got no error")
 	}
@@ -55,19 +59,14 @@ func TestAppendScan(t *testing.T) {
 	if got := mustAppend(t, l2, "global", testEvents(200, 1)); got[0].Seq != 16 {
 		t.Fatalf("seq after reopen: got %d, want 16", got[0].Seq)
 	}
-	if len(l2.Repairs()) != 0 {
-		t.Fatalf("Repairs of a clean log: got %v", l2.Repairs())
-	}
-	if err := l2.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.Len(t, l2.Repairs(), 0, "Repairs of a clean log: got %v", l2.Repairs())
+	require.NoError(t, l2.Close())
 	if _, err := l2.Append(context.Background(), "global", testEvents(0, 1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Append after Close: got %v, want ErrClosed", err)
 	}
 	problems, err := Verify(dir)
-	if err != nil || len(problems) != 0 {
-		t.Fatalf("Verify: got %v, %v", problems, err)
-	}
+	require.NoError(t, err, "Verify: got %v, %v", problems, err)
+	require.Len(t, problems, 0, "Verify: got %v, %v", problems, err)
 }
 
 // The writer splices the seq into a pre-marshalled tail; the line must
@@ -83,13 +82,10 @@ func TestLineMatchesMarshal(t *testing.T) {
 		e.V, e.Stream, e.Seq = 1, "ws-abc", 0
 		tail, err := marshalTail(&e, s.head)
 		e.Seq = uint64(i+1) * 1000003
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got := string(s.appendLine(nil, e.Seq, tail))
-		if want := marshalLine(t, e) + "\n"; got != want {
-			t.Errorf("case %d: got %s, want %s", i, got, want)
-		}
+		want := marshalLine(t, e) + "\n"
+		assert.Equal(t, want, got, "case %d: got %s, want %s", i, got, want)
 	}
 }
 
@@ -113,28 +109,21 @@ func TestConcurrentAppend(t *testing.T) {
 					return
 				}
 				for i := 1; i < len(got); i++ {
-					if got[i].Seq != got[i-1].Seq+1 {
-						t.Errorf("events of one Append not contiguous: %d then %d", got[i-1].Seq, got[i].Seq)
-					}
+					assert.Equal(t, got[i-1].Seq+1, got[i].Seq, "events of one Append not contiguous: %d then %d", got[i-1].Seq, got[i].Seq)
 				}
 				results[w] = append(results[w], acked{got})
 			}
 		}(w)
 	}
 	wg.Wait()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Close())
 	l2 := openLog(t, dir, Options{SegmentSize: 4 << 10, MaxBatch: 7})
 	all := scanAll(t, l2, "global", 1)
 	byID := map[string]Envelope{}
 	for i, e := range all {
-		if e.Seq != uint64(i+1) {
-			t.Fatalf("seq %d at position %d: seqs not contiguous", e.Seq, i)
-		}
-		if _, dup := byID[e.ID]; dup {
-			t.Fatalf("event %s stored twice", e.ID)
-		}
+		require.Equal(t, uint64(i+1), e.Seq, "seq %d at position %d: seqs not contiguous", e.Seq, i)
+		_, dup := byID[e.ID]
+		require.False(t, dup, "event %s stored twice", e.ID)
 		byID[e.ID] = e
 	}
 	n := 0
@@ -142,18 +131,15 @@ func TestConcurrentAppend(t *testing.T) {
 		for _, a := range rs {
 			for _, e := range a.evs {
 				n++
-				if got, ok := byID[e.ID]; !ok || got.Seq != e.Seq {
-					t.Fatalf("acknowledged event %s seq %d: got %+v present=%v", e.ID, e.Seq, got.Seq, ok)
-				}
+				got, ok := byID[e.ID]
+				require.True(t, ok, "acknowledged event %s seq %d: got %+v present=%v", e.ID, e.Seq, got.Seq, ok)
+				require.Equal(t, e.Seq, got.Seq, "acknowledged event %s seq %d: got %+v present=%v", e.ID, e.Seq, got.Seq, ok)
 			}
 		}
 	}
-	if n != len(all) {
-		t.Fatalf("log holds %d events, %d were acknowledged", len(all), n)
-	}
-	if segs := segmentPaths(t, dir, "global"); len(segs) < 3 {
-		t.Fatalf("got %d segments, want several (SegmentSize 4 KiB)", len(segs))
-	}
+	require.Equal(t, len(all), n, "log holds %d events, %d were acknowledged", len(all), n)
+	segs := segmentPaths(t, dir, "global")
+	require.False(t, len(segs) < 3, "got %d segments, want several (SegmentSize 4 KiB)", len(segs))
 	if problems, err := Verify(dir); err != nil || len(problems) != 0 {
 		t.Fatalf("Verify: got %v, %v", problems, err)
 	}
@@ -168,15 +154,11 @@ func TestSegmentRoll(t *testing.T) {
 		want = append(want, mustAppend(t, l, "global", testEvents(i*4, 4))...)
 	}
 	segs := segmentPaths(t, dir, "global")
-	if len(segs) < 3 {
-		t.Fatalf("got %d segments, want ≥ 3", len(segs))
-	}
+	require.False(t, len(segs) < 3, "got %d segments, want ≥ 3", len(segs))
 	sealed := map[string][]byte{}
 	for _, p := range segs[:len(segs)-1] {
 		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		sealed[p] = b
 	}
 	for i := 20; i < 40; i++ {
@@ -184,9 +166,8 @@ func TestSegmentRoll(t *testing.T) {
 	}
 	for p, b := range sealed {
 		got, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(got, b) {
-			t.Fatalf("sealed segment %s changed after further appends (err %v)", p, err)
-		}
+		require.NoError(t, err, "sealed segment %s changed after further appends (err %v)", p, err)
+		require.Equal(t, b, got, "sealed segment %s changed after further appends (err %v)", p, err)
 	}
 	check := func(l *Log) {
 		for from := uint64(0); from <= uint64(len(want))+1; from++ {
@@ -210,9 +191,8 @@ func TestSegmentRoll(t *testing.T) {
 			}
 		}
 		f.Close()
-		if _, ok := r.Seal(); !ok {
-			t.Fatalf("segment %s: not sealed", p)
-		}
+		_, ok := r.Seal()
+		require.True(t, ok, "segment %s: not sealed", p)
 	}
 }
 
@@ -230,30 +210,23 @@ func TestZstdCLI(t *testing.T) {
 	}
 	l.Close()
 	segs := segmentPaths(t, dir, "global")
-	if len(segs) < 2 {
-		t.Fatalf("got %d segments, want a sealed one and an active one", len(segs))
-	}
+	require.False(t, len(segs) < 2, "got %d segments, want a sealed one and an active one", len(segs))
 	seen := 0
 	for _, p := range segs {
 		out, err := exec.Command(zstd, "-dc", p).Output()
-		if err != nil {
-			t.Fatalf("zstd -dc %s: %v", p, err)
-		}
+		require.NoError(t, err, "zstd -dc %s", p)
 		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 		var h StreamHeader
 		if err := json.Unmarshal([]byte(lines[0]), &h); err != nil || h.Type != "stream" || h.Stream != "global" || h.FirstSeq != all[seen].Seq {
 			t.Fatalf("%s: header line %q: got %+v, %v", p, lines[0], h, err)
 		}
 		for _, line := range lines[1:] {
-			if want := marshalLine(t, all[seen]); line != want {
-				t.Fatalf("%s: got line %s, want %s", p, line, want)
-			}
+			want := marshalLine(t, all[seen])
+			require.Equal(t, want, line, "%s: got line %s, want %s", p, line, want)
 			seen++
 		}
 	}
-	if seen != len(all) {
-		t.Fatalf("zstd printed %d events, want %d", seen, len(all))
-	}
+	require.Equal(t, len(all), seen, "zstd printed %d events, want %d", seen, len(all))
 }
 
 // TestScanFiltered checks that a filtered scan yields exactly the events
@@ -261,9 +234,7 @@ func TestZstdCLI(t *testing.T) {
 func TestScanFiltered(t *testing.T) {
 	dir := t.TempDir()
 	lg, err := OpenLog(dir, Options{SegmentSize: 4 << 10, MaxBatch: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer lg.Close()
 	for i := 0; i < 300; i++ {
 		typ := TypeUserMessage
@@ -272,30 +243,22 @@ func TestScanFiltered(t *testing.T) {
 		}
 		_, err := lg.Append(context.Background(), "global", []Envelope{{ID: fmt.Sprintf("e%d", i), Type: typ,
 			Time: "2026-08-18T10:00:00Z", Data: json.RawMessage(fmt.Sprintf(`{"text":"event %d"}`, i))}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	}
 	for _, from := range []uint64{0, 1, 2, 50, 299, 300, 301} {
 		var want, got []Envelope
-		if err := lg.Scan("global", from, func(e Envelope) error {
+		require.NoError(t, lg.Scan("global", from, func(e Envelope) error {
 			if e.Type == TypeMemoryRemember {
 				want = append(want, e)
 			}
 			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		}))
 		keep := func(line []byte) bool { return bytes.Contains(line, []byte(`"type":"memory/remember"`)) }
-		if err := lg.ScanFiltered("global", from, keep, func(e Envelope) error {
+		require.NoError(t, lg.ScanFiltered("global", from, keep, func(e Envelope) error {
 			got = append(got, e)
 			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("from %d: got %d events, want %d", from, len(got), len(want))
-		}
+		}))
+		require.True(t, reflect.DeepEqual(got, want), "from %d: got %d events, want %d", from, len(got), len(want))
 		if from <= 1 && len(got) != 24 {
 			t.Fatalf("from %d: got %d remembered events, want 24", from, len(got))
 		}

@@ -8,9 +8,11 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // treeState records every file and directory under dir: path, mode and
@@ -38,18 +40,15 @@ func treeState(t testing.TB, dir string) map[string]string {
 		st[p] = v
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return st
 }
 
 func sameTree(t testing.TB, what string, got, want map[string]string) {
 	t.Helper()
 	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s created %s", what, p)
-		}
+		_, ok := want[p]
+		assert.True(t, ok, "%s created %s", what, p)
 	}
 	for p, w := range want {
 		g, ok := got[p]
@@ -65,9 +64,7 @@ func sameTree(t testing.TB, what string, got, want map[string]string) {
 func openReadOnly(t testing.TB, dir string, opts Options) *Log {
 	t.Helper()
 	l, err := OpenLogReadOnly(dir, opts)
-	if err != nil {
-		t.Fatalf("OpenLogReadOnly(%s): %v", dir, err)
-	}
+	require.NoError(t, err, "OpenLogReadOnly(%s)", dir)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -83,28 +80,20 @@ func TestOpenLogReadOnly(t *testing.T) {
 		last := bs[len(bs)-1]
 		kept := all[:len(all)-int(last.Header.Count)]
 		for cut := last.Offset; cut < last.End; cut++ {
-			if err := os.WriteFile(seg, orig[:cut], 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(seg, orig[:cut], 0o644))
 			before := treeState(t, dir)
 			l, err := OpenLogReadOnly(dir, Options{})
-			if err != nil {
-				t.Fatalf("cut at %d: OpenLogReadOnly: %v", cut, err)
-			}
+			require.NoError(t, err, "cut at %d: OpenLogReadOnly", cut)
 			torn := l.TornTails()
 			if cut == last.Offset {
-				if len(torn) != 0 {
-					t.Fatalf("cut at a batch boundary: got torn tails %v, want none", torn)
-				}
+				require.Len(t, torn, 0, "cut at a batch boundary: got torn tails %v, want none", torn)
 			} else if len(torn) != 1 || torn[0].Segment != seg || torn[0].Offset != last.Offset || torn[0].Bytes != cut-last.Offset {
 				t.Fatalf("cut at %d: got torn tails %+v, want one in %s at offset %d of %d bytes", cut, torn, seg, last.Offset, cut-last.Offset)
 			}
-			if reps := l.Repairs(); len(reps) != 0 {
-				t.Fatalf("cut at %d: a read-only open repaired %v", cut, reps)
-			}
-			if got := l.LastSeq("global"); got != uint64(len(kept)) {
-				t.Fatalf("cut at %d: LastSeq %d, want %d", cut, got, len(kept))
-			}
+			reps := l.Repairs()
+			require.Len(t, reps, 0, "cut at %d: a read-only open repaired %v", cut, reps)
+			got := l.LastSeq("global")
+			require.Equal(t, uint64(len(kept)), got, "cut at %d: LastSeq %d, want %d", cut, got, len(kept))
 			checkEvents(t, scanAll(t, l, "global", 1), kept)
 			if _, err := l.Append(context.Background(), "global", testEvents(900, 1)); !errors.Is(err, ErrReadOnly) {
 				t.Fatalf("cut at %d: Append: got %v, want ErrReadOnly", cut, err)
@@ -112,9 +101,7 @@ func TestOpenLogReadOnly(t *testing.T) {
 			if problems, _, err := l.Verify(context.Background()); err != nil || len(problems) != 0 {
 				t.Fatalf("cut at %d: Log.Verify of the read-only snapshot: %v, %v", cut, problems, err)
 			}
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Close())
 			sameTree(t, "a read-only open", treeState(t, dir), before)
 		}
 		// The writer's open still finds the torn tail and cuts it off.
@@ -137,18 +124,14 @@ func TestOpenLogReadOnly(t *testing.T) {
 			os.WriteFile(seg, orig[:cut], 0o644)
 			before := treeState(t, dir)
 			l, err := OpenLogReadOnly(dir, Options{})
-			if err != nil {
-				t.Fatalf("cut at %d: OpenLogReadOnly: %v", cut, err)
-			}
+			require.NoError(t, err, "cut at %d: OpenLogReadOnly", cut)
 			torn := l.TornTails()
 			wantOff := int64(0)
 			if cut >= int(first.Offset) {
 				wantOff = first.Offset
 			}
 			if cut == int(first.Offset) {
-				if len(torn) != 0 {
-					t.Fatalf("cut after the stream header: got torn tails %+v, want none", torn)
-				}
+				require.Len(t, torn, 0, "cut after the stream header: got torn tails %+v, want none", torn)
 			} else if len(torn) != 1 || torn[0].Offset != wantOff || torn[0].Bytes != int64(cut)-wantOff {
 				t.Fatalf("cut at %d: got torn tails %+v, want one at offset %d", cut, torn, wantOff)
 			}
@@ -162,17 +145,15 @@ func TestOpenLogReadOnly(t *testing.T) {
 		parent := t.TempDir()
 		missing := filepath.Join(parent, "log")
 		l := openReadOnly(t, missing, Options{})
-		if s := l.Streams(); len(s) != 0 {
-			t.Fatalf("a missing directory: got streams %v, want none", s)
-		}
+		s := l.Streams()
+		require.Len(t, s, 0, "a missing directory: got streams %v, want none", s)
 		if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("a read-only open created %s (%v)", missing, err)
 		}
 
 		dir, all := writeBatches(t, Options{SegmentSize: 600}, 3, 3, 3, 3, 3)
-		if n := len(segmentPaths(t, dir, "global")); n < 2 {
-			t.Fatalf("got %d segments, want a sealed one and more", n)
-		}
+		n := len(segmentPaths(t, dir, "global"))
+		require.False(t, n < 2, "got %d segments, want a sealed one and more", n)
 		before := treeState(t, dir)
 		l = openReadOnly(t, dir, Options{Trusted: map[string]uint64{"global": 6}})
 		checkEvents(t, scanAll(t, l, "global", 1), all)
@@ -197,9 +178,10 @@ func TestOpenLogReadOnly(t *testing.T) {
 		before := treeState(t, dir)
 		_, err := OpenLogReadOnly(dir, Options{})
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != bs[1].Offset || !strings.Contains(err.Error(), "dshmem verify") {
-			t.Fatalf("OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
-		}
+		require.True(t, errors.As(err, &ce), "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
+		require.Equal(t, seg, ce.Segment, "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
+		require.Equal(t, bs[1].Offset, ce.Offset, "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
+		require.Contains(t, err.Error(), "dshmem verify", "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
 		sameTree(t, "a refused read-only open", treeState(t, dir), before)
 	})
 
@@ -218,15 +200,14 @@ func TestOpenLogReadOnly(t *testing.T) {
 			t.Fatal("damage past Trusted: got no error")
 		}
 		l := openReadOnly(t, dir, Options{Trusted: map[string]uint64{"global": 12}})
-		if got := l.LastSeq("global"); got != 15 {
-			t.Fatalf("LastSeq %d, want 15", got)
-		}
+		got := l.LastSeq("global")
+		require.EqualValues(t, 15, got, "LastSeq %d, want 15", got)
 		var last uint64
 		err := l.Scan("global", 1, func(e Envelope) error { last = e.Seq; return nil })
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Offset != bs[2].Offset || last != bs[2].Header.FirstSeq-1 {
-			t.Fatalf("Scan: got %v after seq %d, want a *CorruptError at offset %d after seq %d", err, last, bs[2].Offset, bs[2].Header.FirstSeq-1)
-		}
+		require.True(t, errors.As(err, &ce), "Scan: got %v after seq %d, want a *CorruptError at offset %d after seq %d", err, last, bs[2].Offset, bs[2].Header.FirstSeq-1)
+		require.Equal(t, bs[2].Offset, ce.Offset, "Scan: got %v after seq %d, want a *CorruptError at offset %d after seq %d", err, last, bs[2].Offset, bs[2].Header.FirstSeq-1)
+		require.Equal(t, bs[2].Header.FirstSeq-1, last, "Scan: got %v after seq %d, want a *CorruptError at offset %d after seq %d", err, last, bs[2].Offset, bs[2].Header.FirstSeq-1)
 	})
 }
 
@@ -252,9 +233,7 @@ func TestSkimMatchesWalk(t *testing.T) {
 	}
 	l.Close()
 	segs := segmentPaths(t, dir, "global")
-	if len(segs) < 3 {
-		t.Fatalf("got %d segments, want several", len(segs))
-	}
+	require.False(t, len(segs) < 3, "got %d segments, want several", len(segs))
 	large := 0
 	for _, seg := range segs {
 		for _, b := range readBatches(t, seg) {
@@ -263,9 +242,7 @@ func TestSkimMatchesWalk(t *testing.T) {
 			}
 		}
 	}
-	if large == 0 {
-		t.Fatal("no batch is larger than a skim window")
-	}
+	require.NotEqualValues(t, 0, large, "no batch is larger than a skim window")
 	last := segs[len(segs)-1]
 	b, _ := os.ReadFile(last)
 	os.WriteFile(last, b[:len(b)-3], 0o644) // a torn tail
@@ -280,9 +257,7 @@ func TestSkimMatchesWalk(t *testing.T) {
 		}
 		gs, _ := l.Stats()
 		ws, _ := full.Stats()
-		if gs != ws {
-			t.Errorf("Trusted %d: stats %+v, want %+v", trusted, gs, ws)
-		}
+		assert.Equal(t, ws, gs, "Trusted %d: stats %+v, want %+v", trusted, gs, ws)
 	}
 }
 
@@ -324,16 +299,12 @@ func TestReadOnlyBesideWriter(t *testing.T) {
 		acked := len(appended)
 		mu.Unlock()
 		l, err := OpenLogReadOnly(dir, Options{Trusted: map[string]uint64{"global": uint64(acked)}})
-		if err != nil {
-			t.Fatalf("open %d beside the writer: %v", opens, err)
-		}
+		require.NoError(t, err, "open %d beside the writer", opens)
 		opens++
 		torn += len(l.TornTails())
 		evs := scanAll(t, l, "global", 1)
 		l.Close()
-		if len(evs) < acked {
-			t.Fatalf("open %d: got %d events, but %d were acknowledged before it", opens, len(evs), acked)
-		}
+		require.False(t, len(evs) < acked, "open %d: got %d events, but %d were acknowledged before it", opens, len(evs), acked)
 		mu.Lock()
 		want := appended[:min(len(evs), len(appended))]
 		mu.Unlock()

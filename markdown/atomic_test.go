@@ -6,18 +6,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "a", "b", "global.md") // parents are created
-		if err := WriteFileAtomic(path, []byte("old"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := WriteFileAtomic(path, []byte("new content"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, WriteFileAtomic(path, []byte("old"), 0o644))
+		require.NoError(t, WriteFileAtomic(path, []byte("new content"), 0o600))
 		wantFile(t, path, "new content")
 		if fi, err := os.Stat(path); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 			t.Errorf("mode = %v, %v; want 0600", fi.Mode().Perm(), err)
@@ -27,22 +26,16 @@ func TestWriteFileAtomic(t *testing.T) {
 	t.Run("ErrPathIsDirectory", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "x.md")
-		if err := os.Mkdir(path, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := WriteFileAtomic(path, []byte("data"), 0o644); err == nil {
-			t.Fatal("got nil, want an error writing over a directory")
-		}
+		require.NoError(t, os.Mkdir(path, 0o755))
+		err := WriteFileAtomic(path, []byte("data"), 0o644)
+		require.Error(t, err, "got nil, want an error writing over a directory")
 		wantOnly(t, dir, "x.md")
 	})
 	t.Run("ErrParentIsFile", func(t *testing.T) {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := WriteFileAtomic(filepath.Join(dir, "f", "x.md"), []byte("data"), 0o644); err == nil {
-			t.Fatal("got nil, want an error under a file")
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o644))
+		err := WriteFileAtomic(filepath.Join(dir, "f", "x.md"), []byte("data"), 0o644)
+		require.Error(t, err, "got nil, want an error under a file")
 	})
 }
 
@@ -52,13 +45,9 @@ func TestWriteFileAtomicFaults(t *testing.T) {
 		t.Run("Err_"+step, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "global.md")
-			if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
 			err := writeFileAtomic(faultFS{step: step, err: errInjected}, path, []byte("new"), 0o644, true)
-			if !errors.Is(err, errInjected) {
-				t.Fatalf("got %v, want the injected error", err)
-			}
+			require.ErrorIs(t, err, errInjected, "got %v, want the injected error", err)
 			wantFile(t, path, "old")
 			wantOnly(t, dir, "global.md")
 		})
@@ -67,9 +56,7 @@ func TestWriteFileAtomicFaults(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "global.md")
 		err := writeFileAtomic(faultFS{step: "syncdir", err: errInjected}, path, []byte("new"), 0o644, true)
-		if !errors.Is(err, errInjected) {
-			t.Fatalf("got %v, want the injected error", err)
-		}
+		require.ErrorIs(t, err, errInjected, "got %v, want the injected error", err)
 		wantFile(t, path, "new") // renamed in place, durability unknown
 		wantOnly(t, dir, "global.md")
 	})
@@ -147,31 +134,21 @@ func (f faultFile) Close() error {
 func wantFile(t *testing.T, path, want string) {
 	t.Helper()
 	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
-		t.Errorf("%s holds %q, want %q", path, got, want)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, want, string(got), "%s holds %q, want %q", path, got, want)
 }
 
 // wantOnly checks that dir holds exactly the given names (no temp files).
 func wantOnly(t *testing.T, dir string, names ...string) {
 	t.Helper()
 	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, de := range des {
 		got = append(got, de.Name())
 	}
-	if len(got) != len(names) {
-		t.Fatalf("%s holds %q, want %q", dir, got, names)
-	}
+	require.Len(t, got, len(names), "%s holds %q, want %q", dir, got, names)
 	for i := range got {
-		if got[i] != names[i] {
-			t.Fatalf("%s holds %q, want %q", dir, got, names)
-		}
+		require.Equal(t, names[i], got[i], "%s holds %q, want %q", dir, got, names)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCompare(t *testing.T) {
@@ -16,9 +19,7 @@ func TestCompare(t *testing.T) {
 	edit := func(old, new string) func(t *testing.T) []byte {
 		return func(t *testing.T) []byte {
 			t.Helper()
-			if !strings.Contains(s, old) {
-				t.Fatalf("fixture does not contain %q", old)
-			}
+			require.Contains(t, s, old, "fixture does not contain %q", old)
 			return []byte(strings.Replace(s, old, new, 1))
 		}
 	}
@@ -48,77 +49,49 @@ func TestCompare(t *testing.T) {
 		{name: "RevisedBody", edited: edit("never npm.", "never npm or yarn."), check: func(t *testing.T, d Diff) {
 			want := Canonical(es[0])
 			want.Content = "Install dependencies with pnpm; never npm or yarn."
-			if len(d.Revised) != 1 || !reflect.DeepEqual(d.Revised[0], want) {
-				t.Errorf("Revised = %#v, want [%#v]", d.Revised, want)
-			}
-			if len(d.Added)+len(d.Removed)+len(d.Foreign) != 0 {
-				t.Errorf("got more than the revision: %+v", d)
-			}
+			assert.False(t, len(d.Revised) != 1 || !reflect.DeepEqual(d.Revised[0], want), "Revised = %#v, want [%#v]", d.Revised, want)
+			assert.EqualValues(t, 0, len(d.Added)+len(d.Removed)+len(d.Foreign), "got more than the revision: %+v", d)
 		}},
 		{name: "RevisedMeta", edited: edit("*rule · importance 3 · tags: git*", "*rule · importance 1 · tags: git, vcs · conflict: g*"),
 			check: func(t *testing.T, d Diff) {
-				if len(d.Revised) != 1 {
-					t.Fatalf("Revised = %#v, want one entry", d.Revised)
-				}
+				require.Len(t, d.Revised, 1, "Revised = %#v, want one entry", d.Revised)
 				r := d.Revised[0]
-				if r.ID != "m-1111aaaa2222" || r.Importance != 1 || !reflect.DeepEqual(r.Tags, []string{"git", "vcs"}) || r.Status != StatusConflict || r.ConflictGroup != "g" {
-					t.Errorf("got %#v", r)
-				}
+				assert.False(t, r.ID != "m-1111aaaa2222" || r.Importance != 1 || !reflect.DeepEqual(r.Tags, []string{"git", "vcs"}) || r.Status != StatusConflict || r.ConflictGroup != "g", "got %#v", r)
 			}},
 		{name: "RevisedTitleChinese", edited: edit("### 回答用中文", "### 回答请用中文"), check: func(t *testing.T, d Diff) {
-			if len(d.Revised) != 1 || d.Revised[0].Title != "回答请用中文" || d.Revised[0].ID != "m-0a0b0c0d0e0f" {
-				t.Errorf("Revised = %#v", d.Revised)
-			}
+			assert.False(t, len(d.Revised) != 1 || d.Revised[0].Title != "回答请用中文" || d.Revised[0].ID != "m-0a0b0c0d0e0f", "Revised = %#v", d.Revised)
 		}},
 		{name: "Added", edited: func(*testing.T) []byte {
 			return []byte(s + "\n### Prefer table tests\nOne table, subtests named by outcome.\n")
 		},
 			check: func(t *testing.T, d Diff) {
 				want := Entry{Title: "Prefer table tests", Content: "One table, subtests named by outcome.", Importance: DefaultImportance, Status: StatusActive}
-				if len(d.Added) != 1 || !reflect.DeepEqual(d.Added[0], want) {
-					t.Errorf("Added = %#v, want [%#v]", d.Added, want)
-				}
-				if len(d.Revised)+len(d.Removed) != 0 {
-					t.Errorf("got more than the addition: %+v", d)
-				}
+				assert.False(t, len(d.Added) != 1 || !reflect.DeepEqual(d.Added[0], want), "Added = %#v, want [%#v]", d.Added, want)
+				assert.EqualValues(t, 0, len(d.Revised)+len(d.Removed), "got more than the addition: %+v", d)
 			}},
 		{name: "AddedWithMeta", edited: edit("## Rules\n", "## Rules\n\n### 新规则\n*rule · importance 2 · tags: 测试*\n> 描述\n\n内容\n"),
 			check: func(t *testing.T, d Diff) {
 				want := Entry{Type: "rule", Title: "新规则", Description: "描述", Content: "内容", Tags: []string{"测试"}, Importance: 2, Status: StatusActive}
-				if len(d.Added) != 1 || !reflect.DeepEqual(d.Added[0], want) {
-					t.Errorf("Added = %#v, want [%#v]", d.Added, want)
-				}
-				if len(d.Revised) != 0 {
-					t.Errorf("Revised = %#v, want none", d.Revised)
-				}
+				assert.False(t, len(d.Added) != 1 || !reflect.DeepEqual(d.Added[0], want), "Added = %#v, want [%#v]", d.Added, want)
+				assert.Len(t, d.Revised, 0, "Revised = %#v, want none", d.Revised)
 			}},
 		{name: "CopiedBlockIsAdded", edited: func(*testing.T) []byte {
 			return []byte(s + "\n" + strings.Replace(pnpmBlock, "never npm", "never bun", 1))
 		},
 			check: func(t *testing.T, d Diff) {
-				if len(d.Added) != 1 || d.Added[0].ID != "" || !strings.Contains(d.Added[0].Content, "never bun") || len(d.Revised) != 0 {
-					t.Errorf("got %+v, want one added entry without id", d)
-				}
+				assert.False(t, len(d.Added) != 1 || d.Added[0].ID != "" || !strings.Contains(d.Added[0].Content, "never bun") || len(d.Revised) != 0, "got %+v, want one added entry without id", d)
 			}},
 		{name: "ForeignAnchor", edited: func(*testing.T) []byte {
 			return []byte(s + "\n<!-- mem:m-elsewhere -->\n### Moved here\n*fact · importance 1*\n\ntext\n")
 		}, check: func(t *testing.T, d Diff) {
-			if len(d.Foreign) != 1 || d.Foreign[0].ID != "m-elsewhere" {
-				t.Errorf("Foreign = %#v", d.Foreign)
-			}
+			assert.False(t, len(d.Foreign) != 1 || d.Foreign[0].ID != "m-elsewhere", "Foreign = %#v", d.Foreign)
 		}},
 		{name: "Removed", edited: edit(pnpmBlock, ""), check: func(t *testing.T, d Diff) {
-			if !reflect.DeepEqual(d.Removed, []string{"m-3f1a9c2b7d10"}) {
-				t.Errorf("Removed = %q, want [m-3f1a9c2b7d10]", d.Removed)
-			}
-			if len(d.Revised)+len(d.Added) != 0 {
-				t.Errorf("got more than the removal: %+v", d)
-			}
+			assert.True(t, reflect.DeepEqual(d.Removed, []string{"m-3f1a9c2b7d10"}), "Removed = %q, want [m-3f1a9c2b7d10]", d.Removed)
+			assert.EqualValues(t, 0, len(d.Revised)+len(d.Added), "got more than the removal: %+v", d)
 		}},
 		{name: "Stray", edited: edit("## Rules\n", "## Rules\n\nA note outside any block.\n"), check: func(t *testing.T, d Diff) {
-			if !reflect.DeepEqual(d.Stray, []string{"A note outside any block."}) {
-				t.Errorf("Stray = %q", d.Stray)
-			}
+			assert.True(t, reflect.DeepEqual(d.Stray, []string{"A note outside any block."}), "Stray = %q", d.Stray)
 		}},
 		{name: "DamagedFirst16Lines", edited: firstLines(16), damaged: true},
 		{name: "DamagedEmptied", edited: func(*testing.T) []byte { return nil }, damaged: true},
@@ -139,9 +112,7 @@ func TestCompare(t *testing.T) {
 			}
 			return []byte(b.String())
 		}, check: func(t *testing.T, d Diff) {
-			if len(d.Removed) != 6 {
-				t.Errorf("Removed %d, want 6", len(d.Removed))
-			}
+			assert.Len(t, d.Removed, 6, "Removed %d, want 6", len(d.Removed))
 		}},
 		{name: "DamagedBadMeta", edited: edit("*rule · importance 3 · tags: git*", "*rule · importance 9 · tags: git*"), damaged: true},
 		{name: "DamagedMetaDeleted", edited: edit("*rule · importance 3 · tags: git*\n", ""), damaged: true},
@@ -151,15 +122,9 @@ func TestCompare(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d, err := Compare(rendered, tt.edited(t))
-			if err != nil {
-				t.Fatalf("Compare: %v", err)
-			}
-			if d.Damaged != tt.damaged {
-				t.Fatalf("Damaged = %v (%s), want %v; diff %+v", d.Damaged, d.Reason, tt.damaged, d)
-			}
-			if d.Damaged && d.Reason == "" {
-				t.Error("Damaged without a Reason")
-			}
+			require.NoError(t, err, "Compare")
+			require.Equal(t, tt.damaged, d.Damaged, "Damaged = %v (%s), want %v; diff %+v", d.Damaged, d.Reason, tt.damaged, d)
+			assert.False(t, d.Damaged && d.Reason == "", "Damaged without a Reason")
 			if tt.check != nil {
 				tt.check(t, d)
 			}
@@ -171,27 +136,19 @@ func slicesClone(b []byte) []byte { return append([]byte(nil), b...) }
 
 func wantEmpty(t *testing.T, d Diff) {
 	t.Helper()
-	if !d.Empty() {
-		t.Errorf("got %+v, want an empty diff", d)
-	}
+	assert.True(t, d.Empty(), "got %+v, want an empty diff", d)
 }
 
 func TestCompareRenderedError(t *testing.T) {
 	_, err := Compare([]byte{0xff}, nil)
 	var le *LineError
-	if !errors.As(err, &le) || !errors.Is(err, ErrNotUTF8) {
-		t.Errorf("got %v, want a LineError wrapping ErrNotUTF8", err)
-	}
+	assert.False(t, !errors.As(err, &le) || !errors.Is(err, ErrNotUTF8), "got %v, want a LineError wrapping ErrNotUTF8", err)
 }
 
 func TestCompareSessionDay(t *testing.T) {
 	rendered := RenderSessionDay("2026-08-18", fixtureSessions())
 	d, err := Compare(rendered, rendered)
-	if err != nil || !d.Empty() {
-		t.Errorf("got %+v, %v; want an empty diff", d, err)
-	}
+	assert.False(t, err != nil || !d.Empty(), "got %+v, %v; want an empty diff", d, err)
 	d, err = Compare(rendered, rendered[:40])
-	if err != nil || !d.Damaged {
-		t.Errorf("cut session file: got %+v, %v; want Damaged", d, err)
-	}
+	assert.False(t, err != nil || !d.Damaged, "cut session file: got %+v, %v; want Damaged", d, err)
 }

@@ -3,6 +3,8 @@ package markdown
 import (
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestTruncate(t *testing.T) {
@@ -26,12 +28,8 @@ func TestTruncate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, cut := Truncate(tt.in, tt.max)
-			if got != tt.want || cut != tt.wantCut {
-				t.Errorf("Truncate(%q, %d) = %q, %v; want %q, %v", tt.in, tt.max, got, cut, tt.want, tt.wantCut)
-			}
-			if !utf8.ValidString(got) {
-				t.Errorf("result is not valid UTF-8")
-			}
+			assert.False(t, got != tt.want || cut != tt.wantCut, "Truncate(%q, %d) = %q, %v; want %q, %v", tt.in, tt.max, got, cut, tt.want, tt.wantCut)
+			assert.True(t, utf8.ValidString(got), "result is not valid UTF-8")
 		})
 	}
 }
@@ -50,9 +48,8 @@ func TestStripTimestamps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(StripTimestamps([]byte(tt.in))); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
+			got := string(StripTimestamps([]byte(tt.in)))
+			assert.Equal(t, tt.want, got, "got %q, want %q", got, tt.want)
 		})
 	}
 }

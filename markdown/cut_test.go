@@ -1,6 +1,10 @@
 package markdown
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 func TestCutUTF8(t *testing.T) {
 	for _, tt := range []struct {
@@ -16,8 +20,7 @@ func TestCutUTF8(t *testing.T) {
 		{"记忆", 2, ""},
 		{"a记", 0, ""},
 	} {
-		if got := CutUTF8(tt.s, tt.n); got != tt.want {
-			t.Errorf("CutUTF8(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
-		}
+		got := CutUTF8(tt.s, tt.n)
+		assert.Equal(t, tt.want, got, "CutUTF8(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
 	}
 }

@@ -1,13 +1,15 @@
 package markdown
 
 import (
-	"bytes"
 	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/markdown")
@@ -19,21 +21,13 @@ func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join(goldenDir, name)
 	if *update {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(goldenDir, 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
 		return
 	}
 	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./markdown -run Golden -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
-	}
+	require.NoError(t, err, "read golden file (run go test ./markdown -run Golden -update to create it)")
+	assert.Equal(t, want, got, "%s differs from the golden file:\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
 }
 
 // fixtureEntries is the scripted set every renderer is tested over.
@@ -103,15 +97,11 @@ func shuffled[T any](in []T, seed uint64) []T {
 func parseEntries(t *testing.T, b []byte) []Entry {
 	t.Helper()
 	doc, err := Parse(b)
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
+	require.NoError(t, err, "Parse")
 	var out []Entry
 	for _, blk := range doc.Blocks {
 		e, err := ParseEntry(blk)
-		if err != nil {
-			t.Fatalf("ParseEntry: %v\n%s", err, blk.Raw)
-		}
+		require.NoError(t, err, "ParseEntry: %v\n%s", err, blk.Raw)
 		out = append(out, e)
 	}
 	return out

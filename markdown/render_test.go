@@ -1,11 +1,13 @@
 package markdown
 
 import (
-	"bytes"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRenderIgnoresInputOrder(t *testing.T) {
@@ -30,18 +32,16 @@ func TestRenderIgnoresInputOrder(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			want := r.render(es)
 			for seed := uint64(1); seed <= 30; seed++ {
-				if got := r.render(shuffled(es, seed)); !bytes.Equal(got, want) {
-					t.Fatalf("seed %d: output differs with the input shuffled:\n%s\n--- want ---\n%s", seed, got, want)
-				}
+				got := r.render(shuffled(es, seed))
+				require.Equal(t, want, got, "seed %d: output differs with the input shuffled:\n%s\n--- want ---\n%s", seed, got, want)
 			}
 		})
 	}
 	t.Run("IndexTopics", func(t *testing.T) {
 		want := RenderIndex(fixtureTopics(), nil)
 		for seed := uint64(1); seed <= 10; seed++ {
-			if got := RenderIndex(shuffled(fixtureTopics(), seed), nil); !bytes.Equal(got, want) {
-				t.Fatalf("seed %d: output differs with the topics shuffled", seed)
-			}
+			got := RenderIndex(shuffled(fixtureTopics(), seed), nil)
+			require.Equal(t, want, got, "seed %d: output differs with the topics shuffled", seed)
 		}
 	})
 }
@@ -74,13 +74,9 @@ func TestRoundTrip(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := sortedByID(parseEntries(t, b))
-			if len(got) != len(want) {
-				t.Fatalf("got %d entries, want %d", len(got), len(want))
-			}
+			require.Len(t, got, len(want), "got %d entries, want %d", len(got), len(want))
 			for i := range want {
-				if !reflect.DeepEqual(got[i], want[i]) {
-					t.Errorf("entry %s:\ngot  %#v\nwant %#v", want[i].ID, got[i], want[i])
-				}
+				assert.True(t, reflect.DeepEqual(got[i], want[i]), "entry %s:\ngot  %#v\nwant %#v", want[i].ID, got[i], want[i])
 			}
 		})
 	}
@@ -100,12 +96,9 @@ func TestRoundTripTrickyText(t *testing.T) {
 		for _, x := range []Entry{e, starts} {
 			out := RenderGlobal([]Entry{x, {ID: "m-z", Title: "after", Content: "z", Importance: 1}})
 			got := parseEntries(t, out)
-			if len(got) != 2 {
-				t.Fatalf("text %q: got %d blocks, want 2:\n%s", text, len(got), out)
-			}
-			if want := Canonical(x); !reflect.DeepEqual(got[0], want) {
-				t.Errorf("text %q:\ngot  %#v\nwant %#v", text, got[0], want)
-			}
+			require.Len(t, got, 2, "text %q: got %d blocks, want 2:\n%s", text, len(got), out)
+			want := Canonical(x)
+			assert.True(t, reflect.DeepEqual(got[0], want), "text %q:\ngot  %#v\nwant %#v", text, got[0], want)
 		}
 	}
 }
@@ -113,29 +106,19 @@ func TestRoundTripTrickyText(t *testing.T) {
 func TestRoundTripNewBlockWithoutMeta(t *testing.T) {
 	// a hand-written block whose first line is emphasis is not a meta line
 	doc, err := Parse([]byte("### New\n*really* important\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	e, err := ParseEntry(doc.Blocks[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := Entry{Title: "New", Content: "*really* important", Importance: DefaultImportance, Status: StatusActive}
-	if !reflect.DeepEqual(e, want) {
-		t.Errorf("got %#v, want %#v", e, want)
-	}
+	assert.True(t, reflect.DeepEqual(e, want), "got %#v, want %#v", e, want)
 }
 
 func TestRenderSkipsHiddenStatuses(t *testing.T) {
 	out := string(RenderGlobal(fixtureEntries()))
 	for _, hidden := range []string{"Superseded text", "Forgotten text"} {
-		if strings.Contains(out, hidden) {
-			t.Errorf("global.md shows %q", hidden)
-		}
+		assert.NotContains(t, out, hidden, "global.md shows %q", hidden)
 	}
-	if !strings.Contains(out, "conflict: cg-7") {
-		t.Error("global.md does not mark the conflict entries")
-	}
+	assert.Contains(t, out, "conflict: cg-7", "global.md does not mark the conflict entries")
 }
 
 func TestRenderHasNoTimestamps(t *testing.T) {
@@ -143,19 +126,16 @@ func TestRenderHasNoTimestamps(t *testing.T) {
 		"Global": RenderGlobal(fixtureEntries()),
 		"Index":  RenderIndex(fixtureTopics(), fixtureEntries()),
 	} {
-		if got := StripTimestamps(b); !bytes.Equal(got, b) {
-			t.Errorf("%s: StripTimestamps removed lines, so the file holds timestamps", name)
-		}
+		got := StripTimestamps(b)
+		assert.Equal(t, b, got, "%s: StripTimestamps removed lines, so the file holds timestamps", name)
 	}
 }
 
 func TestIDEncoding(t *testing.T) {
 	for _, id := range []string{"m-3f1a9c2b7d10", "odd id/1", "a-->b", "100%", "%zz", "中文", "a\nb", ":"} {
-		if got := decodeID(encodeID(id)); got != id {
-			t.Errorf("decodeID(encodeID(%q)) = %q", id, got)
-		}
-		if enc := encodeID(id); strings.ContainsAny(enc, " \t\n>") {
-			t.Errorf("encodeID(%q) = %q holds a character an anchor cannot", id, enc)
-		}
+		got := decodeID(encodeID(id))
+		assert.Equal(t, id, got, "decodeID(encodeID(%q)) = %q", id, got)
+		enc := encodeID(id)
+		assert.False(t, strings.ContainsAny(enc, " \t\n>"), "encodeID(%q) = %q holds a character an anchor cannot", id, enc)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSummaryFitsBudget(t *testing.T) {
@@ -35,12 +38,8 @@ func TestSummaryFitsBudget(t *testing.T) {
 		if limit <= 0 {
 			limit = DefaultSummaryBytes
 		}
-		if len(out) > limit {
-			t.Fatalf("case %d: %d bytes, limit %d", i, len(out), limit)
-		}
-		if !utf8.Valid(out) {
-			t.Fatalf("case %d: not valid UTF-8", i)
-		}
+		require.False(t, len(out) > limit, "case %d: %d bytes, limit %d", i, len(out), limit)
+		require.True(t, utf8.Valid(out), "case %d: not valid UTF-8", i)
 	}
 }
 
@@ -52,34 +51,21 @@ func TestSummaryDropsLowestRanked(t *testing.T) {
 	}
 	es = append(es, Entry{ID: "m-conflict", Type: "rule", Title: "in conflict", Content: "c", Importance: 3, Status: "conflict", ConflictGroup: "g"})
 	full := RenderSummary(SummaryInput{Entries: es, MaxBytes: 1 << 20})
-	if strings.Contains(string(full), "not shown") {
-		t.Fatal("a summary with room for everything says something was dropped")
-	}
-	if !strings.Contains(string(full), "conflict: g") {
-		t.Error("the conflict entry is not marked")
-	}
+	require.NotContains(t, string(full), "not shown", "a summary with room for everything says something was dropped")
+	assert.Contains(t, string(full), "conflict: g", "the conflict entry is not marked")
 	out := RenderSummary(SummaryInput{Entries: es, MaxBytes: 1500})
 	doc, err := Parse(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	kept := len(doc.Blocks)
-	if kept == 0 || kept == len(es) {
-		t.Fatalf("kept %d blocks of %d, want some but not all", kept, len(es))
-	}
+	require.NotEqualValues(t, 0, kept, "kept %d blocks of %d, want some but not all", kept, len(es))
+	require.NotEqual(t, len(es), kept, "kept %d blocks of %d, want some but not all", kept, len(es))
 	wantNote := fmt.Sprintf("*%d more entries not shown.*\n", len(es)-kept)
-	if !strings.HasSuffix(string(out), wantNote) {
-		t.Errorf("summary ends %q, want the note %q", out[len(out)-60:], wantNote)
-	}
+	assert.True(t, strings.HasSuffix(string(out), wantNote), "summary ends %q, want the note %q", out[len(out)-60:], wantNote)
 	minKept := 3
 	for _, b := range doc.Blocks {
 		e, err := ParseEntry(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Status == StatusConflict {
-			t.Error("a conflict entry was kept while active ones were dropped")
-		}
+		require.NoError(t, err)
+		assert.NotEqual(t, StatusConflict, e.Status, "a conflict entry was kept while active ones were dropped")
 		minKept = min(minKept, e.Importance)
 	}
 	// every dropped active entry ranks at most as high as the lowest kept one
@@ -92,7 +78,5 @@ func TestSummaryDropsLowestRanked(t *testing.T) {
 
 func TestSummaryTinyBudget(t *testing.T) {
 	out := RenderSummary(SummaryInput{Cwd: "/项目/路径", Entries: fixtureEntries(), MaxBytes: 17})
-	if len(out) > 17 || !utf8.Valid(out) {
-		t.Errorf("got %q (%d bytes), want at most 17 bytes of UTF-8", out, len(out))
-	}
+	assert.False(t, len(out) > 17 || !utf8.Valid(out), "got %q (%d bytes), want at most 17 bytes of UTF-8", out, len(out))
 }

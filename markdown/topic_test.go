@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestTopicFile(t *testing.T) {
@@ -19,9 +21,8 @@ func TestTopicFile(t *testing.T) {
 		{"con", "con-1143da2b.md"},
 	}
 	for _, tt := range tests {
-		if got := TopicFile(tt.topic); got != tt.want {
-			t.Errorf("TopicFile(%q) = %q, want %q", tt.topic, got, tt.want)
-		}
+		got := TopicFile(tt.topic)
+		assert.Equal(t, tt.want, got, "TopicFile(%q) = %q, want %q", tt.topic, got, tt.want)
 	}
 }
 
@@ -31,12 +32,9 @@ func TestTopicFileIsSafe(t *testing.T) {
 	seen := map[string]string{}
 	for _, topic := range topics {
 		got := TopicFile(topic)
-		if !safe.MatchString(got) || len(got) > 64+9+3 {
-			t.Errorf("TopicFile(%q) = %q: not a safe name", topic, got)
-		}
-		if prev, ok := seen[got]; ok {
-			t.Errorf("TopicFile(%q) = TopicFile(%q) = %q", topic, prev, got)
-		}
+		assert.False(t, !safe.MatchString(got) || len(got) > 64+9+3, "TopicFile(%q) = %q: not a safe name", topic, got)
+		prev, ok := seen[got]
+		assert.False(t, ok, "TopicFile(%q) = TopicFile(%q) = %q", topic, prev, got)
 		seen[got] = topic
 	}
 }

@@ -118,9 +118,9 @@ func TestCrashKill9(t *testing.T) {
 		time.Sleep(time.Duration(10+rng.IntN(150)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err := cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("kill %d: child exited by itself (%v): %s", k, err, stderr.String())
-		}
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		require.True(t, ok, "kill %d: child exited by itself (%v): %s", k, err, stderr.String())
+		require.True(t, ws.Signaled(), "kill %d: child exited by itself (%v): %s", k, err, stderr.String())
 		sc := bufio.NewScanner(&stdout)
 		for sc.Scan() {
 			var a, b int

@@ -44,15 +44,13 @@ func TestRememberAndForget(t *testing.T) {
 		var re *observer.RefusedError
 		require.True(t, errors.As(err, &re), "got %v, want a refusal naming the content", err)
 		require.Contains(t, err.Error(), "content is nothing but a credential", "got %v, want a refusal naming the content", err)
-		if es, _ := eng.Entries(ctx, observer.EntryFilter{}); len(es) != 2 {
-			t.Errorf("got %d entries after a refused remember, want 2", len(es))
-		}
+		es, _ := eng.Entries(ctx, observer.EntryFilter{})
+		assert.Len(t, es, 2, "got %d entries after a refused remember, want 2", len(es))
 	})
 	t.Run("ErrEmpty", func(t *testing.T) {
 		var re *observer.RefusedError
-		if _, err := eng.Remember(ctx, observer.RememberRequest{Content: "  "}); !errors.As(err, &re) {
-			t.Fatalf("got %v", err)
-		}
+		_, err := eng.Remember(ctx, observer.RememberRequest{Content: "  "})
+		require.True(t, errors.As(err, &re), "got %v", err)
 	})
 	t.Run("Forget", func(t *testing.T) {
 		got, err := eng.Forget(ctx, en.ID, "we moved to bun")
@@ -60,20 +58,17 @@ func TestRememberAndForget(t *testing.T) {
 		require.Equal(t, payload.StatusForgotten, got.Status, "got %+v, %v", got, err)
 		require.EqualValues(t, 2, got.Version, "got %+v, %v", got, err)
 		// The forget went to the entry's own stream.
-		if lg := eng.Log().LastSeq(stream); lg != 2 {
-			t.Errorf("stream %s ends at seq %d, want 2", stream, lg)
-		}
+		lg := eng.Log().LastSeq(stream)
+		assert.EqualValues(t, 2, lg, "stream %s ends at seq %d, want 2", stream, lg)
 		h, err := eng.History(ctx, en.ID)
 		assert.False(t, err != nil || len(h) != 2 || h[0].Op != "add" || h[0].EventType != "memory/remember" ||
 			h[1].Op != "forget" || h[1].Reason != "we moved to bun" || h[1].Seq != 2, "history: got %+v, %v", h, err)
 	})
 	t.Run("ErrEntryForgotten", func(t *testing.T) {
-		if _, err := eng.Forget(ctx, en.ID, ""); !errors.Is(err, observer.ErrEntryForgotten) {
-			t.Fatalf("got %v", err)
-		}
-		if lg := eng.Log().LastSeq(stream); lg != 2 {
-			t.Errorf("a refused forget was written: stream ends at %d", lg)
-		}
+		_, err := eng.Forget(ctx, en.ID, "")
+		require.ErrorIs(t, err, observer.ErrEntryForgotten, "got %v", err)
+		lg := eng.Log().LastSeq(stream)
+		assert.EqualValues(t, 2, lg, "a refused forget was written: stream ends at %d", lg)
 	})
 	t.Run("ErrUnknownEntry", func(t *testing.T) {
 		_, err := eng.Forget(ctx, "m-0000000000000000", "")
@@ -155,9 +150,8 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	}
 	for name, write := range writes {
 		t.Run(name, func(t *testing.T) {
-			if err := write(); !errors.Is(err, observer.ErrReadOnly) {
-				t.Fatalf("got %v, want ErrReadOnly", err)
-			}
+			err := write()
+			require.ErrorIs(t, err, observer.ErrReadOnly, "got %v, want ErrReadOnly", err)
 		})
 	}
 	es, err := ro.Entries(ctx, observer.EntryFilter{})

@@ -1,7 +1,6 @@
 package observer_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -78,7 +77,6 @@ func TestConcurrentIntake(t *testing.T) {
 	for id, n := range count {
 		require.EqualValues(t, 1, n, "%s is in the log %d times", id, n)
 	}
-	if live, fresh := enginetest.IndexDumps(t, eng); !bytes.Equal(live, fresh) {
-		t.Fatal("live index differs from a rebuild of the log")
-	}
+	live, fresh := enginetest.IndexDumps(t, eng)
+	require.Equal(t, fresh, live, "live index differs from a rebuild of the log")
 }

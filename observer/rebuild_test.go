@@ -1,7 +1,6 @@
 package observer_test
 
 import (
-	"bytes"
 	"context"
 	"dshmem/observer"
 	"dshmem/observer/internal/enginetest"
@@ -34,7 +33,6 @@ func TestLiveIndexEqualsRebuild(t *testing.T) {
 	raw, err := exec.Command("zstd", "-dc", segs[0]).Output()
 	require.NoError(t, err, "zstd -dc")
 	require.Contains(t, string(raw), string([]byte(`a < b && c > d`)), "the log escaped the text instead of keeping it:\n%s", raw)
-	if live, fresh := enginetest.IndexDumps(t, eng); !bytes.Equal(live, fresh) {
-		t.Fatalf("live index differs from a rebuild of the log:\nlive:\n%s\nfresh:\n%s", live, fresh)
-	}
+	live, fresh := enginetest.IndexDumps(t, eng)
+	require.Equal(t, fresh, live, "live index differs from a rebuild of the log:\nlive:\n%s\nfresh:\n%s", live, fresh)
 }

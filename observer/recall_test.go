@@ -40,9 +40,9 @@ func TestRecordShown(t *testing.T) {
 	t.Run("NothingForNoIDs", func(t *testing.T) {
 		require.NoError(t, eng.RecordShown(ctx, "s2", "", "recall", nil, at))
 		var n int
-		if err := eng.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n); err != nil || n != 0 {
-			t.Fatalf("got %d events (%v), want 0", n, err)
-		}
+		err := eng.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n)
+		require.NoError(t, err, "got %d events (%v), want 0", n, err)
+		require.EqualValues(t, 0, n, "got %d events (%v), want 0", n, err)
 	})
 	require.NoError(t, eng.Close())
 	t.Run("ErrReadOnly", func(t *testing.T) {

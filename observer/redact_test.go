@@ -79,9 +79,8 @@ func TestRedactCorpus(t *testing.T) {
 			for _, keep := range s.Keep {
 				assert.Contains(t, got, keep, "output %q lost %q", got, keep)
 			}
-			if again, more := r.String(got); again != got || more != nil {
-				t.Errorf("second pass changed %q to %q (kinds %v)", got, again, more)
-			}
+			again, more := r.String(got)
+			assert.False(t, again != got || more != nil, "second pass changed %q to %q (kinds %v)", got, again, more)
 		})
 	}
 	for _, k := range []string{kindPrivateKey, kindAnthropicKey, kindOpenAIKey, kindGitHubToken, kindSlackToken,
@@ -110,9 +109,8 @@ func TestRedactExact(t *testing.T) {
 	r := NewRedactor()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, _ := r.String(tt.in); got != tt.want {
-				t.Fatalf("got %q, want %q", got, tt.want)
-			}
+			got, _ := r.String(tt.in)
+			require.Equal(t, tt.want, got, "got %q, want %q", got, tt.want)
 		})
 	}
 }
@@ -120,9 +118,8 @@ func TestRedactExact(t *testing.T) {
 func TestRedactNearMisses(t *testing.T) {
 	r := NewRedactor()
 	for _, text := range readTexts(t, "near-misses.txt") {
-		if got, kinds := r.String(text); got != text {
-			t.Errorf("redacted ordinary text %q to %q (kinds %v)", text, got, kinds)
-		}
+		got, kinds := r.String(text)
+		assert.Equal(t, text, got, "redacted ordinary text %q to %q (kinds %v)", text, got, kinds)
 	}
 }
 
@@ -205,17 +202,16 @@ func TestOnlySecret(t *testing.T) {
 		{"[REDACTED:openai-key]", false},
 	}
 	for _, tt := range tests {
-		if got := OnlySecret(tt.in); got != tt.want {
-			t.Errorf("OnlySecret(%q) = %v, want %v", tt.in, got, tt.want)
-		}
+		got := OnlySecret(tt.in)
+		assert.Equal(t, tt.want, got, "OnlySecret(%q) = %v, want %v", tt.in, got, tt.want)
 	}
 }
 
 func TestRedactorZeroValue(t *testing.T) {
 	var r Redactor
-	if got, kinds := r.String("password=hunter2"); got != "password=[REDACTED:password]" || len(kinds) != 1 {
-		t.Fatalf("zero Redactor: got %q %v, want the password redacted", got, kinds)
-	}
+	got, kinds := r.String("password=hunter2")
+	require.EqualValues(t, "password=[REDACTED:password]", got, "zero Redactor: got %q %v, want the password redacted", got, kinds)
+	require.Len(t, kinds, 1, "zero Redactor: got %q %v, want the password redacted", got, kinds)
 }
 
 func TestRedactEnvelope(t *testing.T) {
@@ -245,9 +241,8 @@ func TestRedactEnvelope(t *testing.T) {
 func TestRedactEnvelopeErrors(t *testing.T) {
 	for _, data := range []string{`{"a":`, `{"a":1}}`, `{"a":1} {"b":2}`, `{"a" 1}`, `[1,]`} {
 		e := events.Envelope{Data: json.RawMessage(data)}
-		if _, err := NewRedactor().Envelope(&e); err == nil {
-			t.Errorf("Envelope(%s) gave %s, want an error", data, e.Data)
-		}
+		_, err := NewRedactor().Envelope(&e)
+		assert.Error(t, err, "Envelope(%s) gave %s, want an error", data, e.Data)
 	}
 	e := events.Envelope{}
 	if kinds, err := NewRedactor().Envelope(&e); err != nil || kinds != nil || e.Data != nil {
@@ -310,9 +305,8 @@ func TestRedactDSHFixtures(t *testing.T) {
 		for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
 			strs += countStrings(t, line)
 			ev := events.Envelope{Data: line}
-			if kinds, err := r.Envelope(&ev); err != nil || kinds != nil {
-				t.Errorf("%s line %d: got kinds %v, %v; want nothing redacted in %s", p, i+1, kinds, err, line)
-			}
+			kinds, err := r.Envelope(&ev)
+			assert.False(t, err != nil || kinds != nil, "%s line %d: got kinds %v, %v; want nothing redacted in %s", p, i+1, kinds, err, line)
 		}
 	}
 	require.False(t, strs < 10000, "got %d strings from %d files, want at least 10,000: the fixtures changed", strs, len(paths))

@@ -8,6 +8,7 @@ import (
 
 	"dshmem/events"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -34,9 +35,8 @@ func TestNormalizeCwd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := NormalizeCwd(tt.in)
 			require.Equal(t, tt.want, got, "NormalizeCwd(%q) = %q, want %q", tt.in, got, tt.want)
-			if again := NormalizeCwd(got); again != got {
-				t.Fatalf("NormalizeCwd is not idempotent: %q -> %q -> %q", tt.in, got, again)
-			}
+			again := NormalizeCwd(got)
+			require.Equal(t, got, again, "NormalizeCwd is not idempotent: %q -> %q -> %q", tt.in, got, again)
 		})
 	}
 }
@@ -74,9 +74,8 @@ func TestStreamForCwd(t *testing.T) {
 		`C:\Users\X\proj`: "ws-6fbb0ddd626f14969a6a",
 	}
 	for cwd, want := range pinned {
-		if got := StreamForCwd(cwd); got != want {
-			t.Errorf("StreamForCwd(%q) = %q, want %q", cwd, got, want)
-		}
+		got := StreamForCwd(cwd)
+		assert.Equal(t, want, got, "StreamForCwd(%q) = %q, want %q", cwd, got, want)
 	}
 	require.NotEqual(t, StreamForCwd("/home/u/proj2"), StreamForCwd("/home/u/proj"), "different directories share a stream")
 }
@@ -97,9 +96,8 @@ func TestValidStream(t *testing.T) {
 		{"ws-", false},
 	}
 	for _, tt := range tests {
-		if got := ValidStream(tt.s); got != tt.want {
-			t.Errorf("ValidStream(%q) = %v, want %v", tt.s, got, tt.want)
-		}
+		got := ValidStream(tt.s)
+		assert.Equal(t, tt.want, got, "ValidStream(%q) = %v, want %v", tt.s, got, tt.want)
 	}
 }
 

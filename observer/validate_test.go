@@ -152,9 +152,8 @@ func TestLineErrorString(t *testing.T) {
 	if lerr == nil || lerr.Error() != want {
 		t.Fatalf("got %v, want %s", lerr, want)
 	}
-	if got := (&LineError{Line: 2, Msg: "empty line"}).Error(); got != "line 2: empty line" {
-		t.Fatalf("got %q, want %q", got, "line 2: empty line")
-	}
+	got := (&LineError{Line: 2, Msg: "empty line"}).Error()
+	require.EqualValues(t, "line 2: empty line", got, "got %q, want %q", got, "line 2: empty line")
 }
 
 type seenLine struct {

@@ -14,6 +14,7 @@ import (
 	"dshmem/observer/internal/enginetest"
 	"dshmem/projector"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,9 +89,8 @@ func TestResolver(t *testing.T) {
 		}
 	})
 	t.Run("GlobalForNoCwd", func(t *testing.T) {
-		if got := r.Resolve(""); got != (observer.Scope{Stream: observer.GlobalStream}) {
-			t.Fatalf("got %+v, want the global scope", got)
-		}
+		got := r.Resolve("")
+		require.Equal(t, (observer.Scope{Stream: observer.GlobalStream}), got, "got %+v, want the global scope", got)
 	})
 	t.Run("KnownWindowsScopeKeepsItsKey", func(t *testing.T) {
 		r := observer.Resolver{Known: func(s string) bool { return s == ws("c:/users/u/proj") }, Home: home}
@@ -104,9 +104,8 @@ func TestResolver(t *testing.T) {
 	})
 	t.Run("String", func(t *testing.T) {
 		s := r.Resolve(home + "/proj/src")
-		if got, want := s.String(), home+"/proj ("+ws(home+"/proj")+")"; got != want {
-			t.Fatalf("got %q, want %q", got, want)
-		}
+		got, want := s.String(), home+"/proj ("+ws(home+"/proj")+")"
+		require.Equal(t, want, got, "got %q, want %q", got, want)
 	})
 }
 
@@ -138,9 +137,9 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		// stream is the repository's, the events keep their real cwd, and
 		// scope.json records the repository root.
 		enginetest.Ingest(t, eng, enginetest.Conv("s1", proj+"/cmd/tool", "remember that we deploy with helm"))
-		if got := eng.Log().Streams(); len(got) != 1 || got[0] != pstream {
-			t.Fatalf("streams %v, want only %s", got, pstream)
-		}
+		got := eng.Log().Streams()
+		require.Len(t, got, 1, "streams %v, want only %s", got, pstream)
+		require.Equal(t, pstream, got[0], "streams %v, want only %s", got, pstream)
 		var cwds []string
 		eng.Log().Scan(pstream, 1, func(ev events.Envelope) error {
 			cwds = append(cwds, ev.Type+"@"+ev.Cwd)
@@ -148,34 +147,31 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		})
 		want := []string{"scope/register@" + proj, "session/start@" + proj + "/cmd/tool", "user/message@", "assistant/message@"}
 		require.Equal(t, strings.Join(want, " "), strings.Join(cwds, " "), "log holds %v, want %v", cwds, want)
-		if sj := scopeJSONOf(t, eng, pstream); sj.Key != pstream || sj.Cwd != proj {
-			t.Fatalf("scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
-		}
-		if c, ok, _ := eng.Store().SessionCwd(ctx, "s1"); !ok || c != proj+"/cmd/tool" {
-			t.Errorf("session cwd %q, want the real one", c)
-		}
+		sj := scopeJSONOf(t, eng, pstream)
+		require.Equal(t, pstream, sj.Key, "scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
+		require.Equal(t, proj, sj.Cwd, "scope.json = %+v, want key %s cwd %s", sj, pstream, proj)
+		c, ok, _ := eng.Store().SessionCwd(ctx, "s1")
+		assert.False(t, !ok || c != proj+"/cmd/tool", "session cwd %q, want the real one", c)
 	})
 	t.Run("RememberFromSubdirectory", func(t *testing.T) {
 		en, err := eng.Remember(ctx, observer.RememberRequest{Cwd: proj + "/cmd", Content: "Releases are tagged vX.Y.Z", Time: wsT0})
 		require.NoError(t, err, "got %+v, %v; want an entry of %s", en, err, pstream)
 		require.Equal(t, pstream, en.Scope, "got %+v, %v; want an entry of %s", en, err, pstream)
-		if got := eng.Scope(proj + "/cmd/tool/"); got.Stream != pstream || got.Dir != proj {
-			t.Fatalf("Scope = %+v", got)
-		}
+		got := eng.Scope(proj + "/cmd/tool/")
+		require.Equal(t, pstream, got.Stream, "Scope = %+v", got)
+		require.Equal(t, proj, got.Dir, "Scope = %+v", got)
 	})
 	t.Run("ExistingScopeWithoutGit", func(t *testing.T) {
 		enginetest.Ingest(t, eng, enginetest.Conv("s2", base+"/notes", "notes"))
 		enginetest.Ingest(t, eng, enginetest.Conv("s3", base+"/notes/a", "more notes"))
-		if got, _, _ := eng.Store().SessionCwd(ctx, "s3"); got != base+"/notes/a" {
-			t.Fatalf("session cwd %q", got)
-		}
+		got, _, _ := eng.Store().SessionCwd(ctx, "s3")
+		require.Equal(t, base+"/notes/a", got, "session cwd %q", got)
 		n := observer.StreamForCwd(base + "/notes")
 		require.EqualValues(t, 0, eng.Log().LastSeq(observer.StreamForCwd(base+"/notes/a")), "notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
 		require.EqualValues(t, 6, eng.Log().LastSeq(n), "notes/a got a stream of its own, or notes lacks its events: %v", eng.Log().Streams())
 		// The first event named the directory: no scope/register.
-		if sj := scopeJSONOf(t, eng, n); sj.Cwd != base+"/notes" {
-			t.Fatalf("scope.json = %+v", sj)
-		}
+		sj := scopeJSONOf(t, eng, n)
+		require.Equal(t, base+"/notes", sj.Cwd, "scope.json = %+v", sj)
 	})
 	t.Run("OwnScopeKeepsItsKey", func(t *testing.T) {
 		// A scope made before the repository existed above it stays.
@@ -198,9 +194,8 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		enginetest.Mkdirs(t, base, "fresh/x")
 		lines := append(enginetest.Conv("s7", base+"/fresh", "one"), enginetest.Conv("s8", base+"/fresh/x", "two")...)
 		enginetest.Ingest(t, eng, lines)
-		if got := eng.Log().LastSeq(observer.StreamForCwd(base + "/fresh")); got != 6 {
-			t.Fatalf("got seq %d, want 6 events in the scope of fresh", got)
-		}
+		got := eng.Log().LastSeq(observer.StreamForCwd(base + "/fresh"))
+		require.EqualValues(t, 6, got, "got seq %d, want 6 events in the scope of fresh", got)
 	})
 	t.Run("ReplayEqualsLive", func(t *testing.T) {
 		live, fresh := enginetest.IndexDumps(t, eng)
@@ -211,9 +206,8 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		require.NoError(t, err)
 		defer ro.Close()
 		for _, cwd := range []string{proj + "/cmd/tool", base + "/notes/a", base + "/later/sub"} {
-			if got, want := ro.Scope(cwd), eng.Scope(cwd); got != want {
-				t.Errorf("read-only Scope(%s) = %+v, want %+v", cwd, got, want)
-			}
+			got, want := ro.Scope(cwd), eng.Scope(cwd)
+			assert.Equal(t, want, got, "read-only Scope(%s) = %+v, want %+v", cwd, got, want)
 		}
 		if got := ro.ScopeDir(pstream); got != proj {
 			t.Errorf("ScopeDir = %q, want %q", got, proj)

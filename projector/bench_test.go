@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkFold folds 10k-event batches of ~300-byte mixed-language
@@ -36,9 +38,7 @@ func benchFold(b *testing.B, gen func(*rand.Rand, int) string) {
 		evs := corpusOf(fmt.Sprintf("ws-bench%03d", i), perFold, 300, uint64(i), gen)
 		c0 := cpuTime()
 		b.StartTimer()
-		if err := p.Fold(ctx, evs); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, p.Fold(ctx, evs))
 		b.StopTimer()
 		cpu += cpuTime() - c0
 		b.StartTimer()
@@ -48,9 +48,7 @@ func benchFold(b *testing.B, gen func(*rand.Rand, int) string) {
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(total)/cpu.Seconds(), "events/cpu-s")
 	st, err := s.Stats(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.ReportMetric(float64(st.DBBytes+st.WALBytes)/float64(total), "bytes/event")
 }
 

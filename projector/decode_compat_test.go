@@ -13,6 +13,8 @@ import (
 	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/markdown"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The folds read event data through events/payload. Before that, each
@@ -147,12 +149,9 @@ func compareOps(t *testing.T, ev *events.Envelope) {
 		}
 		return
 	}
-	if err != nil {
-		t.Fatalf("memory/ops %s: got %v, want it to decode", ev.Data, err)
-	}
-	if d.Checkpoint != w.Checkpoint || len(d.Ops) != len(w.Ops) {
-		t.Fatalf("memory/ops %s: got checkpoint %q and %d ops, want %q and %d", ev.Data, d.Checkpoint, len(d.Ops), w.Checkpoint, len(w.Ops))
-	}
+	require.NoError(t, err, "memory/ops %s: got %v, want it to decode", ev.Data, err)
+	require.Equal(t, w.Checkpoint, d.Checkpoint, "memory/ops %s: got checkpoint %q and %d ops, want %q and %d", ev.Data, d.Checkpoint, len(d.Ops), w.Checkpoint, len(w.Ops))
+	require.Len(t, d.Ops, len(w.Ops), "memory/ops %s: got checkpoint %q and %d ops, want %q and %d", ev.Data, d.Checkpoint, len(d.Ops), w.Checkpoint, len(w.Ops))
 	base := entry{id: "m-base", scope: ev.Stream, typ: payload.TypeRule, title: "Base", description: "base description",
 		terms: "a, b", content: "base content", tags: []string{"x"}, importance: 2, confidence: 0.5, status: statusActive, version: 3}
 	for i, raw := range w.Ops {
@@ -160,15 +159,14 @@ func compareOps(t *testing.T, ev *events.Envelope) {
 		name := strings.ToLower(strings.TrimSpace(o.Op))
 		var wo oldOpItem
 		if json.Unmarshal(raw, &wo) != nil {
-			if name != "" {
-				t.Fatalf("op %d %s: does not decode, but got op %q", i, raw, o.Op)
-			}
+			require.EqualValues(t, "", name, "op %d %s: does not decode, but got op %q", i, raw, o.Op)
 			continue
 		}
-		if name != strings.ToLower(strings.TrimSpace(wo.Op)) || o.TargetID != wo.TargetID || o.Reason != wo.Reason ||
-			o.Provenance != wo.Provenance || !reflect.DeepEqual(o.EvidenceEventIDs, wo.EvidenceEventIDs) {
-			t.Fatalf("op %d %s: got %+v, want %+v", i, raw, o, wo)
-		}
+		require.Equal(t, strings.ToLower(strings.TrimSpace(wo.Op)), name, "op %d %s: got %+v, want %+v", i, raw, o, wo)
+		require.Equal(t, wo.TargetID, o.TargetID, "op %d %s: got %+v, want %+v", i, raw, o, wo)
+		require.Equal(t, wo.Reason, o.Reason, "op %d %s: got %+v, want %+v", i, raw, o, wo)
+		require.Equal(t, wo.Provenance, o.Provenance, "op %d %s: got %+v, want %+v", i, raw, o, wo)
+		require.True(t, reflect.DeepEqual(o.EvidenceEventIDs, wo.EvidenceEventIDs), "op %d %s: got %+v, want %+v", i, raw, o, wo)
 		for _, typ := range []string{"", payload.TypeDecision} {
 			e, ok := newEntry(ev, i, o, typ)
 			we, wok := oldNewEntry(ev, i, &wo, typ)
@@ -179,9 +177,8 @@ func compareOps(t *testing.T, ev *events.Envelope) {
 		e, we := base, base
 		e.tags, we.tags = []string{"x"}, []string{"x"}
 		changed, wchanged := e.revise(o), oldRevise(&we, &wo)
-		if changed != wchanged || !reflect.DeepEqual(e, we) {
-			t.Fatalf("op %d %s: revise: got %+v %v, want %+v %v", i, raw, e, changed, we, wchanged)
-		}
+		require.Equal(t, wchanged, changed, "op %d %s: revise: got %+v %v, want %+v %v", i, raw, e, changed, we, wchanged)
+		require.True(t, reflect.DeepEqual(e, we), "op %d %s: revise: got %+v %v, want %+v %v", i, raw, e, changed, we, wchanged)
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"dshmem/events"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const filesWS = "ws-0123456789abcdef0123"
@@ -36,9 +39,7 @@ func fileAt(t *testing.T, root, rel string) (string, bool) {
 	if os.IsNotExist(err) {
 		return "", false
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b), true
 }
 
@@ -70,9 +71,7 @@ func TestParsePath(t *testing.T) {
 		"sessions/2026-08-18.md.md": {},
 	} {
 		got, ok := ParsePath(in)
-		if got != want || ok != (want.Kind != KindNone) {
-			t.Errorf("%q: got %+v %v, want %+v", in, got, ok, want)
-		}
+		assert.False(t, got != want || ok != (want.Kind != KindNone), "%q: got %+v %v, want %+v", in, got, ok, want)
 	}
 }
 
@@ -88,42 +87,25 @@ func TestFilesPlacement(t *testing.T) {
 	db, _ := fileAt(t, root, "knowledge/database.md")
 	pr, _ := fileAt(t, root, "knowledge/procedure.md")
 	idx, _ := fileAt(t, root, IndexFile)
-	if !strings.Contains(g, "Prefer tabs.") || strings.Contains(g, "Port") {
-		t.Errorf("global.md:\n%s", g)
-	}
+	assert.False(t, !strings.Contains(g, "Prefer tabs.") || strings.Contains(g, "Port"), "global.md:\n%s", g)
 	// "Database" and "database" give one file, titled by the least name.
-	if !strings.HasPrefix(db, "# Database\n") || !strings.Contains(db, "5433") || !strings.Contains(db, "5434") {
-		t.Errorf("knowledge/database.md:\n%s", db)
-	}
-	if !strings.Contains(pr, "make check") || !strings.Contains(idx, "[Database](knowledge/database.md)") {
-		t.Errorf("procedure.md:\n%s\nindex.md:\n%s", pr, idx)
-	}
+	assert.False(t, !strings.HasPrefix(db, "# Database\n") || !strings.Contains(db, "5433") || !strings.Contains(db, "5434"), "knowledge/database.md:\n%s", db)
+	assert.False(t, !strings.Contains(pr, "make check") || !strings.Contains(idx, "[Database](knowledge/database.md)"), "procedure.md:\n%s\nindex.md:\n%s", pr, idx)
 	files, err := p.Files(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, f := range files {
 		b, _ := fileAt(t, root, f.Path)
-		if SHA256([]byte(b)) != f.SHA256 || f.Stream != "global" || f.Seq != 4 {
-			t.Errorf("files row %+v does not match the file", f)
-		}
-		if (f.Text != "") != (f.Path != IndexFile) {
-			t.Errorf("%s: text kept %v", f.Path, f.Text != "")
-		}
+		assert.False(t, SHA256([]byte(b)) != f.SHA256 || f.Stream != "global" || f.Seq != 4, "files row %+v does not match the file", f)
+		assert.Equal(t, (f.Path != IndexFile), (f.Text != ""), "%s: text kept %v", f.Path, f.Text != "")
 	}
 	t.Run("TopicEmptiedIsRemoved", func(t *testing.T) {
 		mustFold(t, p, []events.Envelope{ev("global", 5, events.TypeMemoryForget, "", map[string]any{"entryId": EntryID("global", 4, 0)})})
-		if _, ok := fileAt(t, root, "knowledge/procedure.md"); ok {
-			t.Error("knowledge/procedure.md is still there")
-		}
+		_, ok := fileAt(t, root, "knowledge/procedure.md")
+		assert.False(t, ok, "knowledge/procedure.md is still there")
 		files, err := p.Files(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, f := range files {
-			if f.Path == "knowledge/procedure.md" {
-				t.Error("its files row is still there")
-			}
+			assert.NotEqualValues(t, "knowledge/procedure.md", f.Path, "its files row is still there")
 		}
 	})
 }
@@ -140,15 +122,11 @@ func TestFilesHeld(t *testing.T) {
 	if got, _ := fileAt(t, root, GlobalFile); got != edited || !slices.Equal(held, []string{GlobalFile}) {
 		t.Fatalf("held %v; global.md:\n%s", held, got)
 	}
-	if err := p.Rewrite(context.Background(), map[string]string{GlobalFile: "not the bytes on disk"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.Rewrite(context.Background(), map[string]string{GlobalFile: "not the bytes on disk"}))
 	if got, _ := fileAt(t, root, GlobalFile); got != edited {
 		t.Fatal("Rewrite replaced bytes it was not told about")
 	}
-	if err := p.Rewrite(context.Background(), map[string]string{GlobalFile: SHA256([]byte(edited))}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.Rewrite(context.Background(), map[string]string{GlobalFile: SHA256([]byte(edited))}))
 	if got, _ := fileAt(t, root, GlobalFile); !strings.Contains(got, "Prefer short names.") {
 		t.Fatalf("Rewrite did not render the file:\n%s", got)
 	}
@@ -162,13 +140,11 @@ func TestFilesRepeatedCompaction(t *testing.T) {
 	mustFold(t, p, []events.Envelope{c(1, "c-1", "first"), c(2, "c-2", "second")})
 	day := DayPath("2026-08-18")
 	before, ok := fileAt(t, root, day)
-	if !ok || strings.Count(before, "<!-- compaction:") != 2 {
-		t.Fatalf("day file:\n%s", before)
-	}
+	require.True(t, ok, "day file:\n%s", before)
+	require.EqualValues(t, 2, strings.Count(before, "<!-- compaction:"), "day file:\n%s", before)
 	mustFold(t, p, []events.Envelope{c(3, "c-1", "first, sent again")})
-	if after, _ := fileAt(t, root, day); after != before {
-		t.Errorf("a repeated compactionId changed the file:\n%s", after)
-	}
+	after, _ := fileAt(t, root, day)
+	assert.Equal(t, before, after, "a repeated compactionId changed the file:\n%s", after)
 }
 
 // Which summary versions exist does not depend on how the stream was
@@ -207,17 +183,11 @@ func TestFilesHistoryChunking(t *testing.T) {
 			n++
 		}
 	}
-	if n != HistoryKeep {
-		t.Errorf("got %d history files, want %d", n, HistoryKeep)
-	}
+	assert.Equal(t, HistoryKeep, n, "got %d history files, want %d", n, HistoryKeep)
 	for split, tree := range trees {
-		if len(tree) != len(want) {
-			t.Errorf("split %s: got %d files, want %d", split, len(tree), len(want))
-		}
+		assert.Len(t, tree, len(want), "split %s: got %d files, want %d", split, len(tree), len(want))
 		for p, b := range want {
-			if tree[p] != b {
-				t.Errorf("split %s: %s differs", split, p)
-			}
+			assert.Equal(t, b, tree[p], "split %s: %s differs", split, p)
 		}
 	}
 }

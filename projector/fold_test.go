@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"dshmem/events"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // mixed returns events of three streams, each in seq order, interleaved.
@@ -38,30 +41,24 @@ func TestFoldIdempotent(t *testing.T) {
 	p := New(s)
 	mustFold(t, p, all)
 	want := dump(t, s)
-	if !strings.Contains(want, "episodes_fts\t") || !strings.Contains(want, "entries\t") || !strings.Contains(want, "sessions\t") {
-		t.Fatalf("dump lacks projections:\n%.2000s", want)
-	}
+	require.Contains(t, want, "episodes_fts\t", "dump lacks projections:\n%.2000s", want)
+	require.Contains(t, want, "entries\t", "dump lacks projections:\n%.2000s", want)
+	require.Contains(t, want, "sessions\t", "dump lacks projections:\n%.2000s", want)
 	t.Run("SameEventsAgain", func(t *testing.T) {
 		mustFold(t, p, all)
-		if got := dump(t, s); got != want {
-			t.Error("folding the same events twice changed the index")
-		}
+		got := dump(t, s)
+		assert.Equal(t, want, got, "folding the same events twice changed the index")
 	})
 	t.Run("OverlappingBatches", func(t *testing.T) {
 		mustFold(t, p, all[100:600])
 		mustFold(t, p, all[:50])
-		if got := dump(t, s); got != want {
-			t.Error("refolding parts changed the index")
-		}
+		got := dump(t, s)
+		assert.Equal(t, want, got, "refolding parts changed the index")
 	})
 	t.Run("Cursors", func(t *testing.T) {
 		cur, err := s.Cursors()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cur["global"] != 150 || cur["ws-aaaa"] != 300 || cur["ws-bbbb"] != 220 || len(cur) != 3 {
-			t.Errorf("got cursors %v", cur)
-		}
+		require.NoError(t, err)
+		assert.False(t, cur["global"] != 150 || cur["ws-aaaa"] != 300 || cur["ws-bbbb"] != 220 || len(cur) != 3, "got cursors %v", cur)
 	})
 }
 
@@ -81,9 +78,8 @@ func TestFoldOrderIndependent(t *testing.T) {
 				mustFold(t, p, evs[:len(evs)/3])
 				mustFold(t, p, evs[len(evs)/3:])
 			}
-			if got := dump(t, s); got != want {
-				t.Errorf("order %v: dump differs from folding everything at once\n%s", order, firstDiff(got, want))
-			}
+			got := dump(t, s)
+			assert.Equal(t, want, got, "order %v: dump differs from folding everything at once\n%s", order, firstDiff(got, want))
 		})
 	}
 }
@@ -99,15 +95,11 @@ func TestFoldGap(t *testing.T) {
 	batch = append(batch, by["ws-aaaa"][12:15]...)            // seq 13 after cursor 10
 	err := p.Fold(context.Background(), batch)
 	var gap *GapError
-	if !errors.Is(err, ErrGap) || !errors.As(err, &gap) {
-		t.Fatalf("got %v, want a *GapError", err)
-	}
-	if gap.Stream != "ws-aaaa" || gap.Cursor != 10 || gap.Seq != 13 {
-		t.Errorf("got %+v, want stream ws-aaaa, cursor 10, seq 13", gap)
-	}
-	if got := dump(t, s); got != before {
-		t.Error("a fold that failed on a gap committed rows")
-	}
+	require.ErrorIs(t, err, ErrGap, "got %v, want a *GapError", err)
+	require.True(t, errors.As(err, &gap), "got %v, want a *GapError", err)
+	assert.False(t, gap.Stream != "ws-aaaa" || gap.Cursor != 10 || gap.Seq != 13, "got %+v, want stream ws-aaaa, cursor 10, seq 13", gap)
+	got := dump(t, s)
+	assert.Equal(t, before, got, "a fold that failed on a gap committed rows")
 }
 
 func TestFoldAtomic(t *testing.T) {
@@ -126,16 +118,13 @@ func TestFoldAtomic(t *testing.T) {
 	bad.ID = by["ws-bbbb"][3].ID
 	batch = append(batch, bad)
 	err := p.Fold(context.Background(), batch)
-	if err == nil || !strings.Contains(err.Error(), "seq 61") {
-		t.Fatalf("got %v, want an error naming seq 61", err)
-	}
-	if got := dump(t, s); got != before {
-		t.Errorf("a failed fold left rows behind:\n%s", firstDiff(got, before))
-	}
+	require.Error(t, err, "got %v, want an error naming seq 61", err)
+	require.Contains(t, err.Error(), "seq 61", "got %v, want an error naming seq 61", err)
+	got := dump(t, s)
+	assert.Equal(t, before, got, "a failed fold left rows behind:\n%s", firstDiff(got, before))
 	for stream, want := range map[string]uint64{"global": 0, "ws-bbbb": 20} {
-		if c, err := s.Cursor(stream); err != nil || c != want {
-			t.Errorf("cursor of %s: got %d, %v; want %d", stream, c, err, want)
-		}
+		c, err := s.Cursor(stream)
+		assert.False(t, err != nil || c != want, "cursor of %s: got %d, %v; want %d", stream, c, err, want)
 	}
 	// The same call without the bad event goes through.
 	mustFold(t, p, batch[:len(batch)-1])
@@ -151,9 +140,8 @@ func TestFoldErrBadPosition(t *testing.T) {
 		ev("", 1, events.TypeTurnEnd, "", nil),
 		ev("global", 0, events.TypeTurnEnd, "", nil),
 	} {
-		if err := p.Fold(context.Background(), []events.Envelope{e}); err == nil {
-			t.Errorf("stream %q seq %d: got nil error", e.Stream, e.Seq)
-		}
+		err := p.Fold(context.Background(), []events.Envelope{e})
+		assert.Error(t, err, "stream %q seq %d: got nil error", e.Stream, e.Seq)
 	}
 }
 
@@ -162,12 +150,10 @@ func TestFoldContextCanceled(t *testing.T) {
 	s := openStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := New(s).Fold(ctx, by["global"]); !errors.Is(err, context.Canceled) {
-		t.Errorf("got %v, want context.Canceled", err)
-	}
-	if c, _ := s.Cursor("global"); c != 0 {
-		t.Errorf("got cursor %d, want 0", c)
-	}
+	err := New(s).Fold(ctx, by["global"])
+	assert.ErrorIs(t, err, context.Canceled, "got %v, want context.Canceled", err)
+	c, _ := s.Cursor("global")
+	assert.EqualValues(t, 0, c, "got cursor %d, want 0", c)
 }
 
 func TestCatchUp(t *testing.T) {
@@ -184,26 +170,17 @@ func TestCatchUp(t *testing.T) {
 		seq    uint64
 	}
 	var reports []report
-	if err := p.CatchUp(context.Background(), newFakeSource(all), func(stream string, seq uint64) {
+	require.NoError(t, p.CatchUp(context.Background(), newFakeSource(all), func(stream string, seq uint64) {
 		reports = append(reports, report{stream, seq})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if got := dump(t, s); got != want {
-		t.Errorf("catch-up after a partial fold differs from folding everything:\n%s", firstDiff(got, want))
-	}
+	}))
+	got := dump(t, s)
+	assert.Equal(t, want, got, "catch-up after a partial fold differs from folding everything:\n%s", firstDiff(got, want))
 	// Streams in name order, chunks of 64 from the cursor, last one partial.
-	if len(reports) == 0 || reports[0] != (report{"global", 65}) || reports[len(reports)-1] != (report{"ws-bbbb", 220}) {
-		t.Errorf("got progress %v", reports)
-	}
+	assert.False(t, len(reports) == 0 || reports[0] != (report{"global", 65}) || reports[len(reports)-1] != (report{"ws-bbbb", 220}), "got progress %v", reports)
 	t.Run("NothingNew", func(t *testing.T) {
 		reports = nil
-		if err := p.CatchUp(context.Background(), newFakeSource(all), func(s string, q uint64) { reports = append(reports, report{s, q}) }); err != nil {
-			t.Fatal(err)
-		}
-		if len(reports) != 0 {
-			t.Errorf("got progress %v with nothing to fold", reports)
-		}
+		require.NoError(t, p.CatchUp(context.Background(), newFakeSource(all), func(s string, q uint64) { reports = append(reports, report{s, q}) }))
+		assert.Len(t, reports, 0, "got progress %v with nothing to fold", reports)
 	})
 }
 

@@ -13,14 +13,14 @@ import (
 
 	"dshmem/events"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/require"
 )
 
 func openStore(t testing.TB) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -29,27 +29,22 @@ func openStore(t testing.TB) *sqlstore.Store {
 func mustRead(t testing.TB, s *sqlstore.Store, id string) sqlstore.Entry {
 	t.Helper()
 	e, ok, err := s.Entry(context.Background(), id)
-	if err != nil || !ok {
-		t.Fatalf("entry %s: %v (found %v)", id, err, ok)
-	}
+	require.NoError(t, err, "entry %s: %v (found %v)", id, err, ok)
+	require.True(t, ok, "entry %s: %v (found %v)", id, err, ok)
 	return e
 }
 
 func entriesOf(t testing.TB, s *sqlstore.Store, f sqlstore.EntryFilter) []sqlstore.Entry {
 	t.Helper()
 	es, err := s.Entries(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return es
 }
 
 func history(t testing.TB, s *sqlstore.Store, id string) []sqlstore.EntryVersion {
 	t.Helper()
 	vs, err := s.EntryHistory(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return vs
 }
 
@@ -63,9 +58,7 @@ func tagsJSON(tags []string) string {
 func dump(t testing.TB, s *sqlstore.Store) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Dump(context.Background(), s, &b); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Dump(context.Background(), s, &b))
 	return b.String()
 }
 
@@ -80,9 +73,7 @@ func foldedDump(t testing.TB, evs []events.Envelope) string {
 
 func mustFold(t testing.TB, p *Projector, evs []events.Envelope) {
 	t.Helper()
-	if err := p.Fold(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.Fold(context.Background(), evs))
 }
 
 // ev builds an envelope; data is marshalled to JSON (nil for none).

@@ -11,6 +11,9 @@ import (
 
 	"dshmem/events"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestHistoryOnTextChange: summary_history/ gets a version when a memory
@@ -34,19 +37,14 @@ func TestHistoryOnTextChange(t *testing.T) {
 			mustFold(t, p, evs[i:min(i+split, len(evs))])
 		}
 		got, _ := filepath.Glob(filepath.Join(root, ScopesDir, ws, HistoryDir, "*.md"))
-		if len(got) != len(want) {
-			t.Fatalf("split %d: got versions %v, want %v", split, got, want)
-		}
+		require.Len(t, got, len(want), "split %d: got versions %v, want %v", split, got, want)
 		for i, g := range got {
-			if rel, _ := filepath.Rel(root, g); filepath.ToSlash(rel) != want[i] {
-				t.Errorf("split %d: got version %s, want %s", split, rel, want[i])
-			}
+			rel, _ := filepath.Rel(root, g)
+			assert.Equal(t, want[i], filepath.ToSlash(rel), "split %d: got version %s, want %s", split, rel, want[i])
 		}
 		last, _ := os.ReadFile(got[len(got)-1])
 		r, ok, err := p.Render(context.Background(), SummaryPath(ws))
-		if err != nil || !ok || string(r.Data) != string(last) {
-			t.Errorf("split %d: the newest version differs from the summary (%v)", split, err)
-		}
+		assert.False(t, err != nil || !ok || string(r.Data) != string(last), "split %d: the newest version differs from the summary (%v)", split, err)
 	}
 }
 
@@ -67,28 +65,17 @@ func TestUnrecordedFileRemoved(t *testing.T) {
 	orphan := HistoryPath(ws, 1) // older than the 10 kept (3..12)
 	data := []byte("a version written, never recorded\n")
 	abs := filepath.Join(root, filepath.FromSlash(orphan))
-	if err := os.WriteFile(abs, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.s.RecordFileIntents(ctx, []sqlstore.FileIntent{{Path: orphan, SHA256: SHA256(data)}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.enqueue(ctx, []string{groupScope + ws}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WriteQueued(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(abs, data, 0o644))
+	require.NoError(t, p.s.RecordFileIntents(ctx, []sqlstore.FileIntent{{Path: orphan, SHA256: SHA256(data)}}))
+	require.NoError(t, p.enqueue(ctx, []string{groupScope + ws}))
+	require.NoError(t, p.WriteQueued(ctx))
 	if _, err := os.Stat(abs); !os.IsNotExist(err) {
 		t.Errorf("%s: got %v, want it removed", orphan, err)
 	}
 	left, err := p.s.FileIntents(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(left); n != 0 {
-		t.Errorf("got %d files_intent rows left, want 0", n)
-	}
+	require.NoError(t, err)
+	n := len(left)
+	assert.EqualValues(t, 0, n, "got %d files_intent rows left, want 0", n)
 }
 
 // TestHistorySplitIndependent: which summary versions exist, and their
@@ -126,18 +113,13 @@ func TestHistorySplitIndependent(t *testing.T) {
 			mustFold(t, p, evs[i:min(i+split, len(evs))])
 		}
 		var b bytes.Buffer
-		if err := DumpFiles(context.Background(), s, &b); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, DumpFiles(context.Background(), s, &b))
 		if want == "" {
 			want = b.String()
 			continue
 		}
-		if b.String() != want {
-			t.Errorf("split %d: the files and summary versions differ from the one-event folds", split)
-		}
+		assert.Equal(t, want, b.String(), "split %d: the files and summary versions differ from the one-event folds", split)
 	}
-	if n := strings.Count(want, "summary_versions\t"); n != HistoryKeep {
-		t.Errorf("got %d summary versions, want %d", n, HistoryKeep)
-	}
+	n := strings.Count(want, "summary_versions\t")
+	assert.Equal(t, HistoryKeep, n, "got %d summary versions, want %d", n, HistoryKeep)
 }

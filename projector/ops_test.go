@@ -9,6 +9,9 @@ import (
 
 	"dshmem/events"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // entryState is what the ops tests look at in an entries row.
@@ -35,9 +38,7 @@ func getEntry(t *testing.T, s *sqlstore.Store, id string) (entryState, bool) {
 func mustEntry(t *testing.T, s *sqlstore.Store, id string) entryState {
 	t.Helper()
 	r, ok := getEntry(t, s, id)
-	if !ok {
-		t.Fatalf("entry %s: not found", id)
-	}
+	require.True(t, ok, "entry %s: not found", id)
 	return r
 }
 
@@ -81,13 +82,9 @@ func TestOpsSupersede(t *testing.T) {
 	})
 	neu := EntryID("ws-a", 3, 0)
 	o, n := mustEntry(t, s, old), mustEntry(t, s, neu)
-	if o.Status != "superseded" || o.SupersededBy != neu || o.Version != 2 || o.UpdatedSeq != 3 || o.Content != "Database: MySQL 8" {
-		t.Errorf("old entry: got %+v", o)
-	}
-	if n.Status != "active" || n.Supersedes != old || n.Title != "Database: PostgreSQL" || n.Type != "decision" ||
-		n.Importance != 2 || n.Confidence != 0.9 || n.Version != 1 {
-		t.Errorf("new entry: got %+v", n)
-	}
+	assert.False(t, o.Status != "superseded" || o.SupersededBy != neu || o.Version != 2 || o.UpdatedSeq != 3 || o.Content != "Database: MySQL 8", "old entry: got %+v", o)
+	assert.False(t, n.Status != "active" || n.Supersedes != old || n.Title != "Database: PostgreSQL" || n.Type != "decision" ||
+		n.Importance != 2 || n.Confidence != 0.9 || n.Version != 1, "new entry: got %+v", n)
 	if want := `{"eventIds":["t:ws-a:2","t:ws-a:3"],"reason":"rules: en-not-but","source":"distiller","checkpoint":"ck-00000000000000d0"}`; n.Provenance != want {
 		t.Errorf("provenance: got %s, want %s", n.Provenance, want)
 	}
@@ -104,13 +101,11 @@ func TestOpsSupersede(t *testing.T) {
 			map[string]any{"op": "supersede", "targetId": old, "content": "SQLite"},
 			map[string]any{"op": "conflict", "targetId": old, "content": "Oracle"},
 		)})
-		if got := mustEntry(t, s, old); got.Version != 2 || got.Status != "superseded" {
-			t.Errorf("superseded entry changed: %+v", got)
-		}
+		got := mustEntry(t, s, old)
+		assert.False(t, got.Version != 2 || got.Status != "superseded", "superseded entry changed: %+v", got)
 		for i := range 3 {
-			if _, ok := getEntry(t, s, EntryID("ws-a", 4, i)); ok {
-				t.Errorf("op %d aimed at a superseded entry created an entry", i)
-			}
+			_, ok := getEntry(t, s, EntryID("ws-a", 4, i))
+			assert.False(t, ok, "op %d aimed at a superseded entry created an entry", i)
 		}
 	})
 }
@@ -126,26 +121,21 @@ func TestOpsConflict(t *testing.T) {
 	})
 	b := EntryID("ws-a", 2, 1)
 	group := ConflictGroupID("ws-a", 2, 1)
-	if !strings.HasPrefix(group, "cg-") || len(group) != 19 {
-		t.Fatalf("group id %q", group)
-	}
+	require.True(t, strings.HasPrefix(group, "cg-"), "group id %q", group)
+	require.Len(t, group, 19, "group id %q", group)
 	ea, eb := mustEntry(t, s, a), mustEntry(t, s, b)
-	if ea.Status != "conflict" || eb.Status != "conflict" || ea.ConflictGroup != group || eb.ConflictGroup != group {
-		t.Fatalf("got %+v and %+v, want both in conflict group %s", ea, eb, group)
-	}
-	if eb.Type != "decision" {
-		t.Errorf("a conflict without a type takes the target's: got %s", eb.Type)
-	}
+	require.EqualValues(t, "conflict", ea.Status, "got %+v and %+v, want both in conflict group %s", ea, eb, group)
+	require.EqualValues(t, "conflict", eb.Status, "got %+v and %+v, want both in conflict group %s", ea, eb, group)
+	require.Equal(t, group, ea.ConflictGroup, "got %+v and %+v, want both in conflict group %s", ea, eb, group)
+	require.Equal(t, group, eb.ConflictGroup, "got %+v and %+v, want both in conflict group %s", ea, eb, group)
+	assert.EqualValues(t, "decision", eb.Type, "a conflict without a type takes the target's: got %s", eb.Type)
 
 	t.Run("JoinsTheGroup", func(t *testing.T) {
 		mustFold(t, p, []events.Envelope{opsEvent("ws-a", 3, map[string]any{"op": "conflict", "targetId": b, "content": "SQLite"})})
 		c := mustEntry(t, s, EntryID("ws-a", 3, 0))
-		if c.Status != "conflict" || c.ConflictGroup != group {
-			t.Errorf("third contender: got %+v, want group %s", c, group)
-		}
-		if got := mustEntry(t, s, b); got.Version != 1 {
-			t.Errorf("a member already in the group got a new version: %+v", got)
-		}
+		assert.False(t, c.Status != "conflict" || c.ConflictGroup != group, "third contender: got %+v, want group %s", c, group)
+		got := mustEntry(t, s, b)
+		assert.EqualValues(t, 1, got.Version, "a member already in the group got a new version: %+v", got)
 	})
 	t.Run("ForgetResolves", func(t *testing.T) {
 		c := EntryID("ws-a", 3, 0)
@@ -155,12 +145,9 @@ func TestOpsConflict(t *testing.T) {
 		}
 		mustFold(t, p, []events.Envelope{ev("ws-a", 5, events.TypeMemoryForget, "", map[string]any{"entryId": a})})
 		got := mustEntry(t, s, b)
-		if got.Status != "active" || got.ConflictGroup != "" {
-			t.Errorf("last contender: got %+v, want active outside the group", got)
-		}
-		if v := versions(t, s, b); v[len(v)-1] != "v2 resolve active conflict group "+group+" has no other contender left" {
-			t.Errorf("got versions %q", v)
-		}
+		assert.False(t, got.Status != "active" || got.ConflictGroup != "", "last contender: got %+v, want active outside the group", got)
+		v := versions(t, s, b)
+		assert.Equal(t, "v2 resolve active conflict group "+group+" has no other contender left", v[len(v)-1], "got versions %q", v)
 	})
 }
 
@@ -178,29 +165,21 @@ func TestOpsReviseAndForget(t *testing.T) {
 	want := entryState{ID: id, Type: "procedure", Title: "deploy with make release", Description: "", Terms: "goreleaser, release",
 		Content: "deploy with goreleaser", Tags: `["deploy"]`, Status: "active", Importance: 3, Confidence: 1, Version: 2, UpdatedSeq: 2,
 		Provenance: `{"eventIds":["t:ws-a:1","t:ws-a:2"]}`}
-	if got != want {
-		t.Errorf("revised entry:\n got  %+v\n want %+v", got, want)
-	}
+	assert.Equal(t, want, got, "revised entry:\n got  %+v\n want %+v", got, want)
 	var hits []string
 	for _, term := range []string{"goreleaser", "make"} {
 		ids, err := s.MatchEntries(context.Background(), `body : "`+term+`"`)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		hits = append(hits, strings.Join(ids, ","))
 	}
-	if hits[0] != id || hits[1] != "" {
-		t.Errorf("index after revise: goreleaser → %q, make → %q; want the entry, then nothing", hits[0], hits[1])
-	}
+	assert.False(t, hits[0] != id || hits[1] != "", "index after revise: goreleaser → %q, make → %q; want the entry, then nothing", hits[0], hits[1])
 
 	mustFold(t, p, []events.Envelope{opsEvent("ws-a", 3,
 		map[string]any{"op": "forget", "targetId": id, "reason": "hand-edit: block deleted", "provenance": "hand-edit"},
 		map[string]any{"op": "revise", "targetId": id, "content": "too late"},
 	)})
 	got = mustEntry(t, s, id)
-	if got.Status != "forgotten" || got.Version != 3 || got.Content != "deploy with goreleaser" {
-		t.Errorf("forgotten entry: got %+v", got)
-	}
+	assert.False(t, got.Status != "forgotten" || got.Version != 3 || got.Content != "deploy with goreleaser", "forgotten entry: got %+v", got)
 }
 
 func TestOpsAddVerbatimAndSkips(t *testing.T) {
@@ -220,23 +199,16 @@ func TestOpsAddVerbatimAndSkips(t *testing.T) {
 			{"op":"add","title":"title only","importance":9,"confidence":-1}
 		]}`)),
 	})
-	if c, _ := s.Cursor("ws-a"); c != 2 {
-		t.Fatalf("got cursor %d, want 2: ops that do not apply must not stop the fold", c)
-	}
-	if n := len(entriesOf(t, s, sqlstore.EntryFilter{Scopes: []string{"ws-a"}})); n != 2 {
-		t.Errorf("got %d entries in ws-a, want 2", n)
-	}
+	c, _ := s.Cursor("ws-a")
+	require.EqualValues(t, 2, c, "got cursor %d, want 2: ops that do not apply must not stop the fold", c)
+	n := len(entriesOf(t, s, sqlstore.EntryFilter{Scopes: []string{"ws-a"}}))
+	assert.EqualValues(t, 2, n, "got %d entries in ws-a, want 2", n)
 	e5 := mustEntry(t, s, EntryID("ws-a", 2, 5))
-	if e5.Content != content || e5.Title != "- step one" || e5.Type != "fact" || e5.Importance != 1 || e5.Tags != `["a"]` {
-		t.Errorf("hand-edit add: got %+v", e5)
-	}
+	assert.False(t, e5.Content != content || e5.Title != "- step one" || e5.Type != "fact" || e5.Importance != 1 || e5.Tags != `["a"]`, "hand-edit add: got %+v", e5)
 	e6 := mustEntry(t, s, EntryID("ws-a", 2, 6))
-	if e6.Content != "title only" || e6.Importance != 3 || e6.Confidence != 0 {
-		t.Errorf("title-only add: got %+v", e6)
-	}
-	if got := mustEntry(t, s, EntryID("ws-b", 1, 0)); got.Status != "active" {
-		t.Errorf("an op reached another stream's entry: %+v", got)
-	}
+	assert.False(t, e6.Content != "title only" || e6.Importance != 3 || e6.Confidence != 0, "title-only add: got %+v", e6)
+	got := mustEntry(t, s, EntryID("ws-b", 1, 0))
+	assert.EqualValues(t, "active", got.Status, "an op reached another stream's entry: %+v", got)
 }
 
 func jsonString(s string) string {
@@ -262,9 +234,8 @@ func TestOpsDeterministic(t *testing.T) {
 		ev("ws-b", 3, events.TypeMemoryForget, "", map[string]any{"entryId": EntryID("ws-b", 2, 0)}),
 	}
 	want := foldedDump(t, log)
-	if !strings.Contains(want, `"superseded"`) || !strings.Contains(want, `"resolve"`) {
-		t.Fatalf("the log does not exercise supersede and resolve:\n%s", want)
-	}
+	require.Contains(t, want, `"superseded"`, "the log does not exercise supersede and resolve:\n%s", want)
+	require.Contains(t, want, `"resolve"`, "the log does not exercise supersede and resolve:\n%s", want)
 
 	one := openStore(t)
 	for _, stream := range []string{"ws-b", "ws-a"} { // the other order, each event alone
@@ -282,9 +253,7 @@ func TestOpsDeterministic(t *testing.T) {
 	chunked := openStore(t)
 	pc := New(chunked)
 	pc.ChunkSize = 1
-	if err := pc.CatchUp(t.Context(), newFakeSource(log), nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, pc.CatchUp(t.Context(), newFakeSource(log), nil))
 	if got := dump(t, chunked); got != want {
 		t.Errorf("chunked catch-up:\n%s\nwant\n%s", got, want)
 	}

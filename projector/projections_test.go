@@ -10,6 +10,9 @@ import (
 
 	"dshmem/events"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSessions(t *testing.T) {
@@ -35,9 +38,7 @@ func TestSessions(t *testing.T) {
 	}
 	read := func() []row {
 		ss, err := s.Sessions(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var rows []row
 		for _, r := range ss {
 			rows = append(rows, row{r.Session, r.Stream, r.Cwd, r.Origin, r.Parent, r.AgentPreset, r.StartedAt, r.EndedAt,
@@ -52,13 +53,9 @@ func TestSessions(t *testing.T) {
 	check := func(name string) {
 		t.Helper()
 		got := read()
-		if len(got) != len(want) {
-			t.Fatalf("%s: got %d rows %+v, want %+v", name, len(got), got, want)
-		}
+		require.Len(t, got, len(want), "%s: got %d rows %+v, want %+v", name, len(got), got, want)
 		for i := range got {
-			if got[i] != want[i] {
-				t.Errorf("%s: row %d:\n got  %+v\n want %+v", name, i, got[i], want[i])
-			}
+			assert.Equal(t, want[i], got[i], "%s: row %d:\n got  %+v\n want %+v", name, i, got[i], want[i])
 		}
 	}
 	t.Run("OneFold", func(t *testing.T) {
@@ -76,9 +73,7 @@ func TestSessions(t *testing.T) {
 	})
 	t.Run("SessionCwd", func(t *testing.T) {
 		cwd, ok, err := s.SessionCwd(context.Background(), sess)
-		if err != nil || !ok || cwd != "/home/u/proj" {
-			t.Errorf("got %q %v %v", cwd, ok, err)
-		}
+		assert.False(t, err != nil || !ok || cwd != "/home/u/proj", "got %q %v %v", cwd, ok, err)
 		if _, ok, err := s.SessionCwd(context.Background(), "nope"); ok || err != nil {
 			t.Errorf("unknown session: got ok %v, %v", ok, err)
 		}
@@ -96,9 +91,9 @@ func TestEntries(t *testing.T) {
 		ev("ws-a", 4, events.TypeMemoryRemember, "s", map[string]any{"content": "x", "title": " Given Title ", "importance": -2}),
 	})
 	id1, id2, id4 := EntryID("ws-a", 1, 0), EntryID("ws-a", 2, 0), EntryID("ws-a", 4, 0)
-	if !strings.HasPrefix(id1, "m-") || len(id1) != 18 || id1 == id2 {
-		t.Fatalf("got ids %s %s", id1, id2)
-	}
+	require.True(t, strings.HasPrefix(id1, "m-"), "got ids %s %s", id1, id2)
+	require.Len(t, id1, 18, "got ids %s %s", id1, id2)
+	require.NotEqual(t, id2, id1, "got ids %s %s", id1, id2)
 	type entryRow struct {
 		ID, Type, Title, Tags, Status, Provenance, CreatedAt, UpdatedAt string
 		Importance, Version, CreatedSeq, UpdatedSeq                     int64
@@ -119,9 +114,8 @@ func TestEntries(t *testing.T) {
 	if got := get(id4); got.Title != "Given Title" || got.Importance != 0 {
 		t.Errorf("entry 4: got %+v", got)
 	}
-	if n := len(entriesOf(t, s, sqlstore.EntryFilter{})); n != 3 {
-		t.Errorf("got %d entries, want 3 (empty content records nothing)", n)
-	}
+	n := len(entriesOf(t, s, sqlstore.EntryFilter{}))
+	assert.EqualValues(t, 3, n, "got %d entries, want 3 (empty content records nothing)", n)
 
 	t.Run("Forget", func(t *testing.T) {
 		mustFold(t, p, []events.Envelope{
@@ -151,22 +145,15 @@ func TestEntries(t *testing.T) {
 				versions = append(versions, fmt.Sprintf("%s v%d %s %s %s seq %d", v.EntryID, v.Version, v.Op, v.Status, v.Reason, v.Seq))
 			}
 		}
-		if len(versions) != 4 || versions[0] != id1+" v1 add active  seq 1" || versions[1] != id1+" v2 forget forgotten outdated seq 5" {
-			t.Errorf("got versions %q", versions)
-		}
-		if c, _ := s.Cursor("ws-a"); c != 8 {
-			t.Errorf("got cursor %d, want 8: unknown ids must not stop the fold", c)
-		}
+		assert.False(t, len(versions) != 4 || versions[0] != id1+" v1 add active  seq 1" || versions[1] != id1+" v2 forget forgotten outdated seq 5", "got versions %q", versions)
+		c, _ := s.Cursor("ws-a")
+		assert.EqualValues(t, 8, c, "got cursor %d, want 8: unknown ids must not stop the fold", c)
 	})
 
 	t.Run("Indexed", func(t *testing.T) {
 		ids, err := s.MatchEntries(context.Background(), `bigrams : "pnpm"`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ids) != 1 || ids[0] != id1 {
-			t.Errorf("got %v, want [%s]", ids, id1)
-		}
+		require.NoError(t, err)
+		assert.False(t, len(ids) != 1 || ids[0] != id1, "got %v, want [%s]", ids, id1)
 	})
 }
 
@@ -178,9 +165,8 @@ func TestTitleFrom(t *testing.T) {
 		{strings.Repeat("记", 160) + "忆", strings.Repeat("记", 160)},
 		{strings.Repeat("é", 200), strings.Repeat("é", 160)},
 	} {
-		if got := titleFrom(tc.in); got != tc.want {
-			t.Errorf("titleFrom(%.20q…): got %.20q… (%d runes), want %.20q…", tc.in, got, len([]rune(got)), tc.want)
-		}
+		got := titleFrom(tc.in)
+		assert.Equal(t, tc.want, got, "titleFrom(%.20q…): got %.20q… (%d runes), want %.20q…", tc.in, got, len([]rune(got)), tc.want)
 	}
 }
 
@@ -201,21 +187,15 @@ func TestEpisodeTextMatchesView(t *testing.T) {
 	mustFold(t, New(s), append(all, extra...))
 	ctx := context.Background()
 	texts, err := s.EpisodeTexts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := 0
 	for _, v := range texts {
 		gt, gi, ok := EpisodeText(v.Type, v.Data)
-		if !ok || gt != v.Text || gi != v.Injected {
-			t.Errorf("%s %s: view says %q %v, EpisodeText %q %v %v", v.Type, v.Data, v.Text, v.Injected, gt, gi, ok)
-		}
+		assert.False(t, !ok || gt != v.Text || gi != v.Injected, "%s %s: view says %q %v, EpisodeText %q %v %v", v.Type, v.Data, v.Text, v.Injected, gt, gi, ok)
 		n++
 	}
 	all2, err := s.Events(ctx, sqlstore.EventFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	events, want := len(all2), 0
 	for _, e := range all2 {
 		switch e.Type {
@@ -223,7 +203,5 @@ func TestEpisodeTextMatchesView(t *testing.T) {
 			want++
 		}
 	}
-	if events != len(all)+len(extra) || n != want-3 {
-		t.Errorf("got %d events, %d episodes; want %d events, %d episodes", events, n, len(all)+len(extra), want-3)
-	}
+	assert.False(t, events != len(all)+len(extra) || n != want-3, "got %d events, %d episodes; want %d events, %d episodes", events, n, len(all)+len(extra), want-3)
 }

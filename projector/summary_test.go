@@ -1,13 +1,14 @@
 package projector
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"testing"
 
 	"dshmem/events"
 	"dshmem/markdown"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestSummaryReadsTopOfRanking checks that a summary built from the top
@@ -29,27 +30,17 @@ func TestSummaryReadsTopOfRanking(t *testing.T) {
 	mustFold(t, p, evs)
 	ctx := context.Background()
 	got, err := renderSummary(ctx, st.Reader(), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	all, _, err := loadScope(ctx, st.Reader(), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	in := markdown.SummaryInput{ScopeKey: stream}
 	for _, e := range all {
 		if shown(e.md.Status) {
 			in.Entries = append(in.Entries, e.md)
 		}
 	}
-	if len(in.Entries) != 700 {
-		t.Fatalf("got %d shown entries, want 700", len(in.Entries))
-	}
+	require.Len(t, in.Entries, 700, "got %d shown entries, want 700", len(in.Entries))
 	want := markdown.RenderSummary(in)
-	if !bytes.Equal(got.Data, want) {
-		t.Fatalf("summary from the top of the ranking differs from the full render:\ngot:\n%s\nwant:\n%s", got.Data, want)
-	}
-	if !bytes.Contains(got.Data, []byte("more entries not shown")) {
-		t.Fatalf("a 700-entry summary should say how many were left out:\n%s", got.Data)
-	}
+	require.Equal(t, want, got.Data, "summary from the top of the ranking differs from the full render:\ngot:\n%s\nwant:\n%s", got.Data, want)
+	require.Contains(t, string(got.Data), string([]byte("more entries not shown")), "a 700-entry summary should say how many were left out:\n%s", got.Data)
 }

@@ -13,6 +13,8 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Two workspace streams (the ids are made up; any 20 hex digits do).
@@ -127,14 +129,10 @@ func envelopes(steps []step) []events.Envelope {
 func liveRoot(t *testing.T, root string, evs []events.Envelope) (*events.Log, *sqlstore.Store) {
 	t.Helper()
 	lg, err := events.OpenLog(filepath.Join(root, "log"), events.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { lg.Close() })
 	st, err := sqlstore.Open(filepath.Join(root, IndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	p := projector.New(st)
 	p.Root = root
@@ -151,21 +149,15 @@ func appendAndFold(t *testing.T, lg *events.Log, p *projector.Projector, e event
 	ctx := context.Background()
 	e.Seq = 0
 	stamped, err := lg.Append(ctx, e.Stream, []events.Envelope{e})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Fold(ctx, stamped); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, p.Fold(ctx, stamped))
 	return stamped[0]
 }
 
 func dumpOf(t *testing.T, s *sqlstore.Store) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := projector.Dump(context.Background(), s, &b); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.Dump(context.Background(), s, &b))
 	return b.String()
 }
 
@@ -174,21 +166,15 @@ func dumpOf(t *testing.T, s *sqlstore.Store) string {
 func dumpDifference(t *testing.T, dump dumpFunc, live, rebuilt *sqlstore.Store) string {
 	t.Helper()
 	problem, err := compareDumps(context.Background(), dump, live, rebuilt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return problem
 }
 
 func filesDumpOf(t *testing.T, s *sqlstore.Store) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := projector.DumpFiles(context.Background(), s, &b); err != nil {
-		t.Fatal(err)
-	}
-	if b.Len() == 0 {
-		t.Fatal("empty files table")
-	}
+	require.NoError(t, projector.DumpFiles(context.Background(), s, &b))
+	require.NotEqualValues(t, 0, b.Len(), "empty files table")
 	return b.String()
 }
 
@@ -196,15 +182,11 @@ func filesDumpOf(t *testing.T, s *sqlstore.Store) string {
 func readTree(t *testing.T, root string) map[string]string {
 	t.Helper()
 	paths, err := ProjectionFiles(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[string]string{}
 	for _, p := range paths {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		out[p] = string(b)
 	}
 	return out

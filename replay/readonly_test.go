@@ -11,6 +11,9 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rootBytes reads every file under root except SQLite's shared-memory
@@ -26,18 +29,15 @@ func rootBytes(t *testing.T, root string) map[string]string {
 		out[p] = string(b)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return out
 }
 
 func sameBytes(t *testing.T, got, want map[string]string) {
 	t.Helper()
 	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s was created", p)
-		}
+		_, ok := want[p]
+		assert.True(t, ok, "%s was created", p)
 	}
 	for p, w := range want {
 		if g, ok := got[p]; !ok {
@@ -53,18 +53,12 @@ func sameBytes(t *testing.T, got, want map[string]string) {
 func openReadOnly(t *testing.T, root string) (*events.Log, *sqlstore.Store, map[string]uint64) {
 	t.Helper()
 	st, err := sqlstore.OpenReadOnly(filepath.Join(root, IndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	folded, err := st.Cursors()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lg, err := events.OpenLogReadOnly(filepath.Join(root, "log"), events.Options{Trusted: folded})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { lg.Close() })
 	return lg, st, folded
 }
@@ -78,23 +72,18 @@ func TestVerifyReadOnly(t *testing.T) {
 	_, writer := liveRoot(t, root, envelopes(scripted()))
 	// Nothing left in the writer's WAL for its checkpointer to copy into
 	// index.db while the bytes are compared: any change is the readers'.
-	if err := writer.CheckpointAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, writer.CheckpointAll(ctx))
 	lg, st, folded := openReadOnly(t, root)
 	before := rootBytes(t, root)
 	rep, err := Verify(ctx, lg, root, st, VerifyOptions{Folded: folded})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Differences) != 0 || len(rep.Behind) != 0 || rep.Moved != "" || rep.Files == 0 {
-		t.Fatalf("got %v, behind %v, moved %q over %d files; want no differences", rep.Differences, rep.Behind, rep.Moved, rep.Files)
-	}
+	require.NoError(t, err)
+	require.Len(t, rep.Differences, 0, "got %v, behind %v, moved %q over %d files; want no differences", rep.Differences, rep.Behind, rep.Moved, rep.Files)
+	require.Len(t, rep.Behind, 0, "got %v, behind %v, moved %q over %d files; want no differences", rep.Differences, rep.Behind, rep.Moved, rep.Files)
+	require.EqualValues(t, "", rep.Moved, "got %v, behind %v, moved %q over %d files; want no differences", rep.Differences, rep.Behind, rep.Moved, rep.Files)
+	require.NotEqualValues(t, 0, rep.Files, "got %v, behind %v, moved %q over %d files; want no differences", rep.Differences, rep.Behind, rep.Moved, rep.Files)
 	for path, want := range readTree(t, root) {
 		got, err := Restore(ctx, lg, path, Point{}, RestoreOptions{Index: st})
-		if err != nil || string(got) != want {
-			t.Errorf("restore %s: got %v\n%s\nwant\n%s", path, err, got, want)
-		}
+		assert.False(t, err != nil || string(got) != want, "restore %s: got %v\n%s\nwant\n%s", path, err, got, want)
 	}
 	sameBytes(t, rootBytes(t, root), before)
 }
@@ -111,34 +100,21 @@ func TestVerifyIndexBehind(t *testing.T) {
 	lg, st := liveRoot(t, root, evs[:len(evs)-2])
 	for _, e := range evs[len(evs)-2:] {
 		e.Seq = 0
-		if _, err := lg.Append(ctx, e.Stream, []events.Envelope{e}); err != nil {
-			t.Fatal(err)
-		}
+		_, err := lg.Append(ctx, e.Stream, []events.Envelope{e})
+		require.NoError(t, err)
 	}
 	rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	last := lg.LastSeq(wsB)
-	if len(rep.Differences) != 0 {
-		t.Errorf("got differences %v, want none", rep.Differences)
-	}
-	if len(rep.Behind) != 1 || rep.Behind[0] != (Lag{Stream: wsB, Folded: last - 2, Logged: last}) {
-		t.Errorf("got behind %v, want %s folded to %d of %d", rep.Behind, wsB, last-2, last)
-	}
-	if rep.Stats.Events != uint64(len(evs)-2) {
-		t.Errorf("replayed %d events, want the %d folded", rep.Stats.Events, len(evs)-2)
-	}
+	assert.Len(t, rep.Differences, 0, "got differences %v, want none", rep.Differences)
+	assert.False(t, len(rep.Behind) != 1 || rep.Behind[0] != (Lag{Stream: wsB, Folded: last - 2, Logged: last}), "got behind %v, want %s folded to %d of %d", rep.Behind, wsB, last-2, last)
+	assert.Equal(t, uint64(len(evs)-2), rep.Stats.Events, "replayed %d events, want the %d folded", rep.Stats.Events, len(evs)-2)
 
 	day := "sessions/2026-08-18.md"
 	whole, err := Restore(ctx, lg, day, Point{}, RestoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got, err := Restore(ctx, lg, day, Point{}, RestoreOptions{Index: st})
-	if err != nil || string(got) != string(whole) || !strings.Contains(string(got), "compaction:c-b3") {
-		t.Errorf("restore %s with the index behind: got %v\n%s\nwant (with c-b3, which only the log holds)\n%s", day, err, got, whole)
-	}
+	assert.False(t, err != nil || string(got) != string(whole) || !strings.Contains(string(got), "compaction:c-b3"), "restore %s with the index behind: got %v\n%s\nwant (with c-b3, which only the log holds)\n%s", day, err, got, whole)
 }
 
 // TestVerifyIndexAhead: an index that folded events the log no longer
@@ -149,27 +125,20 @@ func TestVerifyIndexAhead(t *testing.T) {
 	root := t.TempDir()
 	_, st := liveRoot(t, root, evs)
 	short, err := events.OpenLog(t.TempDir(), events.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer short.Close()
 	for _, e := range evs[:len(evs)-2] {
 		e.Seq = 0
-		if _, err := short.Append(ctx, e.Stream, []events.Envelope{e}); err != nil {
-			t.Fatal(err)
-		}
+		_, err := short.Append(ctx, e.Stream, []events.Envelope{e})
+		require.NoError(t, err)
 	}
 	rep, err := Verify(ctx, short, root, st, VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	found := false
 	for _, d := range rep.Differences {
 		found = found || d.Path == IndexFile && strings.Contains(d.Problem, "ahead of the log: stream "+wsB)
 	}
-	if !found {
-		t.Errorf("got %v, want index.db ahead of the log in %s", rep.Differences, wsB)
-	}
+	assert.True(t, found, "got %v, want index.db ahead of the log in %s", rep.Differences, wsB)
 }
 
 // TestVerifyMoved: a writer that folds while Verify runs is named in
@@ -188,12 +157,8 @@ func TestVerifyMoved(t *testing.T) {
 			appendAndFold(t, lg, p, evs[len(evs)-1])
 		}
 	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(rep.Moved, "stream "+wsB) || len(rep.Differences) == 0 {
-		t.Errorf("got moved %q, differences %v; want %s named and the new row a difference", rep.Moved, rep.Differences, wsB)
-	}
+	require.NoError(t, err)
+	assert.False(t, !strings.Contains(rep.Moved, "stream "+wsB) || len(rep.Differences) == 0, "got moved %q, differences %v; want %s named and the new row a difference", rep.Moved, rep.Differences, wsB)
 }
 
 // TestVerifyNoIndex: a root without an index is compared with the
@@ -203,10 +168,6 @@ func TestVerifyNoIndex(t *testing.T) {
 	root := t.TempDir()
 	lg, _ := liveRoot(t, root, envelopes(scripted()))
 	rep, err := Verify(ctx, lg, root, nil, VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Differences) != 1 || rep.Differences[0].Path != IndexFile || !strings.Contains(rep.Differences[0].Problem, "missing") {
-		t.Errorf("got %v, want only index.db missing", rep.Differences)
-	}
+	require.NoError(t, err)
+	assert.False(t, len(rep.Differences) != 1 || rep.Differences[0].Path != IndexFile || !strings.Contains(rep.Differences[0].Problem, "missing"), "got %v, want only index.db missing", rep.Differences)
 }

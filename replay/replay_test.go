@@ -14,6 +14,9 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/projections from the current output")
@@ -83,33 +86,21 @@ func TestRebuildEqualsLive(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "out")
 				stats, err := Rebuild(ctx, lg, out, Options{ChunkSize: chunk})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if stats.Events != uint64(len(evs)) {
-					t.Errorf("got %d events, want %d", stats.Events, len(evs))
-				}
+				require.NoError(t, err)
+				assert.Equal(t, uint64(len(evs)), stats.Events, "got %d events, want %d", stats.Events, len(evs))
 				for _, l := range []string{live, live2} {
 					diffs, n, err := CompareFiles(l, out)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(diffs) > 0 || n == 0 {
-						t.Errorf("%d files compared; differences: %v", n, diffs)
-					}
+					require.NoError(t, err)
+					assert.False(t, len(diffs) > 0 || n == 0, "%d files compared; differences: %v", n, diffs)
 				}
 				if name == "registered" {
 					for _, ws := range []string{wsA, wsB} {
 						b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(projector.ScopePath(ws))))
-						if err != nil || !strings.Contains(string(b), `"cwd": "/p/`+ws+`"`) {
-							t.Errorf("scope.json of %s: %s, %v; want the registered directory /p/%s", ws, b, err, ws)
-						}
+						assert.False(t, err != nil || !strings.Contains(string(b), `"cwd": "/p/`+ws+`"`), "scope.json of %s: %s, %v; want the registered directory /p/%s", ws, b, err, ws)
 					}
 				}
 				rs, err := sqlstore.Open(filepath.Join(out, IndexFile))
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				defer rs.Close()
 				if got, want := filesDumpOf(t, st), filesDumpOf(t, rs); got != want {
 					t.Errorf("live files table differs from replay: %s", dumpDifference(t, projector.DumpFiles, st, rs))
@@ -137,22 +128,14 @@ func TestGolden(t *testing.T) {
 		os.RemoveAll(dir)
 		for p, b := range got {
 			f := filepath.Join(dir, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(f, []byte(b), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.MkdirAll(filepath.Dir(f), 0o755))
+			require.NoError(t, os.WriteFile(f, []byte(b), 0o644))
 		}
 	}
 	want := readTree(t, dir)
-	if len(want) == 0 {
-		t.Fatalf("no golden files in %s (run go test ./replay -run TestGolden -update)", dir)
-	}
+	require.NotEqualValues(t, 0, len(want), "no golden files in %s (run go test ./replay -run TestGolden -update)", dir)
 	for _, p := range sortedKeys(want, got) {
-		if got[p] != want[p] {
-			t.Errorf("%s: got\n%s\nwant\n%s", p, got[p], want[p])
-		}
+		assert.Equal(t, want[p], got[p], "%s: got\n%s\nwant\n%s", p, got[p], want[p])
 	}
 	// What the script must show, whatever the golden says.
 	for _, c := range []struct{ path, has, lacks string }{
@@ -179,9 +162,7 @@ func TestGolden(t *testing.T) {
 	last := -1
 	for _, id := range order {
 		i := strings.Index(day, id)
-		if i < last {
-			t.Errorf("sessions/2026-08-18.md: %s is out of (time, stream, seq) order:\n%s", id, day)
-		}
+		assert.False(t, i < last, "sessions/2026-08-18.md: %s is out of (time, stream, seq) order:\n%s", id, day)
 		last = i
 	}
 	var hist []string
@@ -191,9 +172,7 @@ func TestGolden(t *testing.T) {
 		}
 	}
 	slices.Sort(hist)
-	if len(hist) != projector.HistoryKeep || !strings.HasSuffix(hist[len(hist)-1], fmt.Sprintf("%020d.md", 20)) {
-		t.Errorf("summary history of %s: got %v, want the newest %d versions ending at seq 20", wsA, hist, projector.HistoryKeep)
-	}
+	assert.False(t, len(hist) != projector.HistoryKeep || !strings.HasSuffix(hist[len(hist)-1], fmt.Sprintf("%020d.md", 20)), "summary history of %s: got %v, want the newest %d versions ending at seq 20", wsA, hist, projector.HistoryKeep)
 }
 
 func sortedKeys(ms ...map[string]string) []string {
@@ -213,12 +192,9 @@ func TestVerify(t *testing.T) {
 	lg, st := liveRoot(t, root, envelopes(scripted()))
 	t.Run("OK", func(t *testing.T) {
 		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Differences) != 0 || rep.Files == 0 {
-			t.Fatalf("got %v over %d files, want no differences", rep.Differences, rep.Files)
-		}
+		require.NoError(t, err)
+		require.Len(t, rep.Differences, 0, "got %v over %d files, want no differences", rep.Differences, rep.Files)
+		require.NotEqualValues(t, 0, rep.Files, "got %v over %d files, want no differences", rep.Differences, rep.Files)
 		if _, err := os.Stat(rep.Dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the rebuild at %s was not removed", rep.Dir)
 		}
@@ -230,9 +206,7 @@ func TestVerify(t *testing.T) {
 		os.Remove(filepath.Join(root, "scopes", wsB, "memory_summary.md"))
 		os.WriteFile(filepath.Join(root, "knowledge", "stray.md"), []byte("# Stray\n"), 0o644)
 		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got := map[string]string{}
 		for _, d := range rep.Differences {
 			got[d.Path] = d.Problem
@@ -242,59 +216,41 @@ func TestVerify(t *testing.T) {
 			"scopes/" + wsB + "/memory_summary.md": "missing from the live root",
 			"knowledge/stray.md":                   "does not make it",
 		} {
-			if !strings.Contains(got[p], want) {
-				t.Errorf("%s: got %q, want it to say %q", p, got[p], want)
-			}
+			assert.Contains(t, got[p], want, "%s: got %q, want it to say %q", p, got[p], want)
 		}
-		if len(got) != 3 {
-			t.Errorf("got %d differences, want 3: %v", len(got), rep.Differences)
-		}
+		assert.Len(t, got, 3, "got %d differences, want 3: %v", len(got), rep.Differences)
 	})
 	t.Run("IndexDiffers", func(t *testing.T) {
 		// The scope's directory changed, and global.md's row names a later seq.
 		dir, err := st.Reader().Scope(ctx, wsB)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tx, err := st.BeginFold(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		err = tx.RegisterScope(wsB, "/elsewhere", dir.Seq, dir.Time)
 		if err == nil {
 			err = tx.Commit()
 		}
 		tx.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		files, err := st.Reader().Files(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, f := range files {
 			if f.Path != "global.md" {
 				continue
 			}
 			w := sqlstore.FileWrite{Path: f.Path, SHA256: f.SHA256, Bytes: f.Bytes, Stream: f.Stream, Seq: f.Seq + 1,
 				Positions: f.Positions, Time: f.Time, KeepText: true, Text: f.Text}
-			if err := st.RecordFiles(ctx, []sqlstore.FileWrite{w}, nil); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, st.RecordFiles(ctx, []sqlstore.FileWrite{w}, nil))
 		}
 		rep, err := Verify(ctx, lg, root, st, VerifyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var idx []string
 		for _, d := range rep.Differences {
 			if d.Path == IndexFile {
 				idx = append(idx, d.Problem)
 			}
 		}
-		if len(idx) != 2 || !strings.Contains(idx[0], "table scopes differs") || !strings.Contains(idx[1], "table files differs") {
-			t.Errorf("got %q, want the scopes and files tables named", idx)
-		}
+		assert.False(t, len(idx) != 2 || !strings.Contains(idx[0], "table scopes differs") || !strings.Contains(idx[1], "table files differs"), "got %q, want the scopes and files tables named", idx)
 	})
 }
 
@@ -342,16 +298,12 @@ func TestRestore(t *testing.T) {
 			}
 		}
 	}
-	if n < 50 {
-		t.Errorf("only %d restores checked", n)
-	}
+	assert.False(t, n < 50, "only %d restores checked", n)
 	t.Run("History", func(t *testing.T) {
 		for path, want := range readTree(t, root) {
 			if info, _ := projector.ParsePath(path); info.Kind == projector.KindHistory {
 				got, err := Restore(ctx, lg, path, Point{}, RestoreOptions{})
-				if err != nil || string(got) != want {
-					t.Errorf("%s: got %q, %v; want\n%s", path, got, err, want)
-				}
+				assert.False(t, err != nil || string(got) != want, "%s: got %q, %v; want\n%s", path, got, err, want)
 			}
 		}
 	})
@@ -360,17 +312,11 @@ func TestRestore(t *testing.T) {
 		for _, idx := range []*sqlstore.Store{nil, st} {
 			opts := RestoreOptions{Index: idx}
 			got, err := Restore(ctx, lg, "sessions/2026-08-18.md", Point{}, opts)
-			if err != nil || string(got) != string(final) {
-				t.Errorf("now (index %v): got %v\n%s\nwant\n%s", idx != nil, err, got, final)
-			}
+			assert.False(t, err != nil || string(got) != string(final), "now (index %v): got %v\n%s\nwant\n%s", idx != nil, err, got, final)
 			got, err = Restore(ctx, lg, "sessions/2026-08-18.md", Point{Time: mustTime("2026-08-18T19:04:59+09:00")}, opts)
-			if err != nil || !strings.Contains(string(got), "compaction:c-b3") || strings.Contains(string(got), "compaction:c-a2") {
-				t.Errorf("at c-b3's time (index %v): got %v\n%s", idx != nil, err, got)
-			}
+			assert.False(t, err != nil || !strings.Contains(string(got), "compaction:c-b3") || strings.Contains(string(got), "compaction:c-a2"), "at c-b3's time (index %v): got %v\n%s", idx != nil, err, got)
 			_, err = Restore(ctx, lg, "sessions/2026-08-18.md", Point{Time: mustTime("2026-08-18T10:00:00Z")}, opts)
-			if !errors.Is(err, ErrNoSuchFile) {
-				t.Errorf("before the first block: got %v, want ErrNoSuchFile", err)
-			}
+			assert.ErrorIs(t, err, ErrNoSuchFile, "before the first block: got %v, want ErrNoSuchFile", err)
 		}
 	})
 	t.Run("ErrBadPoint", func(t *testing.T) {
@@ -383,9 +329,8 @@ func TestRestore(t *testing.T) {
 			{"global.md", Point{Seq: 999}},
 			{projector.HistoryPath(wsA, 20), Point{Seq: 19}},
 		} {
-			if _, err := Restore(ctx, lg, c.path, c.at, RestoreOptions{}); !errors.Is(err, ErrBadPoint) {
-				t.Errorf("%s at %+v: got %v, want ErrBadPoint", c.path, c.at, err)
-			}
+			_, err := Restore(ctx, lg, c.path, c.at, RestoreOptions{})
+			assert.ErrorIs(t, err, ErrBadPoint, "%s at %+v: got %v, want ErrBadPoint", c.path, c.at, err)
 		}
 	})
 }
@@ -396,12 +341,8 @@ func TestValidatePath(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "sessions"), 0o755)
 	os.MkdirAll(filepath.Join(outside, "x"), 0o755)
 	os.WriteFile(filepath.Join(outside, "global.md"), []byte("# elsewhere\n"), 0o644)
-	if err := os.Symlink(outside, filepath.Join(root, "knowledge")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "global.md"), filepath.Join(root, "global.md")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "knowledge")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "global.md"), filepath.Join(root, "global.md")))
 	t.Run("OK", func(t *testing.T) {
 		for in, want := range map[string]string{
 			"sessions/2026-08-18.md":               "sessions/2026-08-18.md",
@@ -411,9 +352,7 @@ func TestValidatePath(t *testing.T) {
 			"scopes/" + wsA + "/memory_summary.md": "scopes/" + wsA + "/memory_summary.md",
 		} {
 			got, err := ValidatePath(root, in)
-			if err != nil || got != want {
-				t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
-			}
+			assert.False(t, err != nil || got != want, "%q: got %q, %v; want %q", in, got, err, want)
 		}
 	})
 	t.Run("ErrBadPath", func(t *testing.T) {
@@ -430,9 +369,7 @@ func TestValidatePath(t *testing.T) {
 			"log/global/00000000000000000001.jsonl.zst": "not a projection",
 		} {
 			_, err := ValidatePath(root, in)
-			if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), want) {
-				t.Errorf("%q: got %v, want ErrBadPath saying %q", in, err, want)
-			}
+			assert.False(t, !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), want), "%q: got %v, want ErrBadPath saying %q", in, err, want)
 		}
 	})
 }
@@ -447,12 +384,8 @@ func TestRebuildLeavesWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, IndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) < 20 || b[18] != 2 || b[19] != 2 {
-		t.Errorf("got header bytes 18-19 %v, want [2 2] (WAL)", b[18:min(len(b), 20)])
-	}
+	require.NoError(t, err)
+	assert.False(t, len(b) < 20 || b[18] != 2 || b[19] != 2, "got header bytes 18-19 %v, want [2 2] (WAL)", b[18:min(len(b), 20)])
 }
 
 func TestRebuildErrNotEmpty(t *testing.T) {
@@ -460,7 +393,6 @@ func TestRebuildErrNotEmpty(t *testing.T) {
 	lg, _ := liveRoot(t, root, envelopes(messages()))
 	out := t.TempDir()
 	os.WriteFile(filepath.Join(out, "x"), nil, 0o644)
-	if _, err := Rebuild(context.Background(), lg, out, Options{}); !errors.Is(err, ErrNotEmpty) {
-		t.Fatalf("got %v, want ErrNotEmpty", err)
-	}
+	_, err := Rebuild(context.Background(), lg, out, Options{})
+	require.ErrorIs(t, err, ErrNotEmpty, "got %v, want ErrNotEmpty", err)
 }

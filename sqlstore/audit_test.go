@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // auditFixture returns the path of an index holding one event, closed.
@@ -13,9 +16,7 @@ func auditFixture(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "index.db")
 	s, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	s.db.MustExec(`INSERT INTO events (stream, seq, id, type, time, data) VALUES ('global', 1, 'e1', 'user/message', '2026-08-18T10:00:00Z', '{"text":"hello"}')`)
 	s.db.MustExec(`INSERT INTO episodes (n, injected) VALUES (1, 0)`)
@@ -27,9 +28,7 @@ func auditFixture(t *testing.T) string {
 func TestAuditReads(t *testing.T) {
 	p := auditFixture(t)
 	s, err := OpenReadOnly(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
 	for _, q := range []string{
@@ -46,21 +45,13 @@ func TestAuditReads(t *testing.T) {
 	} {
 		t.Run("OK", func(t *testing.T) {
 			cols, rows, err := s.Query(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-			if len(cols) == 0 || len(rows) == 0 {
-				t.Errorf("%s: got %d columns, %d rows; want some of both", q, len(cols), len(rows))
-			}
+			require.NoError(t, err, "%s", q)
+			assert.False(t, len(cols) == 0 || len(rows) == 0, "%s: got %d columns, %d rows; want some of both", q, len(cols), len(rows))
 		})
 	}
 	cols, rows, err := s.Query(ctx, `SELECT id, seq, data ->> 'text' AS text FROM events WHERE stream = ?`, "global")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cols) != 3 || cols[2] != "text" || len(rows) != 1 || rows[0][0] != "e1" || rows[0][1] != int64(1) || rows[0][2] != "hello" {
-		t.Errorf("got %v %v, want [id seq text] [[e1 1 hello]]", cols, rows)
-	}
+	require.NoError(t, err)
+	assert.False(t, len(cols) != 3 || cols[2] != "text" || len(rows) != 1 || rows[0][0] != "e1" || rows[0][1] != int64(1) || rows[0][2] != "hello", "got %v %v, want [id seq text] [[e1 1 hello]]", cols, rows)
 }
 
 func TestAuditRefusesWrites(t *testing.T) {
@@ -68,9 +59,7 @@ func TestAuditRefusesWrites(t *testing.T) {
 	dir := filepath.Dir(p)
 	other := filepath.Join(dir, "other.db")
 	s, err := OpenReadOnly(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
 	for _, q := range []string{
@@ -107,25 +96,18 @@ func TestAuditRefusesWrites(t *testing.T) {
 	} {
 		t.Run("ErrReadOnly", func(t *testing.T) {
 			_, _, err := s.Query(ctx, q)
-			if !errors.Is(err, ErrReadOnly) {
-				t.Errorf("%s: got %v, want ErrReadOnly", q, err)
-			}
+			assert.ErrorIs(t, err, ErrReadOnly, "%s: got %v, want ErrReadOnly", q, err)
 		})
 	}
 	// Nothing changed and nothing was created.
 	_, rows, err := s.Query(ctx, `SELECT (SELECT count(*) FROM events), (SELECT seq FROM cursors), (SELECT user_version FROM pragma_user_version())`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rows[0][0] != int64(1) || rows[0][1] != int64(1) || rows[0][2] != int64(0) {
-		t.Errorf("after refused writes got events, cursor, user_version = %v, want [1 1 0]", rows[0])
-	}
+	require.NoError(t, err)
+	assert.False(t, rows[0][0] != int64(1) || rows[0][1] != int64(1) || rows[0][2] != int64(0), "after refused writes got events, cursor, user_version = %v, want [1 1 0]", rows[0])
 	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("got %v for %s, want it not created", err, other)
 	}
-	if got := ErrReadOnly.Error(); got != "sql: the audit connection is read-only; use dshmem commands to change memory" {
-		t.Errorf("got message %q", got)
-	}
+	got := ErrReadOnly.Error()
+	assert.EqualValues(t, "sql: the audit connection is read-only; use dshmem commands to change memory", got, "got message %q", got)
 }
 
 func TestAuditOpen(t *testing.T) {
@@ -141,9 +123,7 @@ func TestAuditOpen(t *testing.T) {
 	})
 	t.Run("ErrNotAudit", func(t *testing.T) {
 		s, err := Open(filepath.Join(t.TempDir(), "index.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer s.Close()
 		if _, _, err := s.Query(context.Background(), `SELECT 1`); !errors.Is(err, ErrNotAudit) {
 			t.Errorf("got %v, want ErrNotAudit", err)
@@ -152,19 +132,13 @@ func TestAuditOpen(t *testing.T) {
 	t.Run("WhileWriterOpen", func(t *testing.T) {
 		p := auditFixture(t)
 		w, err := Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer w.Close()
 		w.db.MustExec(`INSERT INTO cursors (stream, seq) VALUES ('ws-a', 5)`)
 		r, err := OpenReadOnly(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer r.Close()
 		_, rows, err := r.Query(context.Background(), `SELECT seq FROM cursors WHERE stream = 'ws-a'`)
-		if err != nil || len(rows) != 1 || rows[0][0] != int64(5) {
-			t.Errorf("got %v, %v; want the writer's committed row", rows, err)
-		}
+		assert.False(t, err != nil || len(rows) != 1 || rows[0][0] != int64(5), "got %v, %v; want the writer's committed row", rows, err)
 	})
 }

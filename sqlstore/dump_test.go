@@ -4,19 +4,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Every table of the schema is in the dump or deliberately left out.
 func TestDumpCoversSchema(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	var names []string
-	if err := s.db.Select(&names, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.db.Select(&names, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`))
 	covered := map[string]bool{}
 	for _, d := range dumpTables {
 		covered[d.name] = true

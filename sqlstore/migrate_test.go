@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"dshmem/migrations"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // schema returns the index schema (without goose's table) as text, one
@@ -14,24 +17,18 @@ import (
 func schema(t *testing.T, path string) string {
 	t.Helper()
 	db, err := openWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer db.Close()
 	var lines []string
-	if err := db.Select(&lines, `SELECT type || ' ' || name || ': ' || coalesce(sql, '')
-		FROM sqlite_schema WHERE name NOT LIKE 'goose%' AND name NOT LIKE 'sqlite_%' ORDER BY name`); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Select(&lines, `SELECT type || ' ' || name || ': ' || coalesce(sql, '')
+		FROM sqlite_schema WHERE name NOT LIKE 'goose%' AND name NOT LIKE 'sqlite_%' ORDER BY name`))
 	return strings.Join(lines, "\n")
 }
 
 func applied(t *testing.T, path string) []int64 {
 	t.Helper()
 	st, err := MigrationStatus(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []int64
 	for _, m := range st {
 		if m.Applied {
@@ -45,46 +42,33 @@ func TestMigrations(t *testing.T) {
 	dir := t.TempDir()
 	opened := filepath.Join(dir, "opened.db")
 	s, err := Open(opened)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s.Close()
 	full := schema(t, opened)
 	for _, table := range []string{"table events:", "table episodes_fts:", "table sessions:", "table entries:", "table entry_versions:", "table entries_fts:", "table cursors:", "table files:", "view episode_texts:"} {
-		if !strings.Contains(full, table) {
-			t.Errorf("schema after Open lacks %q", table)
-		}
+		assert.Contains(t, full, table, "schema after Open lacks %q", table)
 	}
 
 	t.Run("StatusListsEveryMigration", func(t *testing.T) {
 		st, err := MigrationStatus(opened)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var names []string
 		for _, m := range st {
 			names = append(names, m.Name)
-			if !m.Applied {
-				t.Errorf("after Open, %s is not applied", m.Name)
-			}
+			assert.True(t, m.Applied, "after Open, %s is not applied", m.Name)
 		}
 		embedded, err := fs.Glob(migrations.FS, "*.sql")
-		if err != nil || len(embedded) < 6 {
-			t.Fatalf("embedded migrations: %v %v", embedded, err)
-		}
-		if got, want := strings.Join(names, ","), strings.Join(embedded, ","); got != want {
-			t.Errorf("got %s, want every embedded migration in order: %s", got, want)
-		}
+		require.NoError(t, err, "embedded migrations: %v %v", embedded, err)
+		require.False(t, len(embedded) < 6, "embedded migrations: %v %v", embedded, err)
+		got, want := strings.Join(names, ","), strings.Join(embedded, ",")
+		assert.Equal(t, want, got, "got %s, want every embedded migration in order: %s", got, want)
 	})
 
 	t.Run("MigrateUpEqualsOpen", func(t *testing.T) {
 		p := filepath.Join(dir, "up.db")
-		if err := MigrateUp(p); err != nil {
-			t.Fatal(err)
-		}
-		if got := schema(t, p); got != full {
-			t.Errorf("schema after MigrateUp differs from Open:\n%s\nwant\n%s", got, full)
-		}
+		require.NoError(t, MigrateUp(p))
+		got := schema(t, p)
+		assert.Equal(t, full, got, "schema after MigrateUp differs from Open:\n%s\nwant\n%s", got, full)
 	})
 
 	t.Run("StatusDoesNotApply", func(t *testing.T) {
@@ -99,28 +83,18 @@ func TestMigrations(t *testing.T) {
 
 	t.Run("DownToAndUpRoundTrip", func(t *testing.T) {
 		p := filepath.Join(dir, "roundtrip.db")
-		if err := MigrateUp(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := MigrateDownTo(p, 1); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, MigrateUp(p))
+		require.NoError(t, MigrateDownTo(p, 1))
 		if got := applied(t, p); len(got) != 1 || got[0] != 1 {
 			t.Errorf("after down-to 1: got applied %v, want [1]", got)
 		}
 		mid := schema(t, p)
-		if strings.Contains(mid, "entries") || strings.Contains(mid, "table files") || !strings.Contains(mid, "table events") {
-			t.Errorf("after down-to 1 the schema is wrong:\n%s", mid)
-		}
-		if err := MigrateDownTo(p, 0); err != nil {
-			t.Fatal(err)
-		}
+		assert.False(t, strings.Contains(mid, "entries") || strings.Contains(mid, "table files") || !strings.Contains(mid, "table events"), "after down-to 1 the schema is wrong:\n%s", mid)
+		require.NoError(t, MigrateDownTo(p, 0))
 		if got := schema(t, p); got != "" {
 			t.Errorf("after down-to 0 the schema is not empty:\n%s", got)
 		}
-		if err := MigrateUp(p); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, MigrateUp(p))
 		if got := schema(t, p); got != full {
 			t.Errorf("schema after down and up differs:\n%s\nwant\n%s", got, full)
 		}
@@ -131,8 +105,7 @@ func TestMigrations(t *testing.T) {
 	})
 
 	t.Run("ErrNegativeVersion", func(t *testing.T) {
-		if err := MigrateDownTo(filepath.Join(dir, "neg.db"), -1); err == nil {
-			t.Error("got nil error for down-to -1")
-		}
+		err := MigrateDownTo(filepath.Join(dir, "neg.db"), -1)
+		assert.Error(t, err, "got nil error for down-to -1")
 	})
 }

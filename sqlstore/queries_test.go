@@ -13,6 +13,9 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The reads the engine (observer) runs, on an index folded from a small
@@ -28,9 +31,7 @@ const (
 func queryFixture(t *testing.T) (*sqlstore.Store, []events.Envelope) {
 	t.Helper()
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	seq := map[string]uint64{}
 	at := 0
@@ -63,9 +64,7 @@ func queryFixture(t *testing.T) (*sqlstore.Store, []events.Envelope) {
 		ev(qWS2, events.TypeMaintenanceBackup, "", "", map[string]any{"path": "/backups/1"}),
 		ev("global", events.TypeMemoryRemember, "", "g1", map[string]any{"content": "always run gofmt", "type": "rule"}),
 	}
-	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
 	return s, evs
 }
 
@@ -92,44 +91,31 @@ func TestEntryQueries(t *testing.T) {
 			{sqlstore.EntryFilter{Scopes: []string{qWS2}}, nil},
 		} {
 			got, err := s.Entries(ctx, tc.f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(ids(got), tc.want) {
-				t.Errorf("%+v: got %v, want %v", tc.f, ids(got), tc.want)
-			}
+			require.NoError(t, err)
+			assert.True(t, slices.Equal(ids(got), tc.want), "%+v: got %v, want %v", tc.f, ids(got), tc.want)
 		}
 	})
 	t.Run("Entry", func(t *testing.T) {
 		e, ok, err := s.Entry(ctx, helm)
-		if err != nil || !ok {
-			t.Fatalf("got %v, %v", ok, err)
-		}
-		if e.Scope != qWS || e.Content != "deploys use helm" || !slices.Equal(e.Tags, []string{"ops"}) || e.Status != "active" ||
-			e.Version != 1 || e.CreatedSeq != 6 || e.UpdatedSeq != 6 || !strings.Contains(string(e.Provenance), `"r1"`) {
-			t.Errorf("got %+v", e)
-		}
+		require.NoError(t, err, "got %v, %v", ok, err)
+		require.True(t, ok, "got %v, %v", ok, err)
+		assert.False(t, e.Scope != qWS || e.Content != "deploys use helm" || !slices.Equal(e.Tags, []string{"ops"}) || e.Status != "active" ||
+			e.Version != 1 || e.CreatedSeq != 6 || e.UpdatedSeq != 6 || !strings.Contains(string(e.Provenance), `"r1"`), "got %+v", e)
 		if _, ok, err := s.Entry(ctx, "m-0000000000000000"); ok || err != nil {
 			t.Errorf("unknown id: got %v, %v", ok, err)
 		}
 	})
 	t.Run("EntryHistory", func(t *testing.T) {
 		vs, err := s.EntryHistory(ctx, staging)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		var got []string
 		for _, v := range vs {
 			got = append(got, fmt.Sprintf("v%d %s %s %s seq %d %s", v.Version, v.Op, v.Status, v.EventType, v.Seq, v.Reason))
 		}
 		want := []string{"v1 add active memory/remember seq 7 ", "v2 forget forgotten memory/forget seq 9 moved"}
-		if !slices.Equal(got, want) {
-			t.Errorf("got %q, want %q", got, want)
-		}
+		assert.True(t, slices.Equal(got, want), "got %q, want %q", got, want)
 		vs, err = s.EntryHistory(ctx, ops)
-		if err != nil || len(vs) != 1 || vs[0].Checkpoint != "ck-0000000000000001" || vs[0].EventID != "ops1" {
-			t.Errorf("ops entry: got %+v, %v; want its checkpoint", vs, err)
-		}
+		assert.False(t, err != nil || len(vs) != 1 || vs[0].Checkpoint != "ck-0000000000000001" || vs[0].EventID != "ops1", "ops entry: got %+v, %v; want its checkpoint", vs, err)
 		if vs, err := s.EntryHistory(ctx, "m-0000000000000000"); err != nil || vs != nil {
 			t.Errorf("unknown id: got %v, %v", vs, err)
 		}
@@ -146,9 +132,7 @@ func TestEntryQueries(t *testing.T) {
 		got, err := s.ReachableEntryIDs(ctx, qWS)
 		want := []string{helm, ops}
 		slices.Sort(want)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("got %v, %v; want %v (the forgotten one left out)", got, err, want)
-		}
+		assert.False(t, err != nil || !slices.Equal(got, want), "got %v, %v; want %v (the forgotten one left out)", got, err, want)
 	})
 	t.Run("MatchEntries", func(t *testing.T) {
 		if got, err := s.MatchEntries(ctx, `body : "friday"`); err != nil || !slices.Equal(got, []string{staging}) {
@@ -165,12 +149,9 @@ func TestEventQueries(t *testing.T) {
 	ctx := context.Background()
 	t.Run("Events", func(t *testing.T) {
 		all, err := s.Events(ctx, sqlstore.EventFilter{})
-		if err != nil || len(all) != len(evs) {
-			t.Fatalf("got %d events, %v; want %d", len(all), err, len(evs))
-		}
-		if all[0].Stream != "global" || string(all[0].Data) != string(evs[len(evs)-1].Data) {
-			t.Errorf("first: got %+v, want the global event first (by stream, seq)", all[0])
-		}
+		require.NoError(t, err, "got %d events, %v; want %d", len(all), err, len(evs))
+		require.Len(t, all, len(evs), "got %d events, %v; want %d", len(all), err, len(evs))
+		assert.False(t, all[0].Stream != "global" || string(all[0].Data) != string(evs[len(evs)-1].Data), "first: got %+v, want the global event first (by stream, seq)", all[0])
 		for _, tc := range []struct {
 			f    sqlstore.EventFilter
 			want int
@@ -184,15 +165,11 @@ func TestEventQueries(t *testing.T) {
 			{sqlstore.EventFilter{IDPrefix: "dsh:s1:%"}, 0}, // a prefix, not a pattern
 		} {
 			got, err := s.Events(ctx, tc.f)
-			if err != nil || len(got) != tc.want {
-				t.Errorf("%+v: got %d events, %v; want %d", tc.f, len(got), err, tc.want)
-			}
+			assert.False(t, err != nil || len(got) != tc.want, "%+v: got %d events, %v; want %d", tc.f, len(got), err, tc.want)
 		}
 		got, _ := s.Events(ctx, sqlstore.EventFilter{ID: "dsh:s1:2"})
 		var d struct{ Injected bool }
-		if len(got) != 1 || json.Unmarshal(got[0].Data, &d) != nil || !d.Injected || got[0].Seq != 4 || got[0].Session != "s1" {
-			t.Errorf("got %+v", got)
-		}
+		assert.False(t, len(got) != 1 || json.Unmarshal(got[0].Data, &d) != nil || !d.Injected || got[0].Seq != 4 || got[0].Session != "s1", "got %+v", got)
 	})
 	t.Run("EventSeq", func(t *testing.T) {
 		if seq, ok, err := s.EventSeq(ctx, qWS, "r2"); err != nil || !ok || seq != 7 {
@@ -204,9 +181,7 @@ func TestEventQueries(t *testing.T) {
 	})
 	t.Run("EventTimes", func(t *testing.T) {
 		got, err := s.EventTimes(ctx, events.TypeMaintenanceBackup)
-		if err != nil || got.LastOfType != evs[11].Time || got.First != evs[0].Time {
-			t.Errorf("got %+v, %v", got, err)
-		}
+		assert.False(t, err != nil || got.LastOfType != evs[11].Time || got.First != evs[0].Time, "got %+v, %v", got, err)
 		if got, err := s.EventTimes(ctx, events.TypeScopeArchive); err != nil || got.LastOfType != "" || got.First != evs[0].Time {
 			t.Errorf("no such type: got %+v, %v", got, err)
 		}
@@ -218,12 +193,10 @@ func TestSessionQueries(t *testing.T) {
 	ctx := context.Background()
 	t.Run("SessionsWithTurns", func(t *testing.T) {
 		got, err := s.SessionsWithTurns(ctx, "", "")
-		if err != nil || len(got) != 2 {
-			t.Fatalf("got %+v, %v", got, err)
-		}
-		if p := got[0]; p.Session != "s1" || p.Stream != qWS || p.Cwd != "" || p.Origin != "top" || p.FirstSeq != 2 || p.LastSeq != 10 {
-			t.Errorf("got %+v", p)
-		}
+		require.NoError(t, err, "got %+v, %v", got, err)
+		require.Len(t, got, 2, "got %+v, %v", got, err)
+		p := got[0]
+		assert.False(t, p.Session != "s1" || p.Stream != qWS || p.Cwd != "" || p.Origin != "top" || p.FirstSeq != 2 || p.LastSeq != 10, "got %+v", p)
 		if got, err := s.SessionsWithTurns(ctx, qWS2, ""); err != nil || len(got) != 1 || got[0].Session != "s2" {
 			t.Errorf("by stream: got %+v, %v", got, err)
 		}
@@ -233,9 +206,7 @@ func TestSessionQueries(t *testing.T) {
 	})
 	t.Run("CheckpointClaims", func(t *testing.T) {
 		got, err := s.CheckpointClaims(ctx, "", "")
-		if err != nil || !slices.Equal(got, []sqlstore.Claim{{Stream: qWS, Session: "s1", To: 5}}) {
-			t.Errorf("got %+v, %v", got, err)
-		}
+		assert.False(t, err != nil || !slices.Equal(got, []sqlstore.Claim{{Stream: qWS, Session: "s1", To: 5}}), "got %+v, %v", got, err)
 		if got, err := s.CheckpointClaims(ctx, qWS, "s2"); err != nil || len(got) != 0 {
 			t.Errorf("other session: got %+v, %v", got, err)
 		}
@@ -246,28 +217,20 @@ func TestSessionQueries(t *testing.T) {
 			seqs = append(seqs, ev.Seq)
 			return nil
 		})
-		if err != nil || !slices.Equal(seqs, []uint64{3, 4, 5, 8}) {
-			t.Errorf("got %v, %v; want the session's events in 3..9", seqs, err)
-		}
+		assert.False(t, err != nil || !slices.Equal(seqs, []uint64{3, 4, 5, 8}), "got %v, %v; want the session's events in 3..9", seqs, err)
 		stop := errors.New("stop")
 		n := 0
 		err = s.ScanSessionEvents(ctx, qWS, "s1", 1, 100, func(sqlstore.Event) error { n++; return stop })
-		if !errors.Is(err, stop) || n != 1 {
-			t.Errorf("got %v after %d events, want fn's error after 1", err, n)
-		}
+		assert.False(t, !errors.Is(err, stop) || n != 1, "got %v after %d events, want fn's error after 1", err, n)
 	})
 	t.Run("SessionLastTimes", func(t *testing.T) {
 		got, err := s.SessionLastTimes(ctx)
 		slices.Sort(got)
-		if err != nil || !slices.Equal(got, []string{evs[9].Time, evs[10].Time}) {
-			t.Errorf("got %v, %v", got, err)
-		}
+		assert.False(t, err != nil || !slices.Equal(got, []string{evs[9].Time, evs[10].Time}), "got %v, %v", got, err)
 	})
 	t.Run("Sessions", func(t *testing.T) {
 		got, err := s.Sessions(ctx)
-		if err != nil || len(got) != 2 || got[0].Session != "s1" || got[0].UserTurns != 2 || got[0].Events != 6 || got[0].StartedAt != evs[1].Time {
-			t.Errorf("got %+v, %v", got, err)
-		}
+		assert.False(t, err != nil || len(got) != 2 || got[0].Session != "s1" || got[0].UserTurns != 2 || got[0].Events != 6 || got[0].StartedAt != evs[1].Time, "got %+v, %v", got, err)
 	})
 	t.Run("Scope", func(t *testing.T) {
 		if d, err := s.Reader().Scope(ctx, qWS); err != nil || d.Cwd != "/home/u/proj" || d.Seq != 1 || d.Time != evs[0].Time {
@@ -284,21 +247,15 @@ func TestSessionQueries(t *testing.T) {
 func TestFileRecord(t *testing.T) {
 	s, _ := queryFixture(t)
 	ctx := context.Background()
-	if err := s.QueueFiles(ctx, []string{"global", "day/2026-08-18", "global"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.QueueFiles(ctx, []string{"global", "day/2026-08-18", "global"}))
 	n, err := s.QueuedFiles(ctx)
-	if err != nil || n != 2 {
-		t.Fatalf("got %d queued, %v; want 2", n, err)
-	}
+	require.NoError(t, err, "got %d queued, %v; want 2", n, err)
+	require.EqualValues(t, 2, n, "got %d queued, %v; want 2", n, err)
 	q, err := s.Reader().FileQueue(ctx)
-	if err != nil || !slices.Equal(q, []sqlstore.QueuedGroup{{Key: "day/2026-08-18", Gen: 1}, {Key: "global", Gen: 2}}) {
-		t.Fatalf("got %+v, %v", q, err)
-	}
+	require.NoError(t, err, "got %+v, %v", q, err)
+	require.True(t, slices.Equal(q, []sqlstore.QueuedGroup{{Key: "day/2026-08-18", Gen: 1}, {Key: "global", Gen: 2}}), "got %+v, %v", q, err)
 	intents := []sqlstore.FileIntent{{Path: "global.md", SHA256: "aa"}, {Path: "knowledge/x.md", SHA256: "bb"}}
-	if err := s.RecordFileIntents(ctx, intents); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.RecordFileIntents(ctx, intents))
 	if rec, intent, err := s.FileHashes(ctx, "global.md"); err != nil || rec != "" || intent != "aa" {
 		t.Errorf("before the record: got %q %q %v", rec, intent, err)
 	}
@@ -307,23 +264,17 @@ func TestFileRecord(t *testing.T) {
 	}
 	w := sqlstore.FileWrite{Path: "global.md", SHA256: "aa", Bytes: 3, Stream: "global", Seq: 1, Positions: "{}",
 		Time: "2026-08-18T10:00:00Z", KeepText: true, Text: "abc"}
-	if err := s.RecordFiles(ctx, []sqlstore.FileWrite{w}, q[1:]); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.RecordFiles(ctx, []sqlstore.FileWrite{w}, q[1:]))
 	files, err := s.Reader().Files(ctx)
 	want := sqlstore.FileRow{Path: "global.md", SHA256: "aa", Bytes: 3, Stream: "global", Seq: 1, Positions: "{}", Time: w.Time, Text: "abc"}
-	if err != nil || len(files) != 1 || files[0] != want {
-		t.Errorf("got %+v, %v; want %+v", files, err, want)
-	}
+	assert.False(t, err != nil || len(files) != 1 || files[0] != want, "got %+v, %v; want %+v", files, err, want)
 	if left, err := s.FileIntents(ctx); err != nil || !slices.Equal(left, intents[1:]) {
 		t.Errorf("intents left: got %+v, %v", left, err)
 	}
 	if q, err := s.Reader().FileQueue(ctx); err != nil || len(q) != 1 || q[0].Key != "day/2026-08-18" {
 		t.Errorf("queue left: got %+v, %v", q, err)
 	}
-	if err := s.RecordFiles(ctx, []sqlstore.FileWrite{{Path: "global.md", Remove: true}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.RecordFiles(ctx, []sqlstore.FileWrite{{Path: "global.md", Remove: true}}, nil))
 	if paths, err := s.FilePaths(ctx); err != nil || len(paths) != 0 {
 		t.Errorf("removed: got %v, %v", paths, err)
 	}
@@ -342,26 +293,20 @@ func TestRestoreQueries(t *testing.T) {
 	}
 	p := projector.New(s)
 	p.Sparse = true
-	if err := p.Fold(ctx, []events.Envelope{
+	require.NoError(t, p.Fold(ctx, []events.Envelope{
 		ev(qWS, events.TypeCompactionSummary, "2026-08-19T09:00:00Z", map[string]any{"compactionId": "c1", "text": "one"}),
 		ev(qWS, events.TypeUserMessage, "2026-08-19T09:01:00Z", map[string]any{"text": "between"}),
 		ev(qWS, events.TypeSessionEnd, "2026-08-19T09:02:00+08:00", map[string]any{"summary": "done"}),
 		ev(qWS2, events.TypeCompactionSummary, "2026-08-19T23:00:00Z", map[string]any{"compactionId": "c2", "text": "two"}),
 		ev(qWS2, events.TypeCompactionSummary, "2026-08-20T00:00:00Z", map[string]any{"compactionId": "c3", "text": "next day"}),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	got, err := s.BlockSpans(ctx, "2026-08-19")
 	want := []sqlstore.BlockSpan{{Stream: qWS, From: 21, To: 23}, {Stream: qWS2, From: 21, To: 21}}
-	if err != nil || !slices.Equal(got, want) {
-		t.Errorf("got %+v, %v; want %+v", got, err, want)
-	}
+	assert.False(t, err != nil || !slices.Equal(got, want), "got %+v, %v; want %+v", got, err, want)
 	if days, err := s.BlockDays(ctx); err != nil || !slices.Equal(days, []string{"2026-08-19", "2026-08-20"}) {
 		t.Errorf("days: got %v, %v", days, err)
 	}
-	if err := s.SetCursor(ctx, qWS, 99); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.SetCursor(ctx, qWS, 99))
 	if c, err := s.Cursor(qWS); err != nil || c != 99 {
 		t.Errorf("got cursor %d, %v; want 99", c, err)
 	}
@@ -370,11 +315,7 @@ func TestRestoreQueries(t *testing.T) {
 func TestCheckpointAll(t *testing.T) {
 	s, _ := queryFixture(t)
 	ctx := context.Background()
-	if err := s.CheckpointAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.CheckpointAll(ctx))
 	st, err := s.Stats(ctx)
-	if err != nil || st.WALBytes != 0 || st.Events == 0 {
-		t.Errorf("got %+v, %v; want an empty WAL and the events in the file", st, err)
-	}
+	assert.False(t, err != nil || st.WALBytes != 0 || st.Events == 0, "got %+v, %v; want an empty WAL and the events in the file", st, err)
 }

@@ -10,6 +10,9 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func msg(stream string, seq uint64, typ, session string, data map[string]any) events.Envelope {
@@ -23,9 +26,7 @@ func msg(stream string, seq uint64, typ, session string, data map[string]any) ev
 func searchFixture(t *testing.T) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	evs := []events.Envelope{
 		msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "我们的记忆注入逻辑需要修复"}),
@@ -38,9 +39,7 @@ func searchFixture(t *testing.T) *sqlstore.Store {
 		evs = append(evs, msg("ws-b", i, events.TypeAssistantMessage, "s2", map[string]any{"text": fmt.Sprintf("无关的填充文本 number %d about the weather", i)}))
 	}
 	evs = append(evs, msg("ws-b", 201, events.TypeUserMessage, "s2", map[string]any{"text": "另一个工作区也谈到记忆"}))
-	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
 	return s
 }
 
@@ -52,12 +51,8 @@ func TestExistingIDs(t *testing.T) {
 		ids = append(ids, "dsh:none")
 	}
 	got, err := s.ExistingIDs(ctx, "ws-a", ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || !got["dsh:s1:1"] || !got["dsh:s1:3"] {
-		t.Errorf("got %v, want dsh:s1:1 and dsh:s1:3 (dsh:s2:5 is in another stream)", got)
-	}
+	require.NoError(t, err)
+	assert.False(t, len(got) != 2 || !got["dsh:s1:1"] || !got["dsh:s1:3"], "got %v, want dsh:s1:1 and dsh:s1:3 (dsh:s2:5 is in another stream)", got)
 	if got, err := s.ExistingIDs(ctx, "ws-a", nil); err != nil || len(got) != 0 {
 		t.Errorf("no ids: got %v, %v", got, err)
 	}
@@ -66,12 +61,8 @@ func TestExistingIDs(t *testing.T) {
 func TestStatsAndCursors(t *testing.T) {
 	s := searchFixture(t)
 	st, err := s.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Streams != 2 || st.Events != 206 || st.Episodes != 206 || st.Sessions != 2 || st.Entries != 0 || st.DBBytes <= 0 {
-		t.Errorf("got %+v", st)
-	}
+	require.NoError(t, err)
+	assert.False(t, st.Streams != 2 || st.Events != 206 || st.Episodes != 206 || st.Sessions != 2 || st.Entries != 0 || st.DBBytes <= 0, "got %+v", st)
 	if c, err := s.Cursor("ws-b"); err != nil || c != 201 {
 		t.Errorf("got cursor %d, %v; want 201", c, err)
 	}
@@ -79,9 +70,7 @@ func TestStatsAndCursors(t *testing.T) {
 		t.Errorf("got cursor %d, %v; want 0", c, err)
 	}
 	cur, err := s.Cursors()
-	if err != nil || len(cur) != 2 || cur["ws-a"] != 5 {
-		t.Errorf("got %v, %v", cur, err)
-	}
+	assert.False(t, err != nil || len(cur) != 2 || cur["ws-a"] != 5, "got %v, %v", cur, err)
 }
 
 // A migration that adds a projection resets the cursors, so the projector
@@ -89,31 +78,18 @@ func TestStatsAndCursors(t *testing.T) {
 func TestDownUpResetsCursors(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "index.db")
 	s, err := sqlstore.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := projector.New(s).Fold(context.Background(), []events.Envelope{
+	require.NoError(t, err)
+	require.NoError(t, projector.New(s).Fold(context.Background(), []events.Envelope{
 		msg("ws-a", 1, events.TypeMemoryRemember, "s", map[string]any{"content": "记住这个"}),
-	}); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	s.Close()
-	if err := sqlstore.MigrateDownTo(p, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateUp(p); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, sqlstore.MigrateDownTo(p, 1))
+	require.NoError(t, sqlstore.MigrateUp(p))
 	s, err = sqlstore.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	st, err := s.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := s.Cursor("ws-a"); c != 0 || st.Events != 0 || st.Entries != 0 {
-		t.Errorf("after down and up: cursor %d, %+v; want everything reset", c, st)
-	}
+	require.NoError(t, err)
+	c, _ := s.Cursor("ws-a")
+	assert.False(t, c != 0 || st.Events != 0 || st.Entries != 0, "after down and up: cursor %d, %+v; want everything reset", c, st)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestSchemaVersions: a read-only store tells an index an older build
@@ -11,27 +13,21 @@ import (
 func TestSchemaVersions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
 	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s.Close()
 	all := applied(t, path)
 	newest := all[len(all)-1]
 	check := func(wantCurrent int64) {
 		t.Helper()
 		ro, err := OpenReadOnly(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer ro.Close()
 		cur, latest, err := ro.SchemaVersions(context.Background())
-		if err != nil || cur != wantCurrent || latest != newest {
-			t.Fatalf("got %d, %d, %v; want %d, %d", cur, latest, err, wantCurrent, newest)
-		}
+		require.NoError(t, err, "got %d, %d, %v; want %d, %d", cur, latest, err, wantCurrent, newest)
+		require.Equal(t, wantCurrent, cur, "got %d, %d, %v; want %d, %d", cur, latest, err, wantCurrent, newest)
+		require.Equal(t, newest, latest, "got %d, %d, %v; want %d, %d", cur, latest, err, wantCurrent, newest)
 	}
 	check(newest)
-	if err := MigrateDownTo(path, newest-1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, MigrateDownTo(path, newest-1))
 	check(newest - 1)
 }

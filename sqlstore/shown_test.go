@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"dshmem/events"
 	"dshmem/migrations"
@@ -22,9 +24,7 @@ import (
 // projector's fold does.
 func TestShownBackfill(t *testing.T) {
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	seq := uint64(0)
 	event := func(stream, typ, session string, data map[string]any) events.Envelope {
@@ -40,61 +40,46 @@ func TestShownBackfill(t *testing.T) {
 		event("ws-a", events.TypeMemoryShown, "", map[string]any{"entries": []string{"m-4"}}), // no session: nothing
 		event("ws-a", events.TypeMemoryShown, "s1", map[string]any{"entries": "not a list"}),
 	}
-	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
 	rows := func(db *sql.DB) string {
 		t.Helper()
 		var out []string
 		r, err := db.Query(`SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY 1, 2, 3`)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer r.Close()
 		for r.Next() {
 			var a, b, c, e string
 			var n, seq int
-			if err := r.Scan(&a, &b, &c, &n, &seq, &e); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.Scan(&a, &b, &c, &n, &seq, &e))
 			out = append(out, fmt.Sprintf("%s %s %s %d %d %s", a, b, c, n, seq, e))
 		}
 		return strings.Join(out, "\n")
 	}
 	live, err := sql.Open("sqlite", s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer live.Close()
 	folded := rows(live)
-	if want := 3; strings.Count(folded, "\n")+1 != want {
-		t.Fatalf("folded rows:\n%s\nwant %d", folded, want)
-	}
+	want := 3
+	require.Equal(t, want, strings.Count(folded, "\n")+1, "folded rows:\n%s\nwant %d", folded, want)
 
 	// An index at version 3 holding the same events, then migrated to 4.
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer db.Close()
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx := context.Background()
 	if _, err := p.UpTo(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range evs {
-		if _, err := db.Exec(`INSERT INTO events (stream, seq, id, type, time, session, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			ev.Stream, ev.Seq, ev.ID, ev.Type, ev.Time, ev.Session, string(ev.Data)); err != nil {
-			t.Fatal(err)
-		}
+		_, err := db.Exec(`INSERT INTO events (stream, seq, id, type, time, session, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			ev.Stream, ev.Seq, ev.ID, ev.Type, ev.Time, ev.Session, string(ev.Data))
+		require.NoError(t, err)
 	}
 	if _, err := p.UpTo(ctx, 4); err != nil {
 		t.Fatal(err)
 	}
-	if got := rows(db); got != folded {
-		t.Errorf("backfilled:\n%s\nwant (folded):\n%s", got, folded)
-	}
+	got := rows(db)
+	assert.Equal(t, folded, got, "backfilled:\n%s\nwant (folded):\n%s", got, folded)
 }

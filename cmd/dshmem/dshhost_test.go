@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // buildDshmem builds this command into the test's temp dir and returns
@@ -12,9 +14,8 @@ import (
 func buildDshmem(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "dshmem")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %v\n%s", err, out)
 	return bin
 }
 

@@ -11,6 +11,9 @@ import (
 
 	"dshmem/observer"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // bigInput writes a JSONL file over the 8 MiB cap of one call: n events
@@ -33,9 +36,7 @@ func bigInput(t *testing.T, n, bad int) string {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "big.jsonl")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 	return path
 }
 
@@ -46,28 +47,20 @@ func bigInput(t *testing.T, n, bad int) string {
 func TestIngestLargerThanOneCall(t *testing.T) {
 	const n, bad = 36000, 30002 // bad is past the 30000th line, so past a blank one
 	path := bigInput(t, n, bad)
-	if st, _ := os.Stat(path); st.Size() <= observer.MaxIngestBytes {
-		t.Fatalf("input is %d bytes; the test needs more than %d", st.Size(), observer.MaxIngestBytes)
-	}
+	st, _ := os.Stat(path)
+	require.False(t, st.Size() <= observer.MaxIngestBytes, "input is %d bytes; the test needs more than %d", st.Size(), observer.MaxIngestBytes)
 	wantLine := bad + (bad-1)/5000 // the blank lines before it
 	check := func(t *testing.T, root string, code int, out, errs string, appended, dups int) {
 		t.Helper()
 		want := fmt.Sprintf(`{"appended":%d,"duplicates":%d,"rejected":1}`, appended, dups)
-		if code != 1 || strings.TrimSpace(out) != want {
-			t.Fatalf("exit %d, out %s, want %s; stderr %s", code, out, want, errs)
-		}
-		if !strings.Contains(errs, fmt.Sprintf("line %d:", wantLine)) || len(lineRE.FindAllString(errs, -1)) != 1 {
-			t.Errorf("stderr %q: want the one bad line named as line %d of the whole file", errs, wantLine)
-		}
+		require.EqualValues(t, 1, code, "exit %d, out %s, want %s; stderr %s", code, out, want, errs)
+		require.Equal(t, want, strings.TrimSpace(out), "exit %d, out %s, want %s; stderr %s", code, out, want, errs)
+		assert.False(t, !strings.Contains(errs, fmt.Sprintf("line %d:", wantLine)) || len(lineRE.FindAllString(errs, -1)) != 1, "stderr %q: want the one bad line named as line %d of the whole file", errs, wantLine)
 		eng, err := observer.Open(context.Background(), root, observer.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer eng.Close()
 		evs, err := eng.Store().Events(context.Background(), sqlstore.EventFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ids := map[string]bool{}
 		total, global := len(evs), 0
 		for _, e := range evs {
@@ -77,9 +70,7 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 			}
 		}
 		distinct := len(ids)
-		if total != n-1 || distinct != n-1 || global != 0 {
-			t.Errorf("index holds %d events (%d ids, %d in global); want %d, each once, none in global", total, distinct, global, n-1)
-		}
+		assert.False(t, total != n-1 || distinct != n-1 || global != 0, "index holds %d events (%d ids, %d in global); want %d, each once, none in global", total, distinct, global, n-1)
 	}
 	t.Run("Local", func(t *testing.T) {
 		root := t.TempDir()
@@ -92,10 +83,9 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 		root := t.TempDir()
 		srv := startInProcess(t, root)
 		code, out, errs := cli(t, "", "--root", root, "ingest", path)
-		if code != 1 || !strings.Contains(errs, fmt.Sprintf("line %d:", wantLine)) ||
-			strings.TrimSpace(out) != fmt.Sprintf(`{"appended":%d,"duplicates":0,"rejected":1}`, n-1) {
-			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
-		}
+		require.EqualValues(t, 1, code, "exit %d, out %s, stderr %s", code, out, errs)
+		require.Contains(t, errs, fmt.Sprintf("line %d:", wantLine), "exit %d, out %s, stderr %s", code, out, errs)
+		require.Equal(t, fmt.Sprintf(`{"appended":%d,"duplicates":0,"rejected":1}`, n-1), strings.TrimSpace(out), "exit %d, out %s, stderr %s", code, out, errs)
 		_ = srv
 	})
 }
@@ -110,9 +100,7 @@ func TestSplitCalls(t *testing.T) {
 		calls = append(calls, c)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, c := range calls {
 		var parts []string
@@ -124,10 +112,7 @@ func TestSplitCalls(t *testing.T) {
 	// 40 bytes a call: lines 1 and 3 share one; the long line, cut to
 	// MaxEventBytes+1 so that Validate names the limit, goes alone.
 	want := []string{"1:10,3:10", fmt.Sprintf("4:%d", observer.MaxEventBytes+1), "5:10"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("got calls %v, want %v", got, want)
-	}
-	if last := calls[len(calls)-1].Read; last != int64(len(in)) {
-		t.Errorf("got %d bytes read, want %d", last, len(in))
-	}
+	assert.Equal(t, strings.Join(want, " "), strings.Join(got, " "), "got calls %v, want %v", got, want)
+	last := calls[len(calls)-1].Read
+	assert.Equal(t, int64(len(in)), last, "got %d bytes read, want %d", last, len(in))
 }

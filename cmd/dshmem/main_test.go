@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 	"testing"
 
 	"dshmem/observer"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // cli runs dshmem in-process and returns its exit code and output.
@@ -32,18 +34,14 @@ func TestIngest(t *testing.T) {
 	root := t.TempDir()
 	t.Run("OK", func(t *testing.T) {
 		code, out, errs := cli(t, goodLines, "--root", root, "ingest")
-		if code != 0 {
-			t.Fatalf("exit %d, stderr %s", code, errs)
-		}
-		if got, want := strings.TrimSpace(out), `{"appended":3,"duplicates":0,"rejected":0}`; got != want {
-			t.Fatalf("got %s, want %s", got, want)
-		}
+		require.EqualValues(t, 0, code, "exit %d, stderr %s", code, errs)
+		got, want := strings.TrimSpace(out), `{"appended":3,"duplicates":0,"rejected":0}`
+		require.Equal(t, want, got, "got %s, want %s", got, want)
 	})
 	t.Run("Duplicates", func(t *testing.T) {
 		code, out, _ := cli(t, goodLines, "--root", root, "ingest", "-")
-		if code != 0 || strings.TrimSpace(out) != `{"appended":0,"duplicates":3,"rejected":0}` {
-			t.Fatalf("exit %d, out %s", code, out)
-		}
+		require.EqualValues(t, 0, code, "exit %d, out %s", code, out)
+		require.EqualValues(t, `{"appended":0,"duplicates":3,"rejected":0}`, strings.TrimSpace(out), "exit %d, out %s", code, out)
 	})
 	t.Run("RejectedLinesNamed", func(t *testing.T) {
 		in := `{"id":"t:4","type":"user/message","time":"2026-08-18T10:00:03Z","session":"s1","data":{"text":"fine"}}
@@ -52,31 +50,23 @@ func TestIngest(t *testing.T) {
 not json at all
 `
 		code, out, errs := cli(t, in, "--root", root, "ingest")
-		if code != 1 {
-			t.Fatalf("exit %d, want 1", code)
-		}
-		if strings.TrimSpace(out) != `{"appended":1,"duplicates":0,"rejected":2}` {
-			t.Fatalf("got %s", out)
-		}
+		require.EqualValues(t, 1, code, "exit %d, want 1", code)
+		require.EqualValues(t, `{"appended":1,"duplicates":0,"rejected":2}`, strings.TrimSpace(out), "got %s", out)
 		for _, want := range []string{"line 3", `"time"`, "line 4"} {
-			if !strings.Contains(errs, want) {
-				t.Errorf("stderr lacks %q:\n%s", want, errs)
-			}
+			assert.Contains(t, errs, want, "stderr lacks %q:\n%s", want, errs)
 		}
 	})
 	t.Run("FromFile", func(t *testing.T) {
 		f := filepath.Join(t.TempDir(), "in.jsonl")
 		os.WriteFile(f, []byte(`{"id":"t:6","type":"user/message","time":"2026-08-18T10:00:04Z","data":{"text":"global one"}}`), 0o600)
 		code, out, errs := cli(t, "", "--root", root, "ingest", f)
-		if code != 0 || !strings.Contains(out, `"appended":1`) {
-			t.Fatalf("exit %d out %s err %s", code, out, errs)
-		}
+		require.EqualValues(t, 0, code, "exit %d out %s err %s", code, out, errs)
+		require.Contains(t, out, `"appended":1`, "exit %d out %s err %s", code, out, errs)
 	})
 	t.Run("MissingFile", func(t *testing.T) {
 		code, _, errs := cli(t, "", "--root", root, "ingest", "/nonexistent/x.jsonl")
-		if code != 1 || !strings.Contains(errs, "/nonexistent/x.jsonl") {
-			t.Fatalf("exit %d, stderr %s", code, errs)
-		}
+		require.EqualValues(t, 1, code, "exit %d, stderr %s", code, errs)
+		require.Contains(t, errs, "/nonexistent/x.jsonl", "exit %d, stderr %s", code, errs)
 	})
 }
 
@@ -87,20 +77,15 @@ func TestSearchJSON(t *testing.T) {
 	}
 	for _, q := range []string{"记忆", "config"} {
 		code, out, errs := cli(t, "", "--root", root, "search", "--json", q)
-		if code != 0 {
-			t.Fatalf("search %q: exit %d: %s", q, code, errs)
-		}
+		require.EqualValues(t, 0, code, "search %q: exit %d: %s", q, code, errs)
 		var hits []map[string]any
 		if err := json.Unmarshal([]byte(out), &hits); err != nil {
 			t.Fatalf("search %q: %v\n%s", q, err, out)
 		}
-		if len(hits) == 0 {
-			t.Fatalf("search %q: no hits", q)
-		}
+		require.NotEqualValues(t, 0, len(hits), "search %q: no hits", q)
 		for _, k := range []string{"eventId", "stream", "seq", "type", "session", "time", "text", "score"} {
-			if _, ok := hits[0][k]; !ok {
-				t.Errorf("search %q: hit lacks %q: %v", q, k, hits[0])
-			}
+			_, ok := hits[0][k]
+			assert.True(t, ok, "search %q: hit lacks %q: %v", q, k, hits[0])
 		}
 		if hits[0]["eventId"] != "t:2" && q == "记忆" {
 			t.Errorf("search 记忆: got %v, want t:2", hits[0]["eventId"])
@@ -108,19 +93,16 @@ func TestSearchJSON(t *testing.T) {
 	}
 	t.Run("StreamFilter", func(t *testing.T) {
 		code, out, _ := cli(t, "", "--root", root, "search", "--json", "--cwd", "/elsewhere", "记忆")
-		if code != 0 || strings.TrimSpace(out) != "[]" {
-			t.Fatalf("exit %d, got %s, want []", code, out)
-		}
+		require.EqualValues(t, 0, code, "exit %d, got %s, want []", code, out)
+		require.EqualValues(t, "[]", strings.TrimSpace(out), "exit %d, got %s, want []", code, out)
 		code, out, _ = cli(t, "", "--root", root, "search", "--json", "--cwd", "/home/u/proj/", "记忆")
-		if code != 0 || !strings.Contains(out, "t:2") {
-			t.Fatalf("exit %d, got %s", code, out)
-		}
+		require.EqualValues(t, 0, code, "exit %d, got %s", code, out)
+		require.Contains(t, out, "t:2", "exit %d, got %s", code, out)
 	})
 	t.Run("BadStream", func(t *testing.T) {
 		code, _, errs := cli(t, "", "--root", root, "search", "--stream", "nope", "x")
-		if code != 2 || !strings.Contains(errs, "nope") {
-			t.Fatalf("exit %d, %s", code, errs)
-		}
+		require.EqualValues(t, 2, code, "exit %d, %s", code, errs)
+		require.Contains(t, errs, "nope", "exit %d, %s", code, errs)
 	})
 }
 
@@ -128,72 +110,60 @@ func TestSQLReadOnly(t *testing.T) {
 	root := t.TempDir()
 	cli(t, goodLines, "--root", root, "ingest")
 	code, out, errs := cli(t, "", "--root", root, "sql", "--json", "SELECT count(*) AS n FROM events")
-	if code != 0 || !strings.Contains(out, `"n": 3`) {
-		t.Fatalf("exit %d out %s err %s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "exit %d out %s err %s", code, out, errs)
+	require.Contains(t, out, `"n": 3`, "exit %d out %s err %s", code, out, errs)
 	for _, q := range []string{"DELETE FROM events", "INSERT INTO cursors(stream, seq) VALUES ('x', 1)", "DROP TABLE events", "UPDATE events SET type='x'"} {
 		code, _, errs := cli(t, "", "--root", root, "sql", q)
-		if code == 0 || !strings.Contains(errs, "read-only") {
-			t.Errorf("%s: exit %d, stderr %q; want a read-only refusal", q, code, errs)
-		}
+		assert.False(t, code == 0 || !strings.Contains(errs, "read-only"), "%s: exit %d, stderr %q; want a read-only refusal", q, code, errs)
 	}
 	code, out, _ = cli(t, "", "--root", root, "sql", "SELECT count(*) AS n FROM events")
-	if code != 0 || !strings.Contains(out, "3") {
-		t.Fatalf("events changed after refused writes: %s", out)
-	}
+	require.EqualValues(t, 0, code, "events changed after refused writes: %s", out)
+	require.Contains(t, out, "3", "events changed after refused writes: %s", out)
 }
 
 func TestSecondWriterNamesHolder(t *testing.T) {
 	root := t.TempDir()
 	release, err := observer.LockRoot(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer release()
 	code, _, errs := cli(t, goodLines, "--root", root, "ingest")
-	if code != 1 || !strings.Contains(errs, "process "+strconv.Itoa(os.Getpid())) {
-		t.Fatalf("exit %d, stderr %q: want the holder's pid", code, errs)
-	}
+	require.EqualValues(t, 1, code, "exit %d, stderr %q: want the holder's pid", code, errs)
+	require.Contains(t, errs, "process "+strconv.Itoa(os.Getpid()), "exit %d, stderr %q: want the holder's pid", code, errs)
 }
 
 func TestVerifyAndStats(t *testing.T) {
 	root := t.TempDir()
 	cli(t, goodLines, "--root", root, "ingest")
 	code, out, errs := cli(t, "", "--root", root, "verify")
-	if code != 0 || strings.TrimSpace(out) != "ok: 1 stream(s), 1 segment(s), 3 event(s) verified" {
-		t.Fatalf("exit %d out %s err %s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "exit %d out %s err %s", code, out, errs)
+	require.EqualValues(t, "ok: 1 stream(s), 1 segment(s), 3 event(s) verified", strings.TrimSpace(out), "exit %d out %s err %s", code, out, errs)
 	code, out, _ = cli(t, "", "--root", root, "stats", "--json")
 	var st rootStats
-	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Events != 3 || len(st.Streams) != 1 || st.LogBytes == 0 {
-		t.Fatalf("exit %d stats %s", code, out)
-	}
+	require.EqualValues(t, 0, code, "exit %d stats %s", code, out)
+	require.Nil(t, json.Unmarshal([]byte(out), &st), "exit %d stats %s", code, out)
+	require.EqualValues(t, 3, st.Events, "exit %d stats %s", code, out)
+	require.Len(t, st.Streams, 1, "exit %d stats %s", code, out)
+	require.NotEqualValues(t, 0, st.LogBytes, "exit %d stats %s", code, out)
 	// Flip a byte in the middle of the segment: verify names it.
 	segs, _ := filepath.Glob(filepath.Join(root, "log", "*", "*.jsonl.zst"))
 	b, _ := os.ReadFile(segs[0])
 	b[len(b)-10] ^= 0xff
 	os.WriteFile(segs[0], b, 0o600)
 	code, out, _ = cli(t, "", "--root", root, "verify")
-	if code != 1 || !strings.Contains(out, filepath.Base(segs[0])) || !strings.Contains(out, "offset") {
-		t.Fatalf("exit %d out %s: want the segment and offset", code, out)
-	}
+	require.EqualValues(t, 1, code, "exit %d out %s: want the segment and offset", code, out)
+	require.Contains(t, out, filepath.Base(segs[0]), "exit %d out %s: want the segment and offset", code, out)
+	require.Contains(t, out, "offset", "exit %d out %s: want the segment and offset", code, out)
 }
 
 func TestHelpAndUsage(t *testing.T) {
 	for name := range commands {
 		code, out, _ := cli(t, "", name, "--help")
-		if code != 0 || !strings.Contains(out, "usage: dshmem") {
-			t.Errorf("%s --help: exit %d, %q", name, code, out)
-		}
+		assert.False(t, code != 0 || !strings.Contains(out, "usage: dshmem"), "%s --help: exit %d, %q", name, code, out)
 	}
 	code, _, errs := cli(t, "", "serach", "x")
-	if code != 2 || !strings.Contains(errs, `"search"`) {
-		t.Errorf("typo: exit %d, %q", code, errs)
-	}
+	assert.False(t, code != 2 || !strings.Contains(errs, `"search"`), "typo: exit %d, %q", code, errs)
 	code, _, errs = cli(t, "", "search", "--limit", "zero", "x")
-	if code != 2 || !strings.Contains(errs, "--help") {
-		t.Errorf("bad flag: exit %d, %q", code, errs)
-	}
+	assert.False(t, code != 2 || !strings.Contains(errs, "--help"), "bad flag: exit %d, %q", code, errs)
 }
 
 // TestDemo runs 'dshmem demo' as README's first command does: it exits
@@ -201,20 +171,13 @@ func TestHelpAndUsage(t *testing.T) {
 // themselves are observer/demo's tests).
 func TestDemo(t *testing.T) {
 	code, out, errs := cli(t, "", "demo")
-	if code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errs, out)
-	}
+	require.EqualValues(t, 0, code, "exit %d: %s\n%s", code, errs, out)
 	first, _, _ := strings.Cut(out, "\n")
 	root, ok := strings.CutPrefix(first, "dshmem demo — a fresh root at ")
-	if !ok {
-		t.Fatalf("first line %q does not name the root", first)
-	}
-	if !strings.HasSuffix(out, "Done; the temporary root was removed (run 'dshmem demo --keep' to explore it).\n") {
-		t.Errorf("demo output does not end by saying the root was removed:\n%s", out)
-	}
-	if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("stat %s after the demo: %v, want it gone", root, err)
-	}
+	require.True(t, ok, "first line %q does not name the root", first)
+	assert.True(t, strings.HasSuffix(out, "Done; the temporary root was removed (run 'dshmem demo --keep' to explore it).\n"), "demo output does not end by saying the root was removed:\n%s", out)
+	_, err := os.Stat(root)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "stat %s after the demo: %v, want it gone", root, err)
 }
 
 // TestMissingRootIsNotCreated: commands that read or change existing
@@ -229,12 +192,9 @@ func TestMissingRootIsNotCreated(t *testing.T) {
 		{"migrate", "status"}, {"migrate", "down-to", "0"},
 	} {
 		code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
-		if code != 1 || !strings.Contains(errs, "no memory root") {
-			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming the missing root", args, code, errs)
-		}
-		if _, err := os.Stat(root); err == nil {
-			t.Fatalf("%v created the root %s", args, root)
-		}
+		assert.False(t, code != 1 || !strings.Contains(errs, "no memory root"), "%v: exit %d, stderr %q; want exit 1 naming the missing root", args, code, errs)
+		_, err := os.Stat(root)
+		require.Error(t, err, "%v created the root %s", args, root)
 	}
 }
 
@@ -255,13 +215,10 @@ func TestUsageMistakes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := cli(t, "", append([]string{"--root", t.TempDir()}, tc.args...)...)
-			if code != 2 || out != "" {
-				t.Fatalf("exit %d, stdout %q; want exit 2 and nothing on stdout", code, out)
-			}
+			require.EqualValues(t, 2, code, "exit %d, stdout %q; want exit 2 and nothing on stdout", code, out)
+			require.EqualValues(t, "", out, "exit %d, stdout %q; want exit 2 and nothing on stdout", code, out)
 			for _, w := range tc.want {
-				if !strings.Contains(errs, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, errs)
-				}
+				assert.Contains(t, errs, w, "stderr lacks %q:\n%s", w, errs)
 			}
 		})
 	}
@@ -273,14 +230,10 @@ func TestHelpCommandEqualsFlag(t *testing.T) {
 	for _, name := range []string{"recall", "remember", "verify", "bench"} {
 		_, viaFlag, _ := cli(t, "", name, "--help")
 		code, viaHelp, _ := cli(t, "", "help", name)
-		if code != 0 || viaHelp != viaFlag {
-			t.Errorf("help %s: exit %d, got\n%s\nwant\n%s", name, code, viaHelp, viaFlag)
-		}
+		assert.False(t, code != 0 || viaHelp != viaFlag, "help %s: exit %d, got\n%s\nwant\n%s", name, code, viaHelp, viaFlag)
 	}
 	_, out, _ := cli(t, "", "remember", "--help")
-	if !strings.Contains(out, "importance 0–3 (default 1)") || strings.Contains(out, "default -1") {
-		t.Errorf("remember --help: --importance default not shown as 1:\n%s", out)
-	}
+	assert.False(t, !strings.Contains(out, "importance 0–3 (default 1)") || strings.Contains(out, "default -1"), "remember --help: --importance default not shown as 1:\n%s", out)
 }
 
 func TestMigrateStatus(t *testing.T) {
@@ -289,14 +242,15 @@ func TestMigrateStatus(t *testing.T) {
 		t.Fatal(errs)
 	}
 	code, out, errs := cli(t, "", "--root", root, "migrate", "status")
-	if code != 0 || !strings.Contains(out, "applied  00001_events.sql") || strings.Contains(out, "{") {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want one line per migration, e.g. \"1  applied  00001_events.sql\"", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "exit %d, stdout %q, stderr %q; want one line per migration, e.g. \"1  applied  00001_events.sql\"", code, out, errs)
+	require.Contains(t, out, "applied  00001_events.sql", "exit %d, stdout %q, stderr %q; want one line per migration, e.g. \"1  applied  00001_events.sql\"", code, out, errs)
+	require.NotContains(t, out, "{", "exit %d, stdout %q, stderr %q; want one line per migration, e.g. \"1  applied  00001_events.sql\"", code, out, errs)
 }
 
 func TestIngestMissingFileSaysWhatToPass(t *testing.T) {
 	code, _, errs := cli(t, "", "--root", t.TempDir(), "ingest", "/nonexistent/x.jsonl")
-	if code != 1 || !strings.Contains(errs, "no such file") || !strings.Contains(errs, "standard input") || strings.Contains(errs, "open input") {
-		t.Fatalf("exit %d, stderr %q", code, errs)
-	}
+	require.EqualValues(t, 1, code, "exit %d, stderr %q", code, errs)
+	require.Contains(t, errs, "no such file", "exit %d, stderr %q", code, errs)
+	require.Contains(t, errs, "standard input", "exit %d, stderr %q", code, errs)
+	require.NotContains(t, errs, "open input", "exit %d, stderr %q", code, errs)
 }

@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var entryIDRe = regexp.MustCompile(`^m-[0-9a-f]{16}$`)
@@ -13,9 +16,7 @@ var entryIDRe = regexp.MustCompile(`^m-[0-9a-f]{16}$`)
 func cliEntries(t *testing.T, root string, args ...string) []map[string]any {
 	t.Helper()
 	code, out, errs := cli(t, "", append([]string{"--root", root, "entries", "--json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("entries: exit %d: %s", code, errs)
-	}
+	require.EqualValues(t, 0, code, "entries: exit %d: %s", code, errs)
 	var es []map[string]any
 	if err := json.Unmarshal([]byte(out), &es); err != nil {
 		t.Fatalf("entries --json: %v\n%s", err, out)
@@ -28,26 +29,25 @@ func TestRememberForgetHistory(t *testing.T) {
 	code, out, errs := cli(t, "", "--root", root, "remember", "--cwd", "/home/u/proj", "--type", "decision",
 		"--tags", "db, infra", "--importance", "2", "Database: PostgreSQL 16")
 	id := strings.TrimSpace(out)
-	if code != 0 || !entryIDRe.MatchString(id) {
-		t.Fatalf("remember: exit %d, stdout %q, stderr %s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "remember: exit %d, stdout %q, stderr %s", code, out, errs)
+	require.True(t, entryIDRe.MatchString(id), "remember: exit %d, stdout %q, stderr %s", code, out, errs)
 	es := cliEntries(t, root)
-	if len(es) != 1 || es[0]["id"] != id || es[0]["type"] != "decision" || es[0]["status"] != "active" ||
-		es[0]["importance"] != 2.0 || es[0]["content"] != "Database: PostgreSQL 16" {
-		t.Fatalf("entries: got %v", es)
-	}
-	if tags, _ := json.Marshal(es[0]["tags"]); string(tags) != `["db","infra"]` {
-		t.Errorf("tags: got %s", tags)
-	}
+	require.Len(t, es, 1, "entries: got %v", es)
+	require.Equal(t, id, es[0]["id"], "entries: got %v", es)
+	require.EqualValues(t, "decision", es[0]["type"], "entries: got %v", es)
+	require.EqualValues(t, "active", es[0]["status"], "entries: got %v", es)
+	require.EqualValues(t, 2.0, es[0]["importance"], "entries: got %v", es)
+	require.EqualValues(t, "Database: PostgreSQL 16", es[0]["content"], "entries: got %v", es)
+	tags, _ := json.Marshal(es[0]["tags"])
+	assert.EqualValues(t, `["db","infra"]`, string(tags), "tags: got %s", tags)
 	if got := cliEntries(t, root, "--cwd", "/elsewhere"); len(got) != 0 {
 		t.Errorf("entries of another workspace: %v", got)
 	}
 
 	t.Run("Forget", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "forget", id, "--reason", "moved to CockroachDB")
-		if code != 0 || !strings.HasPrefix(out, id+"\n") {
-			t.Fatalf("forget: exit %d, %q, %s", code, out, errs)
-		}
+		require.EqualValues(t, 0, code, "forget: exit %d, %q, %s", code, out, errs)
+		require.True(t, strings.HasPrefix(out, id+"\n"), "forget: exit %d, %q, %s", code, out, errs)
 		if got := cliEntries(t, root, "--status", "active"); len(got) != 0 {
 			t.Errorf("active after forget: %v", got)
 		}
@@ -57,41 +57,27 @@ func TestRememberForgetHistory(t *testing.T) {
 	})
 	t.Run("History", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "history", id)
-		if code != 0 {
-			t.Fatalf("history: exit %d: %s", code, errs)
-		}
+		require.EqualValues(t, 0, code, "history: exit %d: %s", code, errs)
 		for _, want := range []string{"v1 ", "add", "memory/remember", "v2 ", "forget", "forgotten", "reason: moved to CockroachDB"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("history lacks %q:\n%s", want, out)
-			}
+			assert.Contains(t, out, want, "history lacks %q:\n%s", want, out)
 		}
 		code, out, _ = cli(t, "", "--root", root, "history", "--json", id)
 		var vs []map[string]any
-		if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs) != 2 || vs[1]["op"] != "forget" || vs[1]["eventType"] != "memory/forget" {
-			t.Errorf("history --json: exit %d, %s", code, out)
-		}
+		assert.False(t, code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs) != 2 || vs[1]["op"] != "forget" || vs[1]["eventType"] != "memory/forget", "history --json: exit %d, %s", code, out)
 	})
 	t.Run("ErrAlreadyForgotten", func(t *testing.T) {
 		code, _, errs := cli(t, "", "--root", root, "forget", id)
-		if code != 1 || !strings.Contains(errs, "already forgotten") {
-			t.Errorf("exit %d, stderr %q", code, errs)
-		}
+		assert.False(t, code != 1 || !strings.Contains(errs, "already forgotten"), "exit %d, stderr %q", code, errs)
 	})
 	t.Run("ErrUnknownID", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "forget", "m-0123456789abcdef")
-		if code != 1 || out != "" || !strings.Contains(errs, "no entry m-0123456789abcdef") || !strings.Contains(errs, "dshmem entries") {
-			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
-		}
+		assert.False(t, code != 1 || out != "" || !strings.Contains(errs, "no entry m-0123456789abcdef") || !strings.Contains(errs, "dshmem entries"), "exit %d, stdout %q, stderr %q", code, out, errs)
 		code, _, errs = cli(t, "", "--root", root, "history", "m-0123456789abcdef")
-		if code != 1 || !strings.Contains(errs, "no entry m-0123456789abcdef") {
-			t.Errorf("history: exit %d, stderr %q", code, errs)
-		}
+		assert.False(t, code != 1 || !strings.Contains(errs, "no entry m-0123456789abcdef"), "history: exit %d, stderr %q", code, errs)
 	})
 	t.Run("ErrOnlySecret", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "remember", "--global", "sk-proj-8fK2mQ9xLr4TzW1vB7nC3dE5gH6jP0sA")
-		if code != 1 || out != "" || !strings.Contains(errs, "nothing stored: content is nothing but a credential") {
-			t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
-		}
+		assert.False(t, code != 1 || out != "" || !strings.Contains(errs, "nothing stored: content is nothing but a credential"), "exit %d, stdout %q, stderr %q", code, out, errs)
 	})
 	t.Run("ErrBadFlags", func(t *testing.T) {
 		for _, args := range [][]string{
@@ -103,9 +89,8 @@ func TestRememberForgetHistory(t *testing.T) {
 			{"entries", "--status", "gone"},
 			{"checkpoint", "--distiller", "magic"},
 		} {
-			if code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...); code != 2 {
-				t.Errorf("%v: exit %d, want 2: %s", args, code, errs)
-			}
+			code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
+			assert.EqualValues(t, 2, code, "%v: exit %d, want 2: %s", args, code, errs)
 		}
 	})
 }
@@ -120,26 +105,21 @@ func TestCheckpointCommand(t *testing.T) {
 		t.Fatal(errs)
 	}
 	code, out, errs := cli(t, "", "--root", root, "checkpoint", "--force", "--distiller", "rules")
-	if code != 0 || !strings.Contains(out, "s1 (ws-") || !strings.Contains(out, "1 op committed as ck-") ||
-		!strings.Contains(out, "add ") || !strings.Contains(out, "The staging DB is on port 5433") {
-		t.Fatalf("checkpoint: exit %d\n%s\n%s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "checkpoint: exit %d\n%s\n%s", code, out, errs)
+	require.Contains(t, out, "s1 (ws-", "checkpoint: exit %d\n%s\n%s", code, out, errs)
+	require.Contains(t, out, "1 op committed as ck-", "checkpoint: exit %d\n%s\n%s", code, out, errs)
+	require.Contains(t, out, "add ", "checkpoint: exit %d\n%s\n%s", code, out, errs)
+	require.Contains(t, out, "The staging DB is on port 5433", "checkpoint: exit %d\n%s\n%s", code, out, errs)
 	code, out, _ = cli(t, "", "--root", root, "checkpoint")
-	if code != 0 || strings.TrimSpace(out) != "nothing pending" {
-		t.Errorf("second checkpoint: exit %d, %q", code, out)
-	}
+	assert.False(t, code != 0 || strings.TrimSpace(out) != "nothing pending", "second checkpoint: exit %d, %q", code, out)
 	es := cliEntries(t, root, "--status", "active")
-	if len(es) != 1 || es[0]["title"] != "The staging DB is on port 5433" {
-		t.Errorf("entries: %v", es)
-	}
+	assert.False(t, len(es) != 1 || es[0]["title"] != "The staging DB is on port 5433", "entries: %v", es)
 
 	t.Run("ErrNoAPIKey", func(t *testing.T) {
 		t.Setenv("DEEPSEEK_API_KEY", "")
 		t.Setenv("DSHMEM_LLM_API_KEY", "")
 		t.Setenv("DSHMEM_DISTILLER", "openai")
 		code, _, errs := cli(t, "", "--root", root, "checkpoint", "--force")
-		if code != 1 || !strings.Contains(errs, "DEEPSEEK_API_KEY") {
-			t.Errorf("exit %d, stderr %q", code, errs)
-		}
+		assert.False(t, code != 1 || !strings.Contains(errs, "DEEPSEEK_API_KEY"), "exit %d, stderr %q", code, errs)
 	})
 }

@@ -5,33 +5,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestModelCommand(t *testing.T) {
 	t.Run("NotInstalled", func(t *testing.T) {
 		t.Setenv("DSHMEM_MODELS", t.TempDir())
 		code, out, errs := cli(t, "", "model", "status")
-		if code != 0 || !strings.Contains(out, "not installed") {
-			t.Errorf("status: exit %d, %q %q; want 0 and not installed", code, out, errs)
-		}
+		assert.False(t, code != 0 || !strings.Contains(out, "not installed"), "status: exit %d, %q %q; want 0 and not installed", code, out, errs)
 	})
 	t.Run("ErrNotATarball", func(t *testing.T) {
 		t.Setenv("DSHMEM_MODELS", t.TempDir())
 		bad := filepath.Join(t.TempDir(), "x.tgz")
 		os.WriteFile(bad, []byte("not gzip"), 0o644)
 		code, _, errs := cli(t, "", "model", "install", "--from", bad)
-		if code == 0 || !strings.Contains(errs, "not a gzip tarball") {
-			t.Errorf("install --from junk: exit %d, %q; want an error naming the file", code, errs)
-		}
+		assert.False(t, code == 0 || !strings.Contains(errs, "not a gzip tarball"), "install --from junk: exit %d, %q; want an error naming the file", code, errs)
 	})
 	t.Run("FromInstalledFolder", func(t *testing.T) {
 		// Without an installed model this skips, except in CI (CI=true),
 		// where .ci/run installs it first and its absence is a failure.
 		_, src, _ := cli(t, "", "model", "status", "--json")
 		if !strings.Contains(src, `"installed":true`) {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("the model is needed in CI; status --json: %s", src)
-			}
+			require.NotEqualValues(t, "true", os.Getenv("CI"), "the model is needed in CI; status --json: %s", src)
 			t.Skipf("model not installed (`dshmem model install`); status --json: %s", src)
 		}
 		from := strings.Split(strings.Split(src, `"dir":"`)[1], `"`)[0]
@@ -45,9 +42,8 @@ func TestModelCommand(t *testing.T) {
 	})
 	t.Run("BadUsage", func(t *testing.T) {
 		for _, args := range [][]string{{"model"}, {"model", "frob"}, {"model", "status", "x"}} {
-			if code, _, _ := cli(t, "", args...); code != 2 {
-				t.Errorf("%v: exit %d, want 2", args, code)
-			}
+			code, _, _ := cli(t, "", args...)
+			assert.EqualValues(t, 2, code, "%v: exit %d, want 2", args, code)
 		}
 	})
 }

@@ -16,6 +16,9 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
 	"dshmem/sqlstore"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // aDayOfMemory is a day of compactions, two global memories and a
@@ -50,9 +53,7 @@ func rootFiles(t *testing.T, root string, skipIndex bool) map[string]string {
 		out[rel] = string(b)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return out
 }
 
@@ -60,9 +61,8 @@ func rootFiles(t *testing.T, root string, skipIndex bool) map[string]string {
 func sameFiles(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
 	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s created %s", what, p)
-		}
+		_, ok := want[p]
+		assert.True(t, ok, "%s created %s", what, p)
 	}
 	for p, w := range want {
 		if g, ok := got[p]; !ok {
@@ -96,12 +96,8 @@ func startServe(t *testing.T, bin, root string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch")
 	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	sc := bufio.NewScanner(stderr)
 	if !sc.Scan() || !strings.Contains(sc.Text(), "listening on") {
 		cmd.Process.Kill()
@@ -132,16 +128,12 @@ func startServe(t *testing.T, bin, root string) (stop func()) {
 	}
 	return func() {
 		t.Helper()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		waited := make(chan error, 1)
 		go func() { waited <- cmd.Wait() }()
 		select {
 		case err := <-waited:
-			if err != nil {
-				t.Fatalf("serve exit: %v, want 0", err)
-			}
+			require.NoError(t, err, "serve exit: %v, want 0", err)
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
 			t.Fatal("serve did not stop within 30 s of SIGTERM")
@@ -166,9 +158,7 @@ func TestReadsBesideServe(t *testing.T) {
 		}
 	}()
 	global, err := os.ReadFile(filepath.Join(root, "global.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	day, _ := os.ReadFile(filepath.Join(root, "sessions", "2026-08-18.md"))
 	before := rootFiles(t, root, false)
 	id := ""
@@ -196,9 +186,7 @@ func TestReadsBesideServe(t *testing.T) {
 		{[]string{"replay", "--out", filepath.Join(t.TempDir(), "rebuilt")}, func(out string) bool { return strings.HasPrefix(out, "rebuilt 11 events") }},
 	} {
 		code, out, errs := runBin(t, bin, append([]string{"--root", root}, c.args...)...)
-		if code != 0 || !c.check(out) {
-			t.Errorf("%v beside serve: exit %d\nstdout:\n%s\nstderr:\n%s", c.args, code, out, errs)
-		}
+		assert.False(t, code != 0 || !c.check(out), "%v beside serve: exit %d\nstdout:\n%s\nstderr:\n%s", c.args, code, out, errs)
 		if errs != "" && c.args[0] != "sql" { // sql counts its rows on stderr
 			t.Errorf("%v beside serve: stderr %q, want nothing (the index is in step with the log)", c.args, errs)
 		}
@@ -210,9 +198,8 @@ func TestReadsBesideServe(t *testing.T) {
 
 	// The server still holds the root and takes writes.
 	code, out, errs := runBin(t, bin, "--root", root, "remember", "--global", "Deploy on Fridays is fine.")
-	if code != 0 || !strings.Contains(errs, "sent to the server holding the root") {
-		t.Fatalf("remember after the reads: exit %d\n%s%s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "remember after the reads: exit %d\n%s%s", code, out, errs)
+	require.Contains(t, errs, "sent to the server holding the root", "remember after the reads: exit %d\n%s%s", code, out, errs)
 	stop()
 	stop = nil
 }
@@ -228,9 +215,7 @@ func tornRoot(t *testing.T) (root, seg string) {
 		t.Fatal(errs)
 	}
 	segs, _ := filepath.Glob(filepath.Join(root, "log", "global", "*.jsonl.zst"))
-	if len(segs) != 1 {
-		t.Fatalf("got segments %v, want one", segs)
-	}
+	require.Len(t, segs, 1, "got segments %v, want one", segs)
 	seg = segs[0]
 	whole, _ := os.ReadFile(seg)
 	other := t.TempDir()
@@ -240,12 +225,8 @@ func tornRoot(t *testing.T) (root, seg string) {
 		t.Fatal(errs)
 	}
 	longer, _ := os.ReadFile(filepath.Join(other, "log", "global", filepath.Base(seg)))
-	if len(longer) <= len(whole)+10 {
-		t.Fatal("the second ingest wrote no batch")
-	}
-	if err := os.WriteFile(seg, longer[:len(whole)+(len(longer)-len(whole))/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.False(t, len(longer) <= len(whole)+10, "the second ingest wrote no batch")
+	require.NoError(t, os.WriteFile(seg, longer[:len(whole)+(len(longer)-len(whole))/2], 0o644))
 	return root, seg
 }
 
@@ -265,9 +246,7 @@ func copyTree(t *testing.T, src, dst string) {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 // TestReadTornTail: the read commands on a root with a torn tail and no
@@ -287,12 +266,8 @@ func TestReadTornTail(t *testing.T) {
 		{[]string{"restore", "global.md"}, string(global)},
 	} {
 		code, out, errs := cli(t, "", append([]string{"--root", root}, c.args...)...)
-		if code != 0 || !strings.Contains(out, c.want) {
-			t.Errorf("%v: exit %d, stdout %q, want %q\nstderr: %s", c.args, code, out, c.want, errs)
-		}
-		if !strings.Contains(errs, seg+" ends in") || !strings.Contains(errs, "incomplete batch") {
-			t.Errorf("%v: stderr %q does not name the torn tail of %s", c.args, errs, seg)
-		}
+		assert.False(t, code != 0 || !strings.Contains(out, c.want), "%v: exit %d, stdout %q, want %q\nstderr: %s", c.args, code, out, c.want, errs)
+		assert.False(t, !strings.Contains(errs, seg+" ends in") || !strings.Contains(errs, "incomplete batch"), "%v: stderr %q does not name the torn tail of %s", c.args, errs, seg)
 	}
 	if code, out, errs := cli(t, "", "--root", root, "stats"); code != 0 || !strings.Contains(errs, "left by a crash") || !strings.Contains(errs, "dshmem repair") {
 		t.Errorf("stats: exit %d, stderr %q; want the tail told as a crash's, with what cuts it off\n%s", code, errs, out)
@@ -304,12 +279,10 @@ func TestReadTornTail(t *testing.T) {
 
 	// The writer's open cuts it off, keeping a .broken copy.
 	code, _, errs := cli(t, "", "--root", root, "ingest")
-	if code != 0 || !strings.Contains(errs, "repaired a torn tail") {
-		t.Fatalf("ingest: exit %d, stderr %q; want the repair told", code, errs)
-	}
-	if _, err := os.Stat(seg + ".broken"); err != nil {
-		t.Errorf("no .broken copy after the writer's repair: %v", err)
-	}
+	require.EqualValues(t, 0, code, "ingest: exit %d, stderr %q; want the repair told", code, errs)
+	require.Contains(t, errs, "repaired a torn tail", "ingest: exit %d, stderr %q; want the repair told", code, errs)
+	_, err := os.Stat(seg + ".broken")
+	assert.NoError(t, err, "no .broken copy after the writer's repair")
 }
 
 // TestReadsCreateNothing: on a root no process holds, the read commands
@@ -360,33 +333,21 @@ func TestReadsIndexBehind(t *testing.T) {
 	before := rootFiles(t, root, true)
 
 	code, out, errs := cli(t, "", "--root", root, "search", "--kind", "semantic", "Folded")
-	if code != 0 || !strings.Contains(out, "No memory entries match") || !strings.Contains(errs, "has not folded the last 1 event(s)") || !strings.Contains(errs, "no process holds the root") {
-		t.Errorf("search: exit %d\nstdout %s\nstderr %s", code, out, errs)
-	}
+	assert.False(t, code != 0 || !strings.Contains(out, "No memory entries match") || !strings.Contains(errs, "has not folded the last 1 event(s)") || !strings.Contains(errs, "no process holds the root"), "search: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	code, out, _ = cli(t, "", "--root", root, "stats", "--json")
-	if code != 0 || !strings.Contains(out, `"events": 12,`) || !strings.Contains(out, `"events": 3,
-      "indexed": 2,`) {
-		t.Errorf("stats: exit %d\n%s", code, out)
-	}
+	assert.False(t, code != 0 || !strings.Contains(out, `"events": 12,`) || !strings.Contains(out, `"events": 3,
+      "indexed": 2,`), "stats: exit %d\n%s", code, out)
 	code, out, errs = cli(t, "", "--root", root, "replay", "--verify")
-	if code != 1 || !strings.Contains(out, "index.db: behind the log: stream global is folded up to seq 2, the log ends at seq 3") {
-		t.Errorf("replay --verify: exit %d\nstdout %s\nstderr %s", code, out, errs)
-	}
+	assert.False(t, code != 1 || !strings.Contains(out, "index.db: behind the log: stream global is folded up to seq 2, the log ends at seq 3"), "replay --verify: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	sameFiles(t, "the read commands", rootFiles(t, root, true), before)
 
 	release, err := observer.LockRoot(root) // a writer that has not folded its last append yet
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer release()
 	code, out, errs = cli(t, "", "--root", root, "replay", "--verify")
-	if code != 0 || !strings.HasPrefix(out, "ok: ") || !strings.Contains(errs, "not compared: stream global") {
-		t.Errorf("replay --verify beside the writer: exit %d\nstdout %s\nstderr %s", code, out, errs)
-	}
+	assert.False(t, code != 0 || !strings.HasPrefix(out, "ok: ") || !strings.Contains(errs, "not compared: stream global"), "replay --verify beside the writer: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	code, _, errs = cli(t, "", "--root", root, "entries")
-	if code != 0 || !strings.Contains(errs, "folds them as it goes") {
-		t.Errorf("entries beside the writer: exit %d, stderr %s", code, errs)
-	}
+	assert.False(t, code != 0 || !strings.Contains(errs, "folds them as it goes"), "entries beside the writer: exit %d, stderr %s", code, errs)
 }
 
 // TestReadsWithoutIndex: a root whose index is gone is still read from
@@ -431,9 +392,7 @@ func TestReadsOlderIndex(t *testing.T) {
 	before := rootFiles(t, root, false)
 	for _, args := range [][]string{{"search", "pnpm"}, {"entries"}, {"sql", "SELECT 1"}, {"replay", "--verify"}} {
 		code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
-		if code != 1 || !strings.Contains(errs, "of an older dshmem") || !strings.Contains(errs, "migrate up") {
-			t.Errorf("%v: exit %d, stderr %q; want exit 1 saying what brings the index up to date", args, code, errs)
-		}
+		assert.False(t, code != 1 || !strings.Contains(errs, "of an older dshmem") || !strings.Contains(errs, "migrate up"), "%v: exit %d, stderr %q; want exit 1 saying what brings the index up to date", args, code, errs)
 	}
 	if code, out, errs := cli(t, "", "--root", root, "restore", "global.md"); code != 0 || out != string(global) {
 		t.Errorf("restore (from the log alone): exit %d\n%s%s", code, out, errs)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // memoryLines are memory/remember events in the workspace /home/u/proj
@@ -31,9 +34,7 @@ func TestRecallCommand(t *testing.T) {
 	recallJSON := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
 		code, out, errs := cli(t, "", append([]string{"--root", root, "recall", "--json", "--cwd", "/home/u/proj"}, args...)...)
-		if code != 0 {
-			t.Fatalf("recall %v: exit %d: %s", args, code, errs)
-		}
+		require.EqualValues(t, 0, code, "recall %v: exit %d: %s", args, code, errs)
 		var res map[string]any
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("recall %v: %v\n%s", args, err, out)
@@ -49,62 +50,44 @@ func TestRecallCommand(t *testing.T) {
 	}
 	t.Run("JSONShape", func(t *testing.T) {
 		its := items(recallJSON(t, "记忆注入"))
-		if len(its) == 0 {
-			t.Fatal("no items")
-		}
+		require.NotEqualValues(t, 0, len(its), "no items")
 		for _, k := range []string{"id", "kind", "scope", "title", "text", "score", "status", "flags"} {
-			if _, ok := its[0][k]; !ok {
-				t.Errorf("item lacks %q: %v", k, its[0])
-			}
+			_, ok := its[0][k]
+			assert.True(t, ok, "item lacks %q: %v", k, its[0])
 		}
-		if !strings.Contains(its[0]["text"].(string), "记忆注入") {
-			t.Errorf("got %v, want the entry about 记忆注入", its[0]["text"])
-		}
+		assert.Contains(t, its[0]["text"].(string), "记忆注入", "got %v, want the entry about 记忆注入", its[0]["text"])
 	})
 	t.Run("GlobalScopeToo", func(t *testing.T) {
-		if its := items(recallJSON(t, "English")); len(its) != 1 || its[0]["scope"] != "global" {
-			t.Errorf("got %v, want the global entry", its)
-		}
+		its := items(recallJSON(t, "English"))
+		assert.False(t, len(its) != 1 || its[0]["scope"] != "global", "got %v, want the global entry", its)
 	})
 	t.Run("OtherWorkspaceNotSearched", func(t *testing.T) {
 		code, out, _ := cli(t, "", "--root", root, "recall", "--json", "--cwd", "/elsewhere", "记忆注入")
-		if code != 0 || !strings.Contains(out, `"items": []`) || !strings.Contains(out, "guidance") {
-			t.Errorf("exit %d, got %s; want no items and guidance", code, out)
-		}
+		assert.False(t, code != 0 || !strings.Contains(out, `"items": []`) || !strings.Contains(out, "guidance"), "exit %d, got %s; want no items and guidance", code, out)
 	})
 	t.Run("SessionRotates", func(t *testing.T) {
 		a := items(recallJSON(t, "--limit", "1", "--session", "s9", "rotation probe"))
 		b := items(recallJSON(t, "--limit", "1", "--session", "s9", "rotation probe"))
-		if len(a) != 1 || len(b) != 1 || a[0]["id"] == b[0]["id"] {
-			t.Errorf("got %v then %v, want two different entries", a, b)
-		}
+		assert.False(t, len(a) != 1 || len(b) != 1 || a[0]["id"] == b[0]["id"], "got %v then %v, want two different entries", a, b)
 	})
 	t.Run("ExactID", func(t *testing.T) {
 		first := items(recallJSON(t, "release checklist"))
-		if len(first) == 0 {
-			t.Fatal("no items")
-		}
+		require.NotEqualValues(t, 0, len(first), "no items")
 		its := items(recallJSON(t, first[0]["id"].(string)))
-		if len(its) != 1 || its[0]["id"] != first[0]["id"] {
-			t.Errorf("got %v, want entry %v", its, first[0]["id"])
-		}
+		assert.False(t, len(its) != 1 || its[0]["id"] != first[0]["id"], "got %v, want entry %v", its, first[0]["id"])
 	})
 	t.Run("NoMatchGuidance", func(t *testing.T) {
 		code, out, _ := cli(t, "", "--root", root, "recall", "--cwd", "/home/u/proj", "xylophone")
-		if code != 0 || !strings.Contains(out, "xylophone") || !strings.Contains(out, "Try") {
-			t.Errorf("exit %d, got %s", code, out)
-		}
+		assert.False(t, code != 0 || !strings.Contains(out, "xylophone") || !strings.Contains(out, "Try"), "exit %d, got %s", code, out)
 	})
 	t.Run("SearchKinds", func(t *testing.T) {
 		for _, kind := range []string{"semantic", "all"} {
 			code, out, errs := cli(t, "", "--root", root, "search", "--json", "--kind", kind, "记忆注入")
-			if code != 0 {
-				t.Fatalf("--kind %s: exit %d: %s", kind, code, errs)
-			}
+			require.EqualValues(t, 0, code, "--kind %s: exit %d: %s", kind, code, errs)
 			var hits []map[string]any
-			if err := json.Unmarshal([]byte(out), &hits); err != nil || len(hits) == 0 {
-				t.Fatalf("--kind %s: %v, %s", kind, err, out)
-			}
+			err := json.Unmarshal([]byte(out), &hits)
+			require.NoError(t, err, "--kind %s: %v, %s", kind, err, out)
+			require.NotEqualValues(t, 0, len(hits), "--kind %s: %v, %s", kind, err, out)
 			kinds := map[any]bool{}
 			for _, h := range hits {
 				kinds[h["kind"]] = true
@@ -122,9 +105,8 @@ func TestRecallCommand(t *testing.T) {
 	})
 	t.Run("BadFlags", func(t *testing.T) {
 		for _, args := range [][]string{{"recall"}, {"recall", "--limit", "0", "x"}, {"recall", "--bytes", "0", "x"}, {"recall", "--timeout", "-1s", "x"}} {
-			if code, _, _ := cli(t, "", append([]string{"--root", root}, args...)...); code != 2 {
-				t.Errorf("%v: exit %d, want 2", args, code)
-			}
+			code, _, _ := cli(t, "", append([]string{"--root", root}, args...)...)
+			assert.EqualValues(t, 2, code, "%v: exit %d, want 2", args, code)
 		}
 	})
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"dshmem/replay"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // sevenCompactions is one day of a session with seven compaction summaries.
@@ -29,12 +32,9 @@ func TestIncident(t *testing.T) {
 	}
 	day := filepath.Join(root, "sessions", "2026-08-18.md")
 	orig, err := os.ReadFile(day)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(orig), "<!-- compaction:"); n != 7 {
-		t.Fatalf("got %d compaction blocks, want 7:\n%s", n, orig)
-	}
+	require.NoError(t, err)
+	n := strings.Count(string(orig), "<!-- compaction:")
+	require.EqualValues(t, 7, n, "got %d compaction blocks, want 7:\n%s", n, orig)
 	if code, out, errs := cli(t, "", "--root", root, "replay", "--verify"); code != 0 {
 		t.Fatalf("verify of an intact root: exit %d\n%s%s", code, out, errs)
 	}
@@ -43,31 +43,22 @@ func TestIncident(t *testing.T) {
 	os.WriteFile(day, []byte(strings.Join(lines[:16], "")), 0o644)
 
 	code, out, errs := cli(t, "", "--root", root, "replay", "--verify")
-	if code != 1 || !strings.Contains(out, "sessions/2026-08-18.md: differs") {
-		t.Fatalf("verify: exit %d, want 1 naming the file:\n%s%s", code, out, errs)
-	}
-	if strings.Count(out, "differs") != 1 {
-		t.Errorf("verify named more than the damaged file:\n%s", out)
-	}
+	require.EqualValues(t, 1, code, "verify: exit %d, want 1 naming the file:\n%s%s", code, out, errs)
+	require.Contains(t, out, "sessions/2026-08-18.md: differs", "verify: exit %d, want 1 naming the file:\n%s%s", code, out, errs)
+	assert.EqualValues(t, 1, strings.Count(out, "differs"), "verify named more than the damaged file:\n%s", out)
 	code, out, errs = cli(t, "", "--root", root, "restore", "sessions/2026-08-18.md")
-	if code != 0 || out != string(orig) {
-		t.Fatalf("restore to stdout: exit %d %s\ngot\n%s\nwant\n%s", code, errs, out, orig)
-	}
+	require.EqualValues(t, 0, code, "restore to stdout: exit %d %s\ngot\n%s\nwant\n%s", code, errs, out, orig)
+	require.Equal(t, string(orig), out, "restore to stdout: exit %d %s\ngot\n%s\nwant\n%s", code, errs, out, orig)
 	code, _, errs = cli(t, "", "--root", root, "restore", "sessions/2026-08-18.md", "--out", day)
-	if code != 0 {
-		t.Fatal(errs)
-	}
-	if got, _ := os.ReadFile(day); string(got) != string(orig) {
-		t.Fatalf("restore --out: got\n%s\nwant\n%s", got, orig)
-	}
+	require.EqualValues(t, 0, code, errs)
+	got, _ := os.ReadFile(day)
+	require.Equal(t, string(orig), string(got), "restore --out: got\n%s\nwant\n%s", got, orig)
 	if code, out, _ := cli(t, "", "--root", root, "replay", "--verify"); code != 0 {
 		t.Fatalf("verify after restore: exit %d\n%s", code, out)
 	}
 	// As of 12:30+08:00 only the first three checkpoints existed.
 	code, out, _ = cli(t, "", "--root", root, "restore", "sessions/2026-08-18.md", "--at", "2026-08-18T12:30:00+08:00")
-	if code != 0 || strings.Count(out, "<!-- compaction:") != 3 || !strings.Contains(out, "c-3") || strings.Contains(out, "c-4 ") {
-		t.Errorf("restore --at: exit %d\n%s", code, out)
-	}
+	assert.False(t, code != 0 || strings.Count(out, "<!-- compaction:") != 3 || !strings.Contains(out, "c-3") || strings.Contains(out, "c-4 "), "restore --at: exit %d\n%s", code, out)
 }
 
 // A hand edit synced into the log is in the replayed files, and the
@@ -84,22 +75,17 @@ func TestHandEditRoundTrip(t *testing.T) {
 	b, _ := os.ReadFile(g)
 	os.WriteFile(g, []byte(strings.Replace(string(b), "Use pnpm, not npm.\n", "Use pnpm, not npm, not yarn.\n", 1)), 0o644)
 	code, out, errs := cli(t, "", "--root", root, "sync")
-	if code != 0 || !strings.Contains(out, "captured") || !strings.Contains(out, "global.md (1 ops)") {
-		t.Fatalf("sync: exit %d\n%s%s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "sync: exit %d\n%s%s", code, out, errs)
+	require.Contains(t, out, "captured", "sync: exit %d\n%s%s", code, out, errs)
+	require.Contains(t, out, "global.md (1 ops)", "sync: exit %d\n%s%s", code, out, errs)
 	dir := filepath.Join(t.TempDir(), "replayed")
 	code, out, errs = cli(t, "", "--root", root, "replay", "--out", dir)
-	if code != 0 || !strings.Contains(out, "rebuilt") {
-		t.Fatalf("replay: exit %d\n%s%s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "replay: exit %d\n%s%s", code, out, errs)
+	require.Contains(t, out, "rebuilt", "replay: exit %d\n%s%s", code, out, errs)
 	rb, _ := os.ReadFile(filepath.Join(dir, "global.md"))
-	if !strings.Contains(string(rb), "not yarn") {
-		t.Errorf("the edit is not in the replayed global.md:\n%s", rb)
-	}
+	assert.Contains(t, string(rb), "not yarn", "the edit is not in the replayed global.md:\n%s", rb)
 	diffs, n, err := replay.CompareFiles(root, dir)
-	if err != nil || len(diffs) > 0 || n < 5 {
-		t.Errorf("live vs replay over %d files: %v %v", n, diffs, err)
-	}
+	assert.False(t, err != nil || len(diffs) > 0 || n < 5, "live vs replay over %d files: %v %v", n, diffs, err)
 	if code, out, _ := cli(t, "", "--root", root, "replay", "--verify"); code != 0 {
 		t.Errorf("verify: exit %d\n%s", code, out)
 	}
@@ -127,8 +113,6 @@ func TestRestorePaths(t *testing.T) {
 		{[]string{}, 2, "exactly one PATH"},
 	} {
 		code, out, errs := cli(t, "", append([]string{"--root", root, "restore"}, c.args...)...)
-		if code != c.code || !strings.Contains(errs, c.want) || out != "" {
-			t.Errorf("restore %v: exit %d, stderr %q, stdout %q; want exit %d saying %q", c.args, code, errs, out, c.code, c.want)
-		}
+		assert.False(t, code != c.code || !strings.Contains(errs, c.want) || out != "", "restore %v: exit %d, stderr %q, stdout %q; want exit %d saying %q", c.args, code, errs, out, c.code, c.want)
 	}
 }

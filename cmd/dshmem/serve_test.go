@@ -16,6 +16,9 @@ import (
 
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // startInProcess runs a server over root in this process and writes its
@@ -23,20 +26,12 @@ import (
 func startInProcess(t *testing.T, root string) *httpapi.Server {
 	t.Helper()
 	eng, err := observer.Open(context.Background(), root, observer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: l.Addr().String(), PID: os.Getpid(), Token: srv.Token()}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: l.Addr().String(), PID: os.Getpid(), Token: srv.Token()}))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	t.Cleanup(func() {
@@ -53,61 +48,52 @@ func TestWritesForwardedToServer(t *testing.T) {
 	startInProcess(t, root)
 	t.Run("Ingest", func(t *testing.T) {
 		code, out, errs := cli(t, goodLines+"{\"id\":\"bad\"}\n", "--root", root, "ingest")
-		if code != 1 || strings.TrimSpace(out) != `{"appended":3,"duplicates":0,"rejected":1}` || !strings.Contains(errs, "line 4") {
-			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
-		}
+		require.EqualValues(t, 1, code, "exit %d, out %s, stderr %s", code, out, errs)
+		require.EqualValues(t, `{"appended":3,"duplicates":0,"rejected":1}`, strings.TrimSpace(out), "exit %d, out %s, stderr %s", code, out, errs)
+		require.Contains(t, errs, "line 4", "exit %d, out %s, stderr %s", code, out, errs)
 	})
 	var id string
 	t.Run("Remember", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "remember", "--cwd", "/home/u/proj", "--type", "decision", "we deploy with blue green")
 		id = strings.TrimSpace(out)
-		if code != 0 || !strings.HasPrefix(id, "m-") {
-			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
-		}
-		if !strings.Contains(errs, "sent to the server holding the root") {
-			t.Errorf("stderr %q: want a note that the server made the change", errs)
-		}
+		require.EqualValues(t, 0, code, "exit %d, out %s, stderr %s", code, out, errs)
+		require.True(t, strings.HasPrefix(id, "m-"), "exit %d, out %s, stderr %s", code, out, errs)
+		assert.Contains(t, errs, "sent to the server holding the root", "stderr %q: want a note that the server made the change", errs)
 	})
 	t.Run("Forget", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "forget", id)
-		if code != 0 || !strings.Contains(out, "forgot") {
-			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
-		}
+		require.EqualValues(t, 0, code, "exit %d, out %s, stderr %s", code, out, errs)
+		require.Contains(t, out, "forgot", "exit %d, out %s, stderr %s", code, out, errs)
 		code, _, errs = cli(t, "", "--root", root, "forget", id)
-		if code != 1 || !strings.Contains(errs, "entry "+id+" is already forgotten (see 'dshmem history") {
-			t.Fatalf("forget twice: exit %d, stderr %s; want the same message as without a server", code, errs)
-		}
+		require.EqualValues(t, 1, code, "forget twice: exit %d, stderr %s; want the same message as without a server", code, errs)
+		require.Contains(t, errs, "entry "+id+" is already forgotten (see 'dshmem history", "forget twice: exit %d, stderr %s; want the same message as without a server", code, errs)
 		code, _, errs = cli(t, "", "--root", root, "forget", "m-0000000000000000")
-		if code != 1 || !strings.Contains(errs, "no entry") {
-			t.Fatalf("unknown id: exit %d, stderr %s", code, errs)
-		}
+		require.EqualValues(t, 1, code, "unknown id: exit %d, stderr %s", code, errs)
+		require.Contains(t, errs, "no entry", "unknown id: exit %d, stderr %s", code, errs)
 	})
 	t.Run("Checkpoint", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "checkpoint", "--force", "--json")
-		if code != 0 || !strings.Contains(out, `"session": "s1"`) {
-			t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
-		}
+		require.EqualValues(t, 0, code, "exit %d, out %s, stderr %s", code, out, errs)
+		require.Contains(t, out, `"session": "s1"`, "exit %d, out %s, stderr %s", code, out, errs)
 	})
 }
 
 func TestWriteWithoutServerFailsClearly(t *testing.T) {
 	root := t.TempDir()
 	release, err := observer.LockRoot(root) // a writer that is no server
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer release()
 	code, _, errs := cli(t, goodLines, "--root", root, "ingest")
-	if code != 1 || !strings.Contains(errs, "no running 'dshmem serve'") || !strings.Contains(errs, "one writer per root") {
-		t.Fatalf("exit %d, stderr %s", code, errs)
-	}
+	require.EqualValues(t, 1, code, "exit %d, stderr %s", code, errs)
+	require.Contains(t, errs, "no running 'dshmem serve'", "exit %d, stderr %s", code, errs)
+	require.Contains(t, errs, "one writer per root", "exit %d, stderr %s", code, errs)
 }
 
 func TestServeRefusesRemoteAddr(t *testing.T) {
 	code, _, errs := cli(t, "", "--root", t.TempDir(), "serve", "--addr", "0.0.0.0:0", "--no-watch")
-	if code != 2 || !strings.Contains(errs, "not loopback") || !strings.Contains(errs, "--allow-remote") {
-		t.Fatalf("exit %d, stderr %s", code, errs)
-	}
+	require.EqualValues(t, 2, code, "exit %d, stderr %s", code, errs)
+	require.Contains(t, errs, "not loopback", "exit %d, stderr %s", code, errs)
+	require.Contains(t, errs, "--allow-remote", "exit %d, stderr %s", code, errs)
 }
 
 // TestServeProcessSIGTERM runs `dshmem serve` as a real process, talks
@@ -123,9 +109,7 @@ func TestServeProcessSIGTERM(t *testing.T) {
 	root := t.TempDir()
 	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch")
 	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	sc := bufio.NewScanner(stderr)
 	if !sc.Scan() || !strings.Contains(sc.Text(), "listening on") {
 		cmd.Process.Kill()
@@ -140,31 +124,22 @@ func TestServeProcessSIGTERM(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("serve.json: %+v %v", info, err)
 	}
-	if fi, _ := os.Stat(filepath.Join(root, httpapi.ServeFile)); fi.Mode().Perm() != 0o600 {
-		t.Errorf("serve.json mode %v, want 0600", fi.Mode().Perm())
-	}
+	fi, _ := os.Stat(filepath.Join(root, httpapi.ServeFile))
+	assert.EqualValues(t, 0o600, fi.Mode().Perm(), "serve.json mode %v, want 0600", fi.Mode().Perm())
 	req, _ := http.NewRequest("POST", "http://"+info.Addr+"/v1/events", strings.NewReader(goodLines))
 	req.Header.Set("Authorization", "Bearer "+info.Token)
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var r httpapi.EventsResponse
 	json.NewDecoder(resp.Body).Decode(&r)
 	resp.Body.Close()
-	if r.Appended != 3 {
-		t.Fatalf("got %+v", r)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.EqualValues(t, 3, r.Appended, "got %+v", r)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	select {
 	case err := <-waited:
-		if err != nil {
-			t.Fatalf("exit: %v, want 0", err)
-		}
+		require.NoError(t, err, "exit: %v, want 0", err)
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("serve did not stop within 30s of SIGTERM")
@@ -174,9 +149,8 @@ func TestServeProcessSIGTERM(t *testing.T) {
 	}
 	// Everything acknowledged is in the log: a fresh open sees it.
 	code, out, errs := cli(t, goodLines, "--root", root, "ingest")
-	if code != 0 || strings.TrimSpace(out) != `{"appended":0,"duplicates":3,"rejected":0}` {
-		t.Fatalf("exit %d, out %s, stderr %s", code, out, errs)
-	}
+	require.EqualValues(t, 0, code, "exit %d, out %s, stderr %s", code, out, errs)
+	require.EqualValues(t, `{"appended":0,"duplicates":3,"rejected":0}`, strings.TrimSpace(out), "exit %d, out %s, stderr %s", code, out, errs)
 }
 
 // TestServeIdleExit runs `dshmem serve --idle-exit` as a real process:
@@ -191,29 +165,22 @@ func TestServeIdleExit(t *testing.T) {
 	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--idle-exit", "300ms")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	select {
 	case err := <-waited:
-		if err != nil {
-			t.Fatalf("exit: %v, want 0\n%s", err, stderr.String())
-		}
+		require.NoError(t, err, "exit: %v, want 0\n%s", err, stderr.String())
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("serve --idle-exit 300ms still runs after 30 s")
 	}
-	if !strings.Contains(stderr.String(), "idle for 300ms") || !strings.Contains(stderr.String(), "stopped") {
-		t.Errorf("stderr does not say why it stopped:\n%s", stderr.String())
-	}
+	assert.False(t, !strings.Contains(stderr.String(), "idle for 300ms") || !strings.Contains(stderr.String(), "stopped"), "stderr does not say why it stopped:\n%s", stderr.String())
 	if _, err := os.Stat(filepath.Join(root, httpapi.ServeFile)); !os.IsNotExist(err) {
 		t.Fatalf("serve.json left behind: %v", err)
 	}
-	if code, _, errs := cli(t, "", "--root", root, "serve", "--no-watch", "--idle-exit", "-1s"); code != 2 || !strings.Contains(errs, "negative") {
-		t.Errorf("--idle-exit -1s: exit %d, stderr %s", code, errs)
-	}
+	code, _, errs := cli(t, "", "--root", root, "serve", "--no-watch", "--idle-exit", "-1s")
+	assert.False(t, code != 2 || !strings.Contains(errs, "negative"), "--idle-exit -1s: exit %d, stderr %s", code, errs)
 }
 
 // TestServeTwoAtOnce starts two servers on one root at the same moment,
@@ -237,9 +204,7 @@ func TestServeTwoAtOnce(t *testing.T) {
 		cmds[i].Stderr = outs[i]
 	}
 	for _, c := range cmds {
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.Start())
 	}
 	res := make(chan result, 2)
 	for i, c := range cmds {
@@ -263,7 +228,6 @@ func TestServeTwoAtOnce(t *testing.T) {
 			t.Fatal("the servers did not end")
 		}
 	}
-	if served != 1 || refused != 1 {
-		t.Fatalf("%d served and %d refused, want one each", served, refused)
-	}
+	require.EqualValues(t, 1, served, "%d served and %d refused, want one each", served, refused)
+	require.EqualValues(t, 1, refused, "%d served and %d refused, want one each", served, refused)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"dshmem/events"
+
+	"github.com/stretchr/testify/require"
 )
 
 const testdata = "../../testdata"
@@ -27,9 +29,7 @@ type line struct {
 func readLines(t testing.TB, rel string) []line {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testdata, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []line
 	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		var x line
@@ -46,16 +46,13 @@ func readLines(t testing.TB, rel string) []line {
 func goldenEvents(t testing.TB) []events.Envelope {
 	t.Helper()
 	segs, err := filepath.Glob(filepath.Join(testdata, "segments", "log", "*", "*.jsonl.zst"))
-	if err != nil || len(segs) == 0 {
-		t.Fatalf("golden segments: %v, %v", segs, err)
-	}
+	require.NoError(t, err, "golden segments: %v, %v", segs, err)
+	require.NotEqualValues(t, 0, len(segs), "golden segments: %v, %v", segs, err)
 	sort.Strings(segs)
 	var out []events.Envelope
 	for _, p := range segs {
 		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		r := events.NewReader(bufio.NewReader(f))
 		for {
 			b, err := r.Next()

@@ -1,9 +1,7 @@
 package payload_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +9,9 @@ import (
 
 	"dshmem/events"
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDecodeEveryType decodes every event type of the vocabulary from
@@ -21,16 +22,13 @@ func TestDecodeEveryType(t *testing.T) {
 	t.Run("Vocabulary", func(t *testing.T) {
 		for _, typ := range events.Types {
 			p, ok := payload.New(typ)
-			if !ok || p.EventType() != typ {
-				t.Errorf("New(%q): got %T %v, want a payload of that type", typ, p, ok)
-			}
+			assert.False(t, !ok || p.EventType() != typ, "New(%q): got %T %v, want a payload of that type", typ, p, ok)
 		}
 		if _, ok := payload.New("memory/recall"); ok {
 			t.Error("New(memory/recall): got a payload, want none")
 		}
-		if _, err := payload.Decode("memory/recall", json.RawMessage(`{}`)); !errors.Is(err, payload.ErrUnknownType) {
-			t.Errorf("Decode(memory/recall): got %v, want ErrUnknownType", err)
-		}
+		_, err := payload.Decode("memory/recall", json.RawMessage(`{}`))
+		assert.ErrorIs(t, err, payload.ErrUnknownType, "Decode(memory/recall): got %v, want ErrUnknownType", err)
 	})
 	t.Run("V1", func(t *testing.T) {
 		seen := map[string]bool{}
@@ -40,40 +38,29 @@ func TestDecodeEveryType(t *testing.T) {
 				t.Errorf("%s (%s): %v", l.ID, l.Type, err)
 				continue
 			}
-			if p.EventType() != l.Type {
-				t.Errorf("%s: got a %T (%s), want %s", l.ID, p, p.EventType(), l.Type)
-			}
+			assert.Equal(t, l.Type, p.EventType(), "%s: got a %T (%s), want %s", l.ID, p, p.EventType(), l.Type)
 			seen[l.Type] = true
 			got, err := payload.Marshal(p)
-			if err != nil {
-				t.Fatalf("%s: Marshal: %v", l.ID, err)
-			}
+			require.NoError(t, err, "%s: Marshal", l.ID)
 			want := l.Data
 			if len(want) == 0 {
 				want = json.RawMessage(`{}`)
 			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s: Marshal(Decode(data)): got %s, want %s", l.ID, got, want)
-			}
+			assert.Equal(t, want, got, "%s: Marshal(Decode(data)): got %s, want %s", l.ID, got, want)
 		}
 		for _, typ := range events.Types {
-			if !seen[typ] {
-				t.Errorf("testdata/payload/v1.jsonl has no %s event", typ)
-			}
+			assert.True(t, seen[typ], "testdata/payload/v1.jsonl has no %s event", typ)
 		}
 	})
 	t.Run("Older", func(t *testing.T) {
 		for _, l := range readLines(t, "payload/older.jsonl") {
-			if _, err := payload.Decode(l.Type, l.Data); err != nil {
-				t.Errorf("%s (%s): %v", l.ID, l.Type, err)
-			}
+			_, err := payload.Decode(l.Type, l.Data)
+			assert.NoError(t, err, "%s (%s)", l.ID, l.Type)
 		}
 	})
 	t.Run("GoldenSegments", func(t *testing.T) {
 		evs := goldenEvents(t)
-		if len(evs) == 0 {
-			t.Fatal("no events in the golden segments")
-		}
+		require.NotEqualValues(t, 0, len(evs), "no events in the golden segments")
 		for _, e := range evs {
 			p, err := payload.Decode(e.Type, e.Data)
 			if err != nil {
@@ -82,13 +69,9 @@ func TestDecodeEveryType(t *testing.T) {
 			}
 			switch d := p.(type) {
 			case payload.UserMessage:
-				if d.Text == "" {
-					t.Errorf("%s seq %d: user/message without text", e.Stream, e.Seq)
-				}
+				assert.NotEqualValues(t, "", d.Text, "%s seq %d: user/message without text", e.Stream, e.Seq)
 			case payload.Remember:
-				if d.Content == "" || d.Importance == nil {
-					t.Errorf("%s seq %d: got %+v, want content and importance", e.Stream, e.Seq, d)
-				}
+				assert.False(t, d.Content == "" || d.Importance == nil, "%s seq %d: got %+v, want content and importance", e.Stream, e.Seq, d)
 			}
 		}
 	})
@@ -137,18 +120,14 @@ func TestUpcastOlderShapes(t *testing.T) {
 		"payload:older:12": payload.Shown{Entries: []string{"m-0000000000000000", "m-0000000000000000"}},
 	}
 	lines := readLines(t, "payload/older.jsonl")
-	if len(lines) != len(want) {
-		t.Fatalf("older.jsonl has %d lines, the test pins %d", len(lines), len(want))
-	}
+	require.Len(t, lines, len(want), "older.jsonl has %d lines, the test pins %d", len(lines), len(want))
 	for _, l := range lines {
 		got, err := payload.Decode(l.Type, l.Data)
 		if err != nil {
 			t.Errorf("%s: %v", l.ID, err)
 			continue
 		}
-		if !reflect.DeepEqual(got, want[l.ID]) {
-			t.Errorf("%s: got %s, want %s", l.ID, show(got), show(want[l.ID]))
-		}
+		assert.True(t, reflect.DeepEqual(got, want[l.ID]), "%s: got %s, want %s", l.ID, show(got), show(want[l.ID]))
 	}
 }
 
@@ -164,18 +143,15 @@ func TestUnmarshal(t *testing.T) {
 			for _, data := range []string{"", " ", "null"} {
 				p, err := payload.Decode(typ, json.RawMessage(data))
 				zero, _ := payload.New(typ)
-				if err != nil || !reflect.DeepEqual(p, reflect.ValueOf(zero).Elem().Interface()) {
-					t.Errorf("%s %q: got %+v, %v, want the zero payload", typ, data, p, err)
-				}
+				assert.False(t, err != nil || !reflect.DeepEqual(p, reflect.ValueOf(zero).Elem().Interface()), "%s %q: got %+v, %v, want the zero payload", typ, data, p, err)
 			}
 		}
 	})
 	t.Run("ErrNotAnObject", func(t *testing.T) {
 		for _, typ := range events.Types {
 			for _, data := range []string{`"text"`, `[1]`, `5`, `true`, `{"text":`} {
-				if _, err := payload.Decode(typ, json.RawMessage(data)); err == nil {
-					t.Errorf("%s %s: got no error", typ, data)
-				}
+				_, err := payload.Decode(typ, json.RawMessage(data))
+				assert.Error(t, err, "%s %s: got no error", typ, data)
 			}
 		}
 	})
@@ -195,15 +171,13 @@ func TestUnmarshal(t *testing.T) {
 			{events.TypeMemoryShown, `{"entries":"m-1"}`},
 			{events.TypeScopeRegister, `{"dir":1}`},
 		} {
-			if _, err := payload.Decode(c.typ, json.RawMessage(c.data)); err == nil {
-				t.Errorf("%s %s: got no error", c.typ, c.data)
-			}
+			_, err := payload.Decode(c.typ, json.RawMessage(c.data))
+			assert.Error(t, err, "%s %s: got no error", c.typ, c.data)
 		}
 		// What did decode is kept.
 		p, _ := payload.Decode(events.TypeUserMessage, json.RawMessage(`{"text":5,"messageId":"m1","injected":true}`))
-		if m := p.(payload.UserMessage); m.MessageID != "m1" || !m.Injected {
-			t.Errorf("got %+v, want messageId and injected kept", m)
-		}
+		m := p.(payload.UserMessage)
+		assert.False(t, m.MessageID != "m1" || !m.Injected, "got %+v, want messageId and injected kept", m)
 	})
 	t.Run("OKBestEffortField", func(t *testing.T) {
 		for _, c := range []struct{ typ, data string }{
@@ -222,39 +196,33 @@ func TestUnmarshal(t *testing.T) {
 			{events.TypeFileEdit, `{"path":1,"content":"c"}`},
 			{events.TypeScopeArchive, `{"why":"anything"}`},
 		} {
-			if _, err := payload.Decode(c.typ, json.RawMessage(c.data)); err != nil {
-				t.Errorf("%s %s: %v", c.typ, c.data, err)
-			}
+			_, err := payload.Decode(c.typ, json.RawMessage(c.data))
+			assert.NoError(t, err, "%s %s", c.typ, c.data)
 		}
 	})
 	t.Run("OpKeepsItsPlace", func(t *testing.T) {
 		p, err := payload.Decode(events.TypeMemoryOps, json.RawMessage(
 			`{"checkpoint":"ck","ops":[{"op":"add","content":"a"},{"op":5},null,"x",{"op":"forget","targetId":"m"}]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ops := p.(payload.Ops).Ops
 		names := make([]string, len(ops))
 		for i, o := range ops {
 			names[i] = o.Op
 		}
-		if got, want := strings.Join(names, ","), "add,,,,forget"; got != want {
-			t.Errorf("got ops %q, want %q", got, want)
-		}
+		got, want := strings.Join(names, ","), "add,,,,forget"
+		assert.Equal(t, want, got, "got ops %q, want %q", got, want)
 	})
 	t.Run("ErrNotAPointer", func(t *testing.T) {
-		if err := payload.Unmarshal([]byte(`{}`), payload.Forget{}); err == nil {
-			t.Error("Unmarshal into a value: got no error")
-		}
+		err := payload.Unmarshal([]byte(`{}`), payload.Forget{})
+		assert.Error(t, err, "Unmarshal into a value: got no error")
 	})
 }
 
 func TestMarshal(t *testing.T) {
 	t.Run("NoHTMLEscaping", func(t *testing.T) {
 		got, err := payload.Marshal(payload.UserMessage{Text: `a < b && "c" > d`})
-		if want := `{"text":"a < b && \"c\" > d","injected":false}`; err != nil || string(got) != want {
-			t.Errorf("got %s, %v, want %s", got, err, want)
-		}
+		want := `{"text":"a < b && \"c\" > d","injected":false}`
+		assert.False(t, err != nil || string(got) != want, "got %s, %v, want %s", got, err, want)
 	})
 	t.Run("AbsentAndEmpty", func(t *testing.T) {
 		got, _ := payload.Marshal(payload.Ops{Checkpoint: "sync-1", Distiller: "hand-edit", Ops: []payload.Op{
@@ -264,37 +232,22 @@ func TestMarshal(t *testing.T) {
 		want := `{"checkpoint":"sync-1","distiller":"hand-edit","ops":[` +
 			`{"op":"revise","targetId":"m-1","description":"","tags":[],"importance":0,"provenance":"hand-edit"},` +
 			`{"op":"add","content":"c"}]}`
-		if string(got) != want {
-			t.Errorf("got %s, want %s", got, want)
-		}
+		assert.Equal(t, want, string(got), "got %s, want %s", got, want)
 	})
 }
 
 func TestEntryModel(t *testing.T) {
-	if !slices.Equal(payload.EntryTypes, []string{"preference", "decision", "architecture", "rule", "fact", "fix", "procedure"}) {
-		t.Errorf("EntryTypes: got %v", payload.EntryTypes)
-	}
-	if !slices.Equal(payload.Statuses, []string{"active", "conflict", "superseded", "forgotten"}) {
-		t.Errorf("Statuses: got %v", payload.Statuses)
-	}
-	if !slices.Equal(payload.OpKinds, []string{"add", "revise", "supersede", "conflict", "forget"}) {
-		t.Errorf("OpKinds: got %v", payload.OpKinds)
-	}
-	if !payload.KnownEntryType(payload.DefaultEntryType) || payload.KnownEntryType("Fact") || payload.KnownEntryType("facts") {
-		t.Error("KnownEntryType: want exact matches only")
-	}
-	if !payload.KnownStatus("forgotten") || payload.KnownStatus("deleted") || !payload.KnownOp("supersede") || payload.KnownOp("resolve") {
-		t.Error("KnownStatus/KnownOp: wrong answers")
-	}
+	assert.True(t, slices.Equal(payload.EntryTypes, []string{"preference", "decision", "architecture", "rule", "fact", "fix", "procedure"}), "EntryTypes: got %v", payload.EntryTypes)
+	assert.True(t, slices.Equal(payload.Statuses, []string{"active", "conflict", "superseded", "forgotten"}), "Statuses: got %v", payload.Statuses)
+	assert.True(t, slices.Equal(payload.OpKinds, []string{"add", "revise", "supersede", "conflict", "forget"}), "OpKinds: got %v", payload.OpKinds)
+	assert.False(t, !payload.KnownEntryType(payload.DefaultEntryType) || payload.KnownEntryType("Fact") || payload.KnownEntryType("facts"), "KnownEntryType: want exact matches only")
+	assert.False(t, !payload.KnownStatus("forgotten") || payload.KnownStatus("deleted") || !payload.KnownOp("supersede") || payload.KnownOp("resolve"), "KnownStatus/KnownOp: wrong answers")
 	for _, c := range []struct {
 		in   float64
 		want int
 	}{{-1, 0}, {0, 0}, {0.8, 0}, {1, 1}, {2.5, 2}, {2.999, 2}, {3, 3}, {7, 3}, {1e300, 3}} {
-		if got := payload.ClampImportance(c.in); got != c.want {
-			t.Errorf("ClampImportance(%v): got %d, want %d", c.in, got, c.want)
-		}
+		got := payload.ClampImportance(c.in)
+		assert.Equal(t, c.want, got, "ClampImportance(%v): got %d, want %d", c.in, got, c.want)
 	}
-	if payload.ClampConfidence(-0.5) != 0 || payload.ClampConfidence(0.25) != 0.25 || payload.ClampConfidence(9) != 1 {
-		t.Error("ClampConfidence: wrong answers")
-	}
+	assert.False(t, payload.ClampConfidence(-0.5) != 0 || payload.ClampConfidence(0.25) != 0.25 || payload.ClampConfidence(9) != 1, "ClampConfidence: wrong answers")
 }

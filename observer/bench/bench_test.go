@@ -49,8 +49,7 @@ func TestSynthDeterministic(t *testing.T) {
 	for i := range 50 {
 		la, lb := a.Line(i, 300, 4), b.Line(i, 300, 4)
 		require.Equal(t, string(lb), string(la), "line %d differs between two Synths of one seed:\n%s\n%s", i, la, lb)
-		if _, lerr := observer.Validate(la, i+1); lerr != nil {
-			t.Fatalf("line %d: %v", i, lerr)
-		}
+		_, lerr := observer.Validate(la, i+1)
+		require.Nil(t, lerr, "line %d: %v", i, lerr)
 	}
 }

@@ -184,9 +184,8 @@ func TestMySQLToPostgreSQL(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, len(h) != 2 || h[0].Op != "add" || h[0].EventType != events.TypeMemoryOps || h[1].Op != "supersede" ||
 		h[1].Status != payload.StatusSuperseded || h[1].Checkpoint != res[0].Checkpoint || !strings.Contains(h[0].Content, "MySQL 8"), "history of the old entry: got %+v", h)
-	if p, _ := Scan(context.Background(), eng); len(p) != 0 {
-		t.Errorf("pending after checkpoints: %+v", p)
-	}
+	p, _ := Scan(context.Background(), eng)
+	assert.Len(t, p, 0, "pending after checkpoints: %+v", p)
 	ckCheckReplay(t, eng)
 }
 
@@ -267,9 +266,8 @@ func TestCorrectionWithoutMatchingQuotesIsAConflict(t *testing.T) {
 	require.Len(t, cs, 2, "got %+v, want both entries in one conflict group", cs)
 	require.NotEqualValues(t, "", cs[0].ConflictGroup, "got %+v, want both entries in one conflict group", cs)
 	require.Equal(t, cs[1].ConflictGroup, cs[0].ConflictGroup, "got %+v, want both entries in one conflict group", cs)
-	if got := ckEntries(t, eng, payload.StatusActive); len(got) != 0 {
-		t.Errorf("active entries: %+v", got)
-	}
+	got := ckEntries(t, eng, payload.StatusActive)
+	assert.Len(t, got, 0, "active entries: %+v", got)
 	ckCheckReplay(t, eng)
 }
 
@@ -331,9 +329,8 @@ func TestRestartResumesPendingWork(t *testing.T) {
 	require.EqualValues(t, 2, p[0].To, "pending after restart: %+v", p)
 	ckCheckpoint(t, eng, Request{Force: true})
 	ckCheckpoint(t, eng, Request{Force: true})
-	if got := ckOpsEvents(t, eng); len(got) != 1 || got[0] != observer.StreamForCwd("/p")+" 1-2 1" {
-		t.Errorf("memory/ops events: %q, want exactly one claiming 1-2 with one op", got)
-	}
+	got := ckOpsEvents(t, eng)
+	assert.False(t, len(got) != 1 || got[0] != observer.StreamForCwd("/p")+" 1-2 1", "memory/ops events: %q, want exactly one claiming 1-2 with one op", got)
 }
 
 func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
@@ -352,9 +349,8 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 		if got := ckEntries(t, eng, payload.StatusActive); len(got) != 0 {
 			t.Fatalf("attempt %d: entries written after a failure: %+v", i+1, got)
 		}
-		if p, _ := Scan(context.Background(), eng); len(p) != 1 {
-			t.Fatalf("attempt %d: the range is no longer pending: %+v", i+1, p)
-		}
+		p, _ := Scan(context.Background(), eng)
+		require.Len(t, p, 1, "attempt %d: the range is no longer pending: %+v", i+1, p)
 	}
 	res := ckCheckpoint(t, eng, Request{Distiller: fake})
 	require.Len(t, res, 1, "third attempt: got %+v", res)
@@ -411,9 +407,8 @@ func TestConcurrentCheckpointsCommitOnce(t *testing.T) {
 		}
 	}
 	assert.False(t, committed != 1 || dup != 1, "got %d committed and %d duplicate, want 1 and 1: %+v", committed, dup, results)
-	if got := ckOpsEvents(t, eng); len(got) != 1 {
-		t.Errorf("memory/ops events: %q, want one", got)
-	}
+	got := ckOpsEvents(t, eng)
+	assert.Len(t, got, 1, "memory/ops events: %q, want one", got)
 }
 
 func TestCheckpointLongSessionInRanges(t *testing.T) {
@@ -431,9 +426,8 @@ func TestCheckpointLongSessionInRanges(t *testing.T) {
 	require.Len(t, res, 2, "got %d results, want 2 ranges: %+v", len(res), res)
 	require.Equal(t, ReasonChars, res[0].Reason, "got %d results, want 2 ranges: %+v", len(res), res)
 	assert.False(t, res[0].From != 1 || res[0].To != 3 || res[1].From != 4 || res[1].To != 5, "ranges %d..%d and %d..%d, want 1..3 and 4..5", res[0].From, res[0].To, res[1].From, res[1].To)
-	if n := len(ckEntries(t, eng, payload.StatusActive)); n != 5 {
-		t.Errorf("got %d entries, want one per message (5)", n)
-	}
+	n := len(ckEntries(t, eng, payload.StatusActive))
+	assert.EqualValues(t, 5, n, "got %d entries, want one per message (5)", n)
 }
 
 func TestSubagentSessionInItsScope(t *testing.T) {
@@ -530,7 +524,6 @@ func TestRulesLearnNothingInjectedFromDSHFixtures(t *testing.T) {
 	control := enginetest.Open(t, t.TempDir())
 	enginetest.Ingest(t, control, ckDSHLines(t, true))
 	ckCheckpoint(t, control, Request{Force: true})
-	if n := len(ckEntries(t, control, payload.StatusActive)); n <= len(es) {
-		t.Errorf("control: injected text taken as the user's gives %d entries, no more than %d: the fixtures do not test injection", n, len(es))
-	}
+	n := len(ckEntries(t, control, payload.StatusActive))
+	assert.False(t, n <= len(es), "control: injected text taken as the user's gives %d entries, no more than %d: the fixtures do not test injection", n, len(es))
 }

@@ -78,9 +78,8 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 	for _, bad := range []string{"helm", "make check", "5433"} {
 		assert.NotContains(t, es[0].Title+es[0].Content, bad, "entry %s holds injected text %q", es[0].ID, bad)
 	}
-	if p, _ := Scan(ctx, eng); len(p) != 0 {
-		t.Errorf("pending after the checkpoint: %+v", p)
-	}
+	p, _ := Scan(ctx, eng)
+	assert.Len(t, p, 0, "pending after the checkpoint: %+v", p)
 
 	search := func(q string, include bool) []recall.Item {
 		t.Helper()
@@ -95,9 +94,8 @@ func TestInjectedNeverDistilledNorSearched(t *testing.T) {
 				assert.False(t, it.Injected, "search %q found injected %s: %q", q, it.EventID, it.Text)
 			}
 		}
-		if got := search("5433", false); len(got) != 0 {
-			t.Errorf("search 5433: got %d hits, want none (only injected text holds it)", len(got))
-		}
+		got := search("5433", false)
+		assert.Len(t, got, 0, "search 5433: got %d hits, want none (only injected text holds it)", len(got))
 	})
 	t.Run("IncludeInjected", func(t *testing.T) {
 		got := search("helm", true)

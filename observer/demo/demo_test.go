@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestRun(t *testing.T) {
@@ -29,14 +31,10 @@ func TestRun(t *testing.T) {
 		`"The shop database is MySQL 8 on db.internal"`,
 		`quoting "Correction: the shop database is not MySQL but PostgreSQL 16 now"`,
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "demo output lacks %q:\n%s", want, out)
 	}
 	// The superseded MySQL entry must not come back in the recall step.
 	recall := out[strings.Index(out, "Recall:"):]
 	recall = recall[:strings.Index(recall, "Verify the log")]
-	if strings.Contains(recall, "MySQL 8 on db.internal") || !strings.Contains(recall, "PostgreSQL 16") {
-		t.Errorf("recall step shows the superseded fact or misses the new one:\n%s", recall)
-	}
+	assert.False(t, strings.Contains(recall, "MySQL 8 on db.internal") || !strings.Contains(recall, "PostgreSQL 16"), "recall step shows the superseded fact or misses the new one:\n%s", recall)
 }

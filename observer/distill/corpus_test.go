@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 const secretsDir = "../../testdata/secrets"
@@ -21,9 +23,7 @@ func readCorpus(t *testing.T) []corpusCase {
 	var out []corpusCase
 	for _, line := range readLines(t, "corpus.jsonl") {
 		var c corpusCase
-		if err := json.Unmarshal([]byte(line), &c); err != nil {
-			t.Fatalf("corpus.jsonl: %v", err)
-		}
+		require.NoError(t, json.Unmarshal([]byte(line), &c), "corpus.jsonl")
 		out = append(out, c)
 	}
 	return out
@@ -33,9 +33,7 @@ func readCorpus(t *testing.T) []corpusCase {
 func readLines(t *testing.T, name string) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(secretsDir, name))
-	if err != nil {
-		t.Fatalf("open fixture: %v", err)
-	}
+	require.NoError(t, err, "open fixture")
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
@@ -47,8 +45,6 @@ func readLines(t *testing.T, name string) []string {
 		}
 		out = append(out, l)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("read fixture: %v", err)
-	}
+	require.NoError(t, sc.Err(), "read fixture")
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/require"
 )
 
 // user, assistant and injected build messages with event ids "e<seq>".
@@ -49,11 +51,7 @@ func request(related []Entry, msgs ...Message) Request {
 func distillRules(t *testing.T, req Request) []Op {
 	t.Helper()
 	res, err := NewRules().Distill(context.Background(), req)
-	if err != nil {
-		t.Fatalf("Distill: %v", err)
-	}
-	if res.Version != ResultVersion {
-		t.Fatalf("version: got %d, want %d", res.Version, ResultVersion)
-	}
+	require.NoError(t, err, "Distill")
+	require.Equal(t, ResultVersion, res.Version, "version: got %d, want %d", res.Version, ResultVersion)
 	return res.Operations
 }

@@ -8,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDice(t *testing.T) {
@@ -23,9 +26,8 @@ func TestDice(t *testing.T) {
 		{"", "x", 0},
 		{"记忆注入", "记忆", 2.0 * 1 / 4}, // 记忆 忆注 注入 vs 记忆
 	} {
-		if got := Dice(c.a, c.b); math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("Dice(%q, %q): got %v, want %v", c.a, c.b, got, c.want)
-		}
+		got := Dice(c.a, c.b)
+		assert.False(t, math.Abs(got-c.want) > 1e-9, "Dice(%q, %q): got %v, want %v", c.a, c.b, got, c.want)
 	}
 }
 
@@ -44,9 +46,8 @@ func TestTruncateRunes(t *testing.T) {
 		{"abc", -1, ""},
 		{"", 5, ""},
 	} {
-		if got := TruncateRunes(c.s, c.n); got != c.want {
-			t.Errorf("TruncateRunes(%q, %d): got %q, want %q", c.s, c.n, got, c.want)
-		}
+		got := TruncateRunes(c.s, c.n)
+		assert.Equal(t, c.want, got, "TruncateRunes(%q, %d): got %q, want %q", c.s, c.n, got, c.want)
 	}
 }
 
@@ -69,9 +70,8 @@ func TestCapInput(t *testing.T) {
 		{13, "2:记忆记忆 3:cc 4:dddd "}, // aaaa would make 14
 		{3, "4:ddd "},               // the newest alone is too long: its prefix
 	} {
-		if got := seqs(CapInput(msgs, c.max)); got != c.want {
-			t.Errorf("CapInput(max %d): got %q, want %q", c.max, got, c.want)
-		}
+		got := seqs(CapInput(msgs, c.max))
+		assert.Equal(t, c.want, got, "CapInput(max %d): got %q, want %q", c.max, got, c.want)
 	}
 	if got := CapInput(nil, 10); len(got) != 0 {
 		t.Errorf("CapInput(nil): got %v", got)
@@ -83,12 +83,9 @@ func TestCapInput(t *testing.T) {
 	}
 	huge := []Message{user(1, strings.Repeat("界", MaxInputChars+10))}
 	got := CapInput(huge, 0)
-	if n := utf8.RuneCountInString(got[0].Text); n != MaxInputChars || !utf8.ValidString(got[0].Text) {
-		t.Errorf("huge: got %d runes, want %d, valid UTF-8", n, MaxInputChars)
-	}
-	if huge[0].Text != strings.Repeat("界", MaxInputChars+10) {
-		t.Error("CapInput changed its input")
-	}
+	n := utf8.RuneCountInString(got[0].Text)
+	assert.False(t, n != MaxInputChars || !utf8.ValidString(got[0].Text), "huge: got %d runes, want %d, valid UTF-8", n, MaxInputChars)
+	assert.Equal(t, strings.Repeat("界", MaxInputChars+10), huge[0].Text, "CapInput changed its input")
 }
 
 func TestSelectRelated(t *testing.T) {
@@ -103,9 +100,7 @@ func TestSelectRelated(t *testing.T) {
 	}
 	// mysqlEntry shares most terms; gofmt comes from assistant text; npm only
 	// from injected text, which does not count; superseded never.
-	if strings.Join(ids, ",") != "m-db,m-fmt" {
-		t.Errorf("got %v, want [m-db m-fmt]", ids)
-	}
+	assert.EqualValues(t, "m-db,m-fmt", strings.Join(ids, ","), "got %v, want [m-db m-fmt]", ids)
 
 	t.Run("CountCap", func(t *testing.T) {
 		var many []Entry
@@ -113,12 +108,8 @@ func TestSelectRelated(t *testing.T) {
 			many = append(many, Entry{ID: fmt.Sprintf("e%02d", i), Title: "MySQL note", Importance: i % 4, Status: payload.StatusActive})
 		}
 		got := SelectRelated(msgs, many)
-		if len(got) != MaxRelated {
-			t.Fatalf("got %d, want %d", len(got), MaxRelated)
-		}
-		if got[0].Importance != 3 || got[0].ID != "e03" {
-			t.Errorf("got first %s (importance %d), want e03: ties go to importance, then input order", got[0].ID, got[0].Importance)
-		}
+		require.Len(t, got, MaxRelated, "got %d, want %d", len(got), MaxRelated)
+		assert.False(t, got[0].Importance != 3 || got[0].ID != "e03", "got first %s (importance %d), want e03: ties go to importance, then input order", got[0].ID, got[0].Importance)
 	})
 	t.Run("ByteCap", func(t *testing.T) {
 		var many []Entry
@@ -131,12 +122,8 @@ func TestSelectRelated(t *testing.T) {
 		for _, e := range got {
 			total += len(renderEntry(e))
 		}
-		if total > MaxRelatedBytes {
-			t.Errorf("got %d bytes, want ≤ %d", total, MaxRelatedBytes)
-		}
-		if len(got) != 5 || got[len(got)-1].ID != "small" {
-			t.Errorf("got %d entries ending %s, want 4 big ones and the small one", len(got), got[len(got)-1].ID)
-		}
+		assert.False(t, total > MaxRelatedBytes, "got %d bytes, want ≤ %d", total, MaxRelatedBytes)
+		assert.False(t, len(got) != 5 || got[len(got)-1].ID != "small", "got %d entries ending %s, want 4 big ones and the small one", len(got), got[len(got)-1].ID)
 	})
 }
 
@@ -161,9 +148,8 @@ func TestCredentialCorpus(t *testing.T) {
 	}
 	for _, file := range []string{"near-misses.txt", "ordinary.txt"} {
 		for _, line := range readLines(t, file) {
-			if k := credentialIn(line); k != "" {
-				t.Errorf("%s: false positive %s: %q", file, k, line)
-			}
+			k := credentialIn(line)
+			assert.EqualValues(t, "", k, "%s: false positive %s: %q", file, k, line)
 		}
 	}
 }

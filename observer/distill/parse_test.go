@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const fixtureDir = "../../testdata/distill"
@@ -23,40 +26,27 @@ func TestParseResultFixtures(t *testing.T) {
 		"flex-fields.json":     "add:Use gRPC",
 	}
 	files, err := filepath.Glob(filepath.Join(fixtureDir, "*"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
+	require.NoError(t, err, "no fixtures")
+	require.NotEqualValues(t, 0, len(files), "no fixtures: %v", err)
 	for _, f := range files {
 		name := filepath.Base(f)
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			res, err := ParseResult(b)
 			if strings.HasPrefix(name, "malformed-") {
-				if !errors.Is(err, ErrMalformedAnswer) {
-					t.Fatalf("got %v, want ErrMalformedAnswer", err)
-				}
+				require.ErrorIs(t, err, ErrMalformedAnswer, "got %v, want ErrMalformedAnswer", err)
 				return
 			}
 			w, ok := want[name]
-			if !ok {
-				t.Fatalf("fixture %s has no expectation", name)
-			}
-			if err != nil {
-				t.Fatalf("ParseResult: %v", err)
-			}
+			require.True(t, ok, "fixture %s has no expectation", name)
+			require.NoError(t, err, "ParseResult")
 			var got []string
 			for _, o := range res.Operations {
 				got = append(got, o.Op+":"+o.Title)
 			}
-			if strings.Join(got, "|") != w {
-				t.Errorf("got %q, want %q", strings.Join(got, "|"), w)
-			}
-			if res.Version != ResultVersion {
-				t.Errorf("got version %d, want %d", res.Version, ResultVersion)
-			}
+			assert.Equal(t, w, strings.Join(got, "|"), "got %q, want %q", strings.Join(got, "|"), w)
+			assert.Equal(t, ResultVersion, res.Version, "got version %d, want %d", res.Version, ResultVersion)
 		})
 	}
 }
@@ -64,39 +54,26 @@ func TestParseResultFixtures(t *testing.T) {
 func TestParseResultFields(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(fixtureDir, "flex-fields.json"))
 	res, err := ParseResult(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	o := res.Operations[0]
-	if o.Op != payload.OpAdd || o.TargetID != "42" || strings.Join(o.Tags, "|") != "api|rpc|network" ||
-		strings.Join(o.EvidenceEventIDs, "|") != "e02" || value(o.Importance) != 2 || value(o.Confidence) != 0.8 {
-		t.Errorf("got %+v", o)
-	}
+	assert.False(t, o.Op != payload.OpAdd || o.TargetID != "42" || strings.Join(o.Tags, "|") != "api|rpc|network" ||
+		strings.Join(o.EvidenceEventIDs, "|") != "e02" || value(o.Importance) != 2 || value(o.Confidence) != 0.8, "got %+v", o)
 	b, _ = os.ReadFile(filepath.Join(fixtureDir, "ops-valid.json"))
 	res, err = ParseResult(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s := res.Operations[1]
-	if s.TargetID != "m-db" || s.OldQuote != "MySQL 8.0" || s.NewQuote != "we moved to PostgreSQL" || value(s.Confidence) != 0.95 {
-		t.Errorf("got %+v", s)
-	}
-	if strings.Join(res.Operations[0].Terms, "|") != "indentation|缩进" {
-		t.Errorf("got terms %v", res.Operations[0].Terms)
-	}
+	assert.False(t, s.TargetID != "m-db" || s.OldQuote != "MySQL 8.0" || s.NewQuote != "we moved to PostgreSQL" || value(s.Confidence) != 0.95, "got %+v", s)
+	assert.EqualValues(t, "indentation|缩进", strings.Join(res.Operations[0].Terms, "|"), "got terms %v", res.Operations[0].Terms)
 	b, _ = os.ReadFile(filepath.Join(fixtureDir, "legacy-array.json"))
 	res, _ = ParseResult(b)
-	if res.Operations[2].Content != "我喜欢用 Go 写后端" || res.Operations[1].TargetID != "m-fmt" {
-		t.Errorf("got %+v", res.Operations)
-	}
+	assert.False(t, res.Operations[2].Content != "我喜欢用 Go 写后端" || res.Operations[1].TargetID != "m-fmt", "got %+v", res.Operations)
 }
 
 func TestParseResultErrors(t *testing.T) {
 	for _, in := range []string{"", "   ", "null", "42", `"text"`, "{", "[1]", `{"operations":{}}`, `{"memories":[{"tags":{}}]}`,
 		`{"operations":[{"confidence":"NaN"}]}`, `{"version":"one","operations":[]}`, "```json\n```"} {
-		if _, err := ParseResult([]byte(in)); !errors.Is(err, ErrMalformedAnswer) {
-			t.Errorf("ParseResult(%q): got %v, want ErrMalformedAnswer", in, err)
-		}
+		_, err := ParseResult([]byte(in))
+		assert.ErrorIs(t, err, ErrMalformedAnswer, "ParseResult(%q): got %v, want ErrMalformedAnswer", in, err)
 	}
 	big := make([]byte, MaxAnswerBytes+1)
 	if _, err := ParseResult(big); !errors.Is(err, ErrMalformedAnswer) {
@@ -108,21 +85,13 @@ func TestParseResultErrors(t *testing.T) {
 func TestResultRoundTrip(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(fixtureDir, "ops-valid.json"))
 	res, err := ParseResult(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	again, err := ParseResult(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b1, _ := json.Marshal(again)
-	if string(b1) != string(out) {
-		t.Errorf("got %s, want %s", b1, out)
-	}
+	assert.Equal(t, string(out), string(b1), "got %s, want %s", b1, out)
 }
 
 // FuzzParseResult: ParseResult never panics on outside bytes, and whatever

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRulesPatterns gives every row of the pattern table at least one
@@ -51,30 +54,16 @@ func TestRulesPatterns(t *testing.T) {
 	for _, c := range patternCases {
 		t.Run(c.pattern+"/"+c.text, func(t *testing.T) {
 			ops := distillRules(t, request(nil, user(3, c.text)))
-			if len(ops) != 1 {
-				t.Fatalf("got %d ops %+v, want 1", len(ops), ops)
-			}
+			require.Len(t, ops, 1, "got %d ops %+v, want 1", len(ops), ops)
 			o := ops[0]
-			if o.Op != c.op || o.Type != c.typ || o.Title != c.title {
-				t.Errorf("got op %q type %q title %q, want %q %q %q", o.Op, o.Type, o.Title, c.op, c.typ, c.title)
-			}
-			if !strings.HasPrefix(o.Reason, "rules: "+c.pattern) {
-				t.Errorf("got reason %q, want pattern %s", o.Reason, c.pattern)
-			}
-			if !strings.Contains(c.text, o.Content) || o.Content == "" {
-				t.Errorf("got content %q, want verbatim text of %q", o.Content, c.text)
-			}
-			if len(o.EvidenceEventIDs) != 1 || o.EvidenceEventIDs[0] != "e03" {
-				t.Errorf("got evidence %v, want [e03]", o.EvidenceEventIDs)
-			}
-			if o.Provenance != payload.ProvenanceDistiller {
-				t.Errorf("got provenance %q, want distiller", o.Provenance)
-			}
+			assert.False(t, o.Op != c.op || o.Type != c.typ || o.Title != c.title, "got op %q type %q title %q, want %q %q %q", o.Op, o.Type, o.Title, c.op, c.typ, c.title)
+			assert.True(t, strings.HasPrefix(o.Reason, "rules: "+c.pattern), "got reason %q, want pattern %s", o.Reason, c.pattern)
+			assert.False(t, !strings.Contains(c.text, o.Content) || o.Content == "", "got content %q, want verbatim text of %q", o.Content, c.text)
+			assert.False(t, len(o.EvidenceEventIDs) != 1 || o.EvidenceEventIDs[0] != "e03", "got evidence %v, want [e03]", o.EvidenceEventIDs)
+			assert.Equal(t, payload.ProvenanceDistiller, o.Provenance, "got provenance %q, want distiller", o.Provenance)
 			// The rules distiller's own output passes validation unchanged.
 			valid, rej := Validate(request(nil, user(3, c.text)), Result{Operations: ops})
-			if len(rej) != 0 || len(valid) != 1 || valid[0].Op != o.Op {
-				t.Errorf("Validate: got %+v rejected %+v", valid, rej)
-			}
+			assert.False(t, len(rej) != 0 || len(valid) != 1 || valid[0].Op != o.Op, "Validate: got %+v rejected %+v", valid, rej)
 		})
 	}
 }
@@ -88,9 +77,7 @@ func TestRulesEveryPatternTested(t *testing.T) {
 		tested[c.pattern] = true
 	}
 	for _, p := range patterns {
-		if !tested[p.name] {
-			t.Errorf("pattern %s has no test case", p.name)
-		}
+		assert.True(t, tested[p.name], "pattern %s has no test case", p.name)
 	}
 }
 
@@ -127,9 +114,8 @@ func TestRulesIgnores(t *testing.T) {
 	} {
 		t.Run(text, func(t *testing.T) {
 			bug := Entry{ID: "m-bug", Title: "Login bug", Content: "Fix the login bug: the cache is stale, not sure why.", Status: payload.StatusActive}
-			if ops := distillRules(t, request([]Entry{mysqlEntry, bug}, user(3, text))); len(ops) != 0 {
-				t.Errorf("got %+v, want no ops", ops)
-			}
+			ops := distillRules(t, request([]Entry{mysqlEntry, bug}, user(3, text)))
+			assert.Len(t, ops, 0, "got %+v, want no ops", ops)
 		})
 	}
 }
@@ -144,17 +130,15 @@ func TestRulesLearnsOnlyFromUser(t *testing.T) {
 		"Tool":      tool(2, "always run gofmt"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if ops := distillRules(t, request(nil, m)); len(ops) != 0 {
-				t.Errorf("got %+v, want no ops", ops)
-			}
+			ops := distillRules(t, request(nil, m))
+			assert.Len(t, ops, 0, "got %+v, want no ops", ops)
 		})
 	}
 	t.Run("OutOfRange", func(t *testing.T) {
 		req := request(nil, user(3, "always run gofmt"))
 		req.From, req.To = 10, 20
-		if ops := distillRules(t, req); len(ops) != 0 {
-			t.Errorf("got %+v, want no ops", ops)
-		}
+		ops := distillRules(t, req)
+		assert.Len(t, ops, 0, "got %+v, want no ops", ops)
 	})
 	t.Run("OnlyTheUserMessage", func(t *testing.T) {
 		req := request(nil,
@@ -162,9 +146,7 @@ func TestRulesLearnsOnlyFromUser(t *testing.T) {
 			user(2, "以后都用 pnpm"),
 			assistant(3, "never commit secrets"))
 		ops := distillRules(t, req)
-		if len(ops) != 1 || ops[0].Title != "以后都用 pnpm" || ops[0].EvidenceEventIDs[0] != "e02" {
-			t.Errorf("got %+v, want one op from e02", ops)
-		}
+		assert.False(t, len(ops) != 1 || ops[0].Title != "以后都用 pnpm" || ops[0].EvidenceEventIDs[0] != "e02", "got %+v, want one op from e02", ops)
 	})
 }
 
@@ -174,42 +156,32 @@ func TestRulesSeveralStatements(t *testing.T) {
 	var titles []string
 	for _, o := range ops {
 		titles = append(titles, o.Title)
-		if !strings.Contains(text, o.Content) {
-			t.Errorf("content %q is not verbatim text of the message", o.Content)
-		}
+		assert.Contains(t, text, o.Content, "content %q is not verbatim text of the message", o.Content)
 	}
 	want := []string{"The staging DB is on port 5433", "Never commit secrets", "我喜欢用 Go 写后端"}
-	if strings.Join(titles, "|") != strings.Join(want, "|") {
-		t.Errorf("got %q, want %q", titles, want)
-	}
+	assert.Equal(t, strings.Join(want, "|"), strings.Join(titles, "|"), "got %q, want %q", titles, want)
 }
 
 func TestRulesRepeatedStatementOnce(t *testing.T) {
 	ops := distillRules(t, request(nil, user(1, "always run gofmt"), user(2, "always run gofmt")))
-	if len(ops) != 1 {
-		t.Errorf("got %d ops, want 1", len(ops))
-	}
+	assert.Len(t, ops, 1, "got %d ops, want 1", len(ops))
 }
 
 func TestRulesTitleCut(t *testing.T) {
 	long := "remember that " + strings.Repeat("the quick brown fox jumps ", 10)
 	ops := distillRules(t, request(nil, user(1, long)))
-	if len(ops) != 1 {
-		t.Fatalf("got %d ops, want 1", len(ops))
-	}
+	require.Len(t, ops, 1, "got %d ops, want 1", len(ops))
 	title := ops[0].Title
-	if n := len([]rune(title)); n > maxRulesTitleRunes || !strings.HasSuffix(title, "…") {
-		t.Errorf("got title %q (%d runes), want ≤ %d ending in …", title, n, maxRulesTitleRunes)
-	}
+	n := len([]rune(title))
+	assert.False(t, n > maxRulesTitleRunes || !strings.HasSuffix(title, "…"), "got title %q (%d runes), want ≤ %d ending in …", title, n, maxRulesTitleRunes)
 }
 
 // TestMakeTitleEmpty: a title of nothing stays empty (Validate then takes
 // the content's first line) instead of becoming a replacement character.
 func TestMakeTitleEmpty(t *testing.T) {
 	for _, text := range []string{"", ";;", " ，。 "} {
-		if got := makeTitle("", text, "en"); got != "" {
-			t.Errorf("makeTitle(%q): got %q, want \"\"", text, got)
-		}
+		got := makeTitle("", text, "en")
+		assert.EqualValues(t, "", got, "makeTitle(%q): got %q, want \"\"", text, got)
 	}
 }
 
@@ -241,26 +213,15 @@ func TestRulesCorrection(t *testing.T) {
 				assistant(1, "The config says MySQL."),
 				user(2, c.text))
 			ops := distillRules(t, req)
-			if len(ops) != 1 {
-				t.Fatalf("got %d ops %+v, want 1", len(ops), ops)
-			}
+			require.Len(t, ops, 1, "got %d ops %+v, want 1", len(ops), ops)
 			o := ops[0]
-			if o.Op != payload.OpSupersede || o.TargetID != "m-db" {
-				t.Fatalf("got %s of %q, want supersede of m-db (%+v)", o.Op, o.TargetID, o)
-			}
-			if o.NewQuote == "" || !strings.Contains(c.text, o.NewQuote) {
-				t.Errorf("newQuote %q is not verbatim user text %q", o.NewQuote, c.text)
-			}
-			if o.OldQuote != "MySQL" {
-				t.Errorf("got oldQuote %q, want MySQL", o.OldQuote)
-			}
-			if o.Type != payload.TypeDecision {
-				t.Errorf("got type %q, want the target's", o.Type)
-			}
+			require.Equal(t, payload.OpSupersede, o.Op, "got %s of %q, want supersede of m-db (%+v)", o.Op, o.TargetID, o)
+			require.EqualValues(t, "m-db", o.TargetID, "got %s of %q, want supersede of m-db (%+v)", o.Op, o.TargetID, o)
+			assert.False(t, o.NewQuote == "" || !strings.Contains(c.text, o.NewQuote), "newQuote %q is not verbatim user text %q", o.NewQuote, c.text)
+			assert.EqualValues(t, "MySQL", o.OldQuote, "got oldQuote %q, want MySQL", o.OldQuote)
+			assert.Equal(t, payload.TypeDecision, o.Type, "got type %q, want the target's", o.Type)
 			valid, rej := Validate(req, Result{Operations: ops})
-			if len(rej) != 0 || len(valid) != 1 || valid[0].Op != payload.OpSupersede {
-				t.Errorf("Validate: got %+v rejected %+v, want the supersede", valid, rej)
-			}
+			assert.False(t, len(rej) != 0 || len(valid) != 1 || valid[0].Op != payload.OpSupersede, "Validate: got %+v rejected %+v, want the supersede", valid, rej)
 		})
 	}
 }
@@ -270,52 +231,48 @@ func TestRulesCorrectionUnclear(t *testing.T) {
 	t.Run("TwoEntriesMentionIt", func(t *testing.T) {
 		req := request([]Entry{mysqlEntry, replica}, user(2, "数据库不是MySQL而是PostgreSQL"))
 		ops := distillRules(t, req)
-		if len(ops) != 1 || ops[0].Op != payload.OpConflict || ops[0].TargetID != "m-db" {
-			t.Fatalf("got %+v, want a conflict with m-db", ops)
-		}
+		require.Len(t, ops, 1, "got %+v, want a conflict with m-db", ops)
+		require.Equal(t, payload.OpConflict, ops[0].Op, "got %+v, want a conflict with m-db", ops)
+		require.EqualValues(t, "m-db", ops[0].TargetID, "got %+v, want a conflict with m-db", ops)
 		valid, rej := Validate(req, Result{Operations: ops})
-		if len(rej) != 0 || len(valid) != 1 || valid[0].Op != payload.OpConflict {
-			t.Errorf("Validate: got %+v rejected %+v", valid, rej)
-		}
+		assert.False(t, len(rej) != 0 || len(valid) != 1 || valid[0].Op != payload.OpConflict, "Validate: got %+v rejected %+v", valid, rej)
 	})
 	t.Run("OldWordsNotVerbatim", func(t *testing.T) {
 		// "My SQL" is not in the entry, but its terms are: a conflict.
 		e := mysqlEntry
 		e.Title, e.Content = "Database", "The SQL server runs version 8."
 		ops := distillRules(t, request([]Entry{e}, user(2, "not My SQL server but PostgreSQL")))
-		if len(ops) != 1 || ops[0].Op != payload.OpConflict || ops[0].OldQuote != "" {
-			t.Fatalf("got %+v, want a conflict without oldQuote", ops)
-		}
+		require.Len(t, ops, 1, "got %+v, want a conflict without oldQuote", ops)
+		require.Equal(t, payload.OpConflict, ops[0].Op, "got %+v, want a conflict without oldQuote", ops)
+		require.EqualValues(t, "", ops[0].OldQuote, "got %+v, want a conflict without oldQuote", ops)
 	})
 	t.Run("TwoSiblings", func(t *testing.T) {
 		sqlite := Entry{ID: "m-lite", Scope: "ws-1", Type: payload.TypeDecision, Title: "Tests use SQLite", Content: "Tests use SQLite.", Status: payload.StatusActive}
 		ops := distillRules(t, request([]Entry{mysqlEntry, sqlite}, user(2, "改用 PostgreSQL")))
-		if len(ops) != 1 || ops[0].Op != payload.OpConflict || ops[0].TargetID != "m-db" {
-			t.Fatalf("got %+v, want a conflict with m-db", ops)
-		}
+		require.Len(t, ops, 1, "got %+v, want a conflict with m-db", ops)
+		require.Equal(t, payload.OpConflict, ops[0].Op, "got %+v, want a conflict with m-db", ops)
+		require.EqualValues(t, "m-db", ops[0].TargetID, "got %+v, want a conflict with m-db", ops)
 	})
 	t.Run("SupersededEntryIgnored", func(t *testing.T) {
 		old := mysqlEntry
 		old.Status = payload.StatusSuperseded
 		ops := distillRules(t, request([]Entry{old}, user(2, "数据库不是MySQL而是PostgreSQL")))
-		if len(ops) != 0 {
-			t.Fatalf("got %+v, want nothing (no active entry to correct, no fallback)", ops)
-		}
+		require.Len(t, ops, 0, "got %+v, want nothing (no active entry to correct, no fallback)", ops)
 	})
 	t.Run("AlreadyNamesTheNewThing", func(t *testing.T) {
 		e := Entry{ID: "m-x", Title: "Migrate MySQL to PostgreSQL", Content: "Plan: MySQL to PostgreSQL", Status: payload.StatusActive}
 		ops := distillRules(t, request([]Entry{e}, user(2, "改用 PostgreSQL")))
-		if len(ops) != 1 || ops[0].Op != payload.OpAdd {
-			t.Fatalf("got %+v, want an add (the entry already names PostgreSQL)", ops)
-		}
+		require.Len(t, ops, 1, "got %+v, want an add (the entry already names PostgreSQL)", ops)
+		require.Equal(t, payload.OpAdd, ops[0].Op, "got %+v, want an add (the entry already names PostgreSQL)", ops)
 	})
 }
 
 func TestRulesCorrectionPackageManager(t *testing.T) {
 	ops := distillRules(t, request([]Entry{mysqlEntry, pnpmEntry}, user(2, "不要用 npm 了，改用 pnpm")))
-	if len(ops) != 1 || ops[0].Op != payload.OpSupersede || ops[0].TargetID != "m-pm" || ops[0].OldQuote != "npm" {
-		t.Fatalf("got %+v, want a supersede of m-pm quoting npm", ops)
-	}
+	require.Len(t, ops, 1, "got %+v, want a supersede of m-pm quoting npm", ops)
+	require.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v, want a supersede of m-pm quoting npm", ops)
+	require.EqualValues(t, "m-pm", ops[0].TargetID, "got %+v, want a supersede of m-pm quoting npm", ops)
+	require.EqualValues(t, "npm", ops[0].OldQuote, "got %+v, want a supersede of m-pm quoting npm", ops)
 }
 
 func TestSplit(t *testing.T) {
@@ -331,8 +288,6 @@ func TestSplit(t *testing.T) {
 		{"OK, also remember that x\n\n", []string{"remember that x"}},
 	} {
 		got := split(c.in)
-		if strings.Join(got, "|") != strings.Join(c.want, "|") {
-			t.Errorf("split(%q): got %q, want %q", c.in, got, c.want)
-		}
+		assert.Equal(t, strings.Join(c.want, "|"), strings.Join(got, "|"), "split(%q): got %q, want %q", c.in, got, c.want)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func validateOne(t *testing.T, req Request, o Op) (Op, string) {
@@ -59,20 +62,12 @@ func TestValidateSupersede(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, why := validateOne(t, req, c.op)
 			if c.rejected != "" {
-				if !strings.Contains(why, c.rejected) {
-					t.Fatalf("got rejection %q, want %q", why, c.rejected)
-				}
+				require.Contains(t, why, c.rejected, "got rejection %q, want %q", why, c.rejected)
 				return
 			}
-			if why != "" {
-				t.Fatalf("rejected: %s", why)
-			}
-			if got.Op != c.wantOp || got.TargetID != "m-db" {
-				t.Errorf("got %s of %q, want %s of m-db", got.Op, got.TargetID, c.wantOp)
-			}
-			if !strings.Contains(got.Reason, c.wantWhy) {
-				t.Errorf("got reason %q, want it to hold %q", got.Reason, c.wantWhy)
-			}
+			require.EqualValues(t, "", why, "rejected: %s", why)
+			assert.False(t, got.Op != c.wantOp || got.TargetID != "m-db", "got %s of %q, want %s of m-db", got.Op, got.TargetID, c.wantOp)
+			assert.Contains(t, got.Reason, c.wantWhy, "got reason %q, want it to hold %q", got.Reason, c.wantWhy)
 			if c.wantOp == payload.OpConflict && (got.Content == "" || got.Title == "") {
 				t.Errorf("conflict lost the new content: %+v", got)
 			}
@@ -85,16 +80,17 @@ func TestValidateAddNearDuplicate(t *testing.T) {
 	add := Op{Op: payload.OpAdd, Type: payload.TypeRule, Title: "Always run gofmt", Content: "always run gofmt before committing Go code", EvidenceEventIDs: []string{"e02"}}
 	t.Run("Revise", func(t *testing.T) {
 		got, why := validateOne(t, req, add)
-		if why != "" || got.Op != payload.OpRevise || got.TargetID != "m-fmt" || !strings.Contains(got.Reason, "near-duplicate of m-fmt") {
-			t.Fatalf("got %+v (%s), want a revise of m-fmt", got, why)
-		}
+		require.EqualValues(t, "", why, "got %+v (%s), want a revise of m-fmt", got, why)
+		require.Equal(t, payload.OpRevise, got.Op, "got %+v (%s), want a revise of m-fmt", got, why)
+		require.EqualValues(t, "m-fmt", got.TargetID, "got %+v (%s), want a revise of m-fmt", got, why)
+		require.Contains(t, got.Reason, "near-duplicate of m-fmt", "got %+v (%s), want a revise of m-fmt", got, why)
 	})
 	t.Run("AddOtherScope", func(t *testing.T) {
 		r := req
 		r.Stream = "global"
-		if got, why := validateOne(t, r, add); why != "" || got.Op != payload.OpAdd {
-			t.Fatalf("got %+v (%s), want an add", got, why)
-		}
+		got, why := validateOne(t, r, add)
+		require.EqualValues(t, "", why, "got %+v (%s), want an add", got, why)
+		require.Equal(t, payload.OpAdd, got.Op, "got %+v (%s), want an add", got, why)
 	})
 	t.Run("AddNotActive", func(t *testing.T) {
 		r := req
@@ -102,30 +98,26 @@ func TestValidateAddNearDuplicate(t *testing.T) {
 		e.Status, e.ConflictGroup = payload.StatusConflict, "g1"
 		r.Related = []Entry{e}
 		// A conflict group member is never the target of a redirected add.
-		if got, why := validateOne(t, r, add); why != "" || got.Op != payload.OpAdd {
-			t.Fatalf("got %+v (%s), want an add", got, why)
-		}
+		got, why := validateOne(t, r, add)
+		require.EqualValues(t, "", why, "got %+v (%s), want an add", got, why)
+		require.Equal(t, payload.OpAdd, got.Op, "got %+v (%s), want an add", got, why)
 	})
 	t.Run("AddDifferent", func(t *testing.T) {
 		o := add
 		o.Title, o.Content = "Use pnpm", "Install packages with pnpm, never npm."
 		r := request([]Entry{gofmtEntry}, user(2, o.Content))
-		if got, why := validateOne(t, r, o); why != "" || got.Op != payload.OpAdd {
-			t.Fatalf("got %+v (%s), want an add", got, why)
-		}
+		got, why := validateOne(t, r, o)
+		require.EqualValues(t, "", why, "got %+v (%s), want an add", got, why)
+		require.Equal(t, payload.OpAdd, got.Op, "got %+v (%s), want an add", got, why)
 	})
 }
 
 func TestValidateRevise(t *testing.T) {
 	req := request([]Entry{mysqlEntry}, user(2, "MySQL is 8.4 now"))
 	got, why := validateOne(t, req, Op{Op: payload.OpRevise, TargetID: "m-db", Content: "The service stores its data in MySQL 8.4.", EvidenceEventIDs: []string{"e02"}})
-	if why != "" {
-		t.Fatal(why)
-	}
+	require.EqualValues(t, "", why, why)
 	// Fields the revise leaves empty keep the target's values.
-	if got.Title != mysqlEntry.Title || got.Type != mysqlEntry.Type || value(got.Importance) != mysqlEntry.Importance {
-		t.Errorf("got %+v, want title, type and importance of the target", got)
-	}
+	assert.False(t, got.Title != mysqlEntry.Title || got.Type != mysqlEntry.Type || value(got.Importance) != mysqlEntry.Importance, "got %+v, want title, type and importance of the target", got)
 	if _, why := validateOne(t, req, Op{Op: payload.OpRevise, TargetID: "m-db", EvidenceEventIDs: []string{"e02"}}); !strings.Contains(why, "revise without") {
 		t.Errorf("got %q, want an empty revise rejected", why)
 	}
@@ -137,24 +129,18 @@ func TestValidateConflictGroup(t *testing.T) {
 	req := request([]Entry{a, b}, user(2, "Never deploy on Fridays, we decided"))
 	t.Run("GroupAsTarget", func(t *testing.T) {
 		_, why := validateOne(t, req, Op{Op: payload.OpRevise, TargetID: "g-deploy", Content: "x", EvidenceEventIDs: []string{"e02"}})
-		if !strings.Contains(why, "conflict group") {
-			t.Errorf("got %q, want the group id refused", why)
-		}
+		assert.Contains(t, why, "conflict group", "got %q, want the group id refused", why)
 	})
 	t.Run("OldQuoteOnlyInOtherMember", func(t *testing.T) {
 		// Aimed at a, quoting b: a is not superseded on b's words.
 		got, why := validateOne(t, req, Op{Op: payload.OpSupersede, TargetID: "c-a", NewQuote: "Never deploy on Fridays", OldQuote: "Never deploy on Fridays.",
 			Content: "Never deploy on Fridays.", EvidenceEventIDs: []string{"e02"}})
-		if why != "" || got.Op != payload.OpConflict || got.TargetID != "c-a" {
-			t.Errorf("got %+v (%s), want a conflict aimed at c-a only", got, why)
-		}
+		assert.False(t, why != "" || got.Op != payload.OpConflict || got.TargetID != "c-a", "got %+v (%s), want a conflict aimed at c-a only", got, why)
 	})
 	t.Run("MemberOK", func(t *testing.T) {
 		got, why := validateOne(t, req, Op{Op: payload.OpSupersede, TargetID: "c-a", NewQuote: "Never deploy on Fridays", OldQuote: "Deploys happen on Fridays",
 			Content: "Never deploy on Fridays.", EvidenceEventIDs: []string{"e02"}})
-		if why != "" || got.Op != payload.OpSupersede || got.TargetID != "c-a" {
-			t.Errorf("got %+v (%s), want the supersede of c-a", got, why)
-		}
+		assert.False(t, why != "" || got.Op != payload.OpSupersede || got.TargetID != "c-a", "got %+v (%s), want the supersede of c-a", got, why)
 	})
 }
 
@@ -190,14 +176,11 @@ func TestValidateRejects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, why := validateOne(t, req, c.op)
-			if !strings.Contains(why, c.why) || why == "" {
-				t.Fatalf("got %q (%+v), want rejected with %q", why, got, c.why)
-			}
+			require.Contains(t, why, c.why, "got %q (%+v), want rejected with %q", why, got, c.why)
+			require.NotEqualValues(t, "", why, "got %q (%+v), want rejected with %q", why, got, c.why)
 			if strings.HasPrefix(c.name, "Secret") {
 				for _, s := range []string{got.Title, value(got.Description), got.Content, got.NewQuote, got.OldQuote, strings.Join(got.Tags, " ")} {
-					if credentialIn(s) != "" {
-						t.Errorf("rejected op still holds the secret: %q", s)
-					}
+					assert.EqualValues(t, "", credentialIn(s), "rejected op still holds the secret: %q", s)
 				}
 			}
 		})
@@ -214,27 +197,17 @@ func TestValidateCaps(t *testing.T) {
 	}
 	got, why := validateOne(t, req, Op{Op: payload.OpAdd, Type: "Preferences", Title: text, Description: new(strings.Repeat(text, 3)), Content: "c",
 		Tags: append([]string{"", " "}, tags...), Terms: terms, Importance: new(9), Confidence: new(3.0), EvidenceEventIDs: []string{"e02", "e02"}})
-	if why != "" {
-		t.Fatal(why)
-	}
+	require.EqualValues(t, "", why, why)
 	if n := len([]rune(got.Title)); n != MaxTitleRunes || !strings.HasPrefix(text, got.Title) {
 		t.Errorf("title: got %d runes, want a %d-rune prefix", n, MaxTitleRunes)
 	}
 	if n := len([]rune(value(got.Description))); n != MaxDescRunes {
 		t.Errorf("description: got %d runes, want %d", n, MaxDescRunes)
 	}
-	if len(got.Tags) != MaxTags || got.Tags[0] != "taga" {
-		t.Errorf("tags: got %v, want the first %d non-blank", got.Tags, MaxTags)
-	}
-	if len(got.Terms) != MaxTerms || got.Terms[1] != "termb" {
-		t.Errorf("terms: got %v, want the first %d distinct", got.Terms, MaxTerms)
-	}
-	if value(got.Importance) != 3 || value(got.Confidence) != 1 || got.Type != payload.TypePreference {
-		t.Errorf("got importance %d confidence %v type %q, want 3, 1, preference", value(got.Importance), value(got.Confidence), got.Type)
-	}
-	if len(got.EvidenceEventIDs) != 1 || got.Provenance != payload.ProvenanceDistiller {
-		t.Errorf("got evidence %v provenance %q", got.EvidenceEventIDs, got.Provenance)
-	}
+	assert.False(t, len(got.Tags) != MaxTags || got.Tags[0] != "taga", "tags: got %v, want the first %d non-blank", got.Tags, MaxTags)
+	assert.False(t, len(got.Terms) != MaxTerms || got.Terms[1] != "termb", "terms: got %v, want the first %d distinct", got.Terms, MaxTerms)
+	assert.False(t, value(got.Importance) != 3 || value(got.Confidence) != 1 || got.Type != payload.TypePreference, "got importance %d confidence %v type %q, want 3, 1, preference", value(got.Importance), value(got.Confidence), got.Type)
+	assert.False(t, len(got.EvidenceEventIDs) != 1 || got.Provenance != payload.ProvenanceDistiller, "got evidence %v provenance %q", got.EvidenceEventIDs, got.Provenance)
 }
 
 func TestValidateKeepsOrderAndIsDeterministic(t *testing.T) {
@@ -246,12 +219,11 @@ func TestValidateKeepsOrderAndIsDeterministic(t *testing.T) {
 	}}
 	ops1, rej1 := Validate(req, res)
 	ops2, rej2 := Validate(req, res)
-	if len(ops1) != 2 || ops1[0].Op != payload.OpRevise || ops1[1].Op != payload.OpSupersede || len(rej1) != 1 {
-		t.Fatalf("got %+v / %+v", ops1, rej1)
-	}
-	if len(ops2) != len(ops1) || ops2[0].Reason != ops1[0].Reason || len(rej2) != len(rej1) {
-		t.Errorf("second run differs")
-	}
+	require.Len(t, ops1, 2, "got %+v / %+v", ops1, rej1)
+	require.Equal(t, payload.OpRevise, ops1[0].Op, "got %+v / %+v", ops1, rej1)
+	require.Equal(t, payload.OpSupersede, ops1[1].Op, "got %+v / %+v", ops1, rej1)
+	require.Len(t, rej1, 1, "got %+v / %+v", ops1, rej1)
+	assert.False(t, len(ops2) != len(ops1) || ops2[0].Reason != ops1[0].Reason || len(rej2) != len(rej1), "second run differs")
 }
 
 // TestValidateDiceThreshold: 17 shared terms of 25 each is Dice 0.68,
@@ -274,9 +246,7 @@ func TestValidateDiceThreshold(t *testing.T) {
 			t.Fatalf("Dice: got %v, want %v", d, DuplicateDiceMin)
 		}
 		got, why := validateOne(t, request([]Entry{entry}, user(2, content)), Op{Op: payload.OpAdd, Content: content, EvidenceEventIDs: []string{"e02"}})
-		if why != "" || got.Op != c.want {
-			t.Errorf("%d shared: got %s (%s), want %s", c.shared, got.Op, why, c.want)
-		}
+		assert.False(t, why != "" || got.Op != c.want, "%d shared: got %s (%s), want %s", c.shared, got.Op, why, c.want)
 	}
 }
 
@@ -285,14 +255,13 @@ func TestValidateDiceThreshold(t *testing.T) {
 func TestValidateInferEvidence(t *testing.T) {
 	req := request(nil, injected(1, "Memory: deploy on Fridays"), user(2, "always run gofmt before committing"), assistant(3, "sure"))
 	got, why := validateOne(t, req, Op{Op: payload.OpAdd, Title: "Always run gofmt", Content: "always run gofmt before committing"})
-	if why != "" || len(got.EvidenceEventIDs) != 1 || got.EvidenceEventIDs[0] != "e02" || !strings.Contains(got.Reason, "inferred") {
-		t.Fatalf("got %+v (%s), want evidence e02 inferred", got, why)
-	}
+	require.EqualValues(t, "", why, "got %+v (%s), want evidence e02 inferred", got, why)
+	require.Len(t, got.EvidenceEventIDs, 1, "got %+v (%s), want evidence e02 inferred", got, why)
+	require.EqualValues(t, "e02", got.EvidenceEventIDs[0], "got %+v (%s), want evidence e02 inferred", got, why)
+	require.Contains(t, got.Reason, "inferred", "got %+v (%s), want evidence e02 inferred", got, why)
 	// Given but wrong evidence is not replaced by an inferred one.
 	_, why = validateOne(t, req, Op{Op: payload.OpAdd, Title: "Always run gofmt", EvidenceEventIDs: []string{"e01"}})
-	if !strings.Contains(why, "no evidence") {
-		t.Errorf("got %q, want rejected", why)
-	}
+	assert.Contains(t, why, "no evidence", "got %q, want rejected", why)
 }
 
 // TestValidatedOpWire pins the memory/ops wire of validated ops: a
@@ -318,13 +287,9 @@ func TestValidatedOpWire(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, why := validateOne(t, req, c.op)
-			if why != "" {
-				t.Fatal(why)
-			}
+			require.EqualValues(t, "", why, why)
 			b, err := json.Marshal(got)
-			if err != nil || string(b) != c.want {
-				t.Errorf("got %s (%v), want %s", b, err, c.want)
-			}
+			assert.False(t, err != nil || string(b) != c.want, "got %s (%v), want %s", b, err, c.want)
 		})
 	}
 }

@@ -8,29 +8,26 @@ import (
 	"testing"
 
 	"dshmem/events"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // appendFile appends b to path, as the host does.
 func appendFile(t *testing.T, path string, b []byte) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := f.Write(b); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Close())
 }
 
 func poll(t *testing.T, f *Follower) []events.Envelope {
 	t.Helper()
 	evs, err := f.Poll()
-	if err != nil {
-		t.Fatalf("Poll at %d: %v", f.Offset(), err)
-	}
+	require.NoError(t, err, "Poll at %d", f.Offset())
 	return evs
 }
 
@@ -58,9 +55,7 @@ func TestFollow(t *testing.T) {
 				name = "live--session.jsonl"
 			}
 			full, err := decodeSession(name, bytes.Join(units, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			path := filepath.Join(dir, name)
 
 			f := NewFollower(path, 0)
@@ -75,12 +70,8 @@ func TestFollow(t *testing.T) {
 				half := len(u) / 2
 				appendFile(t, path, u[:half])
 				evs := poll(t, f)
-				if len(evs) != 0 {
-					t.Fatalf("unit %d half-written: got %d events, want none", i, len(evs))
-				}
-				if f.Pending() != int64(half) {
-					t.Fatalf("unit %d: pending %d, want %d", i, f.Pending(), half)
-				}
+				require.Len(t, evs, 0, "unit %d half-written: got %d events, want none", i, len(evs))
+				require.Equal(t, int64(half), f.Pending(), "unit %d: pending %d, want %d", i, f.Pending(), half)
 				appendFile(t, path, u[half:])
 				got = append(got, poll(t, f)...)
 				got = append(got, poll(t, f)...) // nothing new: nothing twice
@@ -89,17 +80,13 @@ func TestFollow(t *testing.T) {
 				}
 			}
 			sameEnvelopes(t, got, full.Events)
-			if f.Offset() != full.End || f.Pending() != 0 {
-				t.Errorf("offset %d pending %d, want %d 0", f.Offset(), f.Pending(), full.End)
-			}
+			assert.False(t, f.Offset() != full.End || f.Pending() != 0, "offset %d pending %d, want %d 0", f.Offset(), f.Pending(), full.End)
 
 			// Restart from the saved offset: exactly the rest, nothing twice.
 			r := NewFollower(path, saved)
 			rest := poll(t, r)
 			sameEnvelopes(t, append(got[:savedCount:savedCount], rest...), full.Events)
-			if len(poll(t, r)) != 0 {
-				t.Error("second poll after resume returned events")
-			}
+			assert.Len(t, poll(t, r), 0, "second poll after resume returned events")
 		})
 	}
 }
@@ -120,9 +107,7 @@ func TestFollowResumeEveryBoundary(t *testing.T) {
 		n += len(poll(t, f))
 		before[end] = n
 	}
-	if n != len(full.Events) {
-		t.Fatalf("follower from 0: got %d events, want %d", n, len(full.Events))
-	}
+	require.Equal(t, len(full.Events), n, "follower from 0: got %d events, want %d", n, len(full.Events))
 	for _, off := range starts[1:] {
 		r := NewFollower(path, off)
 		rest := poll(t, r)
@@ -130,19 +115,14 @@ func TestFollowResumeEveryBoundary(t *testing.T) {
 	}
 	t.Run("ErrNotBoundary", func(t *testing.T) {
 		_, err := NewFollower(path, starts[2]+3).Poll()
-		if !errors.Is(err, ErrNotBoundary) {
-			t.Fatalf("got %v, want ErrNotBoundary", err)
-		}
+		require.ErrorIs(t, err, ErrNotBoundary, "got %v, want ErrNotBoundary", err)
 	})
 	t.Run("ErrShrunk", func(t *testing.T) {
 		g := NewFollower(path, 0)
 		poll(t, g)
-		if err := os.Truncate(path, starts[3]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := g.Poll(); !errors.Is(err, ErrShrunk) {
-			t.Fatalf("got %v, want ErrShrunk", err)
-		}
+		require.NoError(t, os.Truncate(path, starts[3]))
+		_, err := g.Poll()
+		require.ErrorIs(t, err, ErrShrunk, "got %v, want ErrShrunk", err)
 	})
 	t.Run("CorruptError", func(t *testing.T) {
 		bad := bytes.Clone(b)
@@ -153,9 +133,10 @@ func TestFollowResumeEveryBoundary(t *testing.T) {
 		appendFile(t, p, bad[starts[4]:])
 		evs, err := g.Poll()
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Offset != starts[4] || len(evs) != 0 || g.Offset() != starts[4] {
-			t.Fatalf("got %d events, offset %d, err %v; want *CorruptError at %d", len(evs), g.Offset(), err, starts[4])
-		}
+		require.True(t, errors.As(err, &ce), "got %d events, offset %d, err %v; want *CorruptError at %d", len(evs), g.Offset(), err, starts[4])
+		require.Equal(t, starts[4], ce.Offset, "got %d events, offset %d, err %v; want *CorruptError at %d", len(evs), g.Offset(), err, starts[4])
+		require.Len(t, evs, 0, "got %d events, offset %d, err %v; want *CorruptError at %d", len(evs), g.Offset(), err, starts[4])
+		require.Equal(t, starts[4], g.Offset(), "got %d events, offset %d, err %v; want *CorruptError at %d", len(evs), g.Offset(), err, starts[4])
 	})
 }
 
@@ -184,21 +165,15 @@ func TestFollowerStatsAndHeader(t *testing.T) {
 	if h := r.Header(); h == nil || h.ID != full.ID {
 		t.Fatalf("resumed: got header %v, want %s", h, full.ID)
 	}
-	if st.Events != len(rest) || st.Frames != len(starts)-1-3 || st.TornBytes != 0 {
-		t.Errorf("resumed at frame 3: got %v, want %d events and %d frames", st, len(rest), len(starts)-1-3)
-	}
+	assert.False(t, st.Events != len(rest) || st.Frames != len(starts)-1-3 || st.TornBytes != 0, "resumed at frame 3: got %v, want %d events and %d frames", st, len(rest), len(starts)-1-3)
 }
 
 // liveSession reads the real host log and decodes it whole.
 func liveSession(t *testing.T) ([]byte, Session) {
 	t.Helper()
 	b, err := os.ReadFile(livePath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s, err := decodeSession("x.jsonl.zstd", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b, s
 }

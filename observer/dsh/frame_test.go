@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"dshmem/observer/dsh/dshtest"
 )
@@ -38,13 +39,9 @@ func blockHeader(last bool, typ, size int) []byte {
 // a frame, which frames are refused and why.
 func TestParseFrame(t *testing.T) {
 	host, err := dshtest.EncodeFrame([]byte("{\"type\":\"session\",\"id\":\"s\"}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	noCRC, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(false))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer noCRC.Close()
 	reserved := bytes.Clone(host)
 	reserved[4] |= 1 << 3
@@ -79,17 +76,16 @@ func TestParseFrame(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fs, err := parseFrame(c.b)
 			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("got %+v, %v; want error %q", fs, err, c.wantErr)
-				}
+				require.Error(t, err, "got %+v, %v; want error %q", fs, err, c.wantErr)
+				require.Contains(t, err.Error(), c.wantErr, "got %+v, %v; want error %q", fs, err, c.wantErr)
 				if c.wantErr == errShort.Error() && !errors.Is(err, errShort) {
 					t.Fatalf("got %v, want errShort", err)
 				}
 				return
 			}
-			if err != nil || fs.n != c.wantN || fs.skippable != c.skip {
-				t.Fatalf("got %+v, %v; want n=%d skippable=%v", fs, err, c.wantN, c.skip)
-			}
+			require.NoError(t, err, "got %+v, %v; want n=%d skippable=%v", fs, err, c.wantN, c.skip)
+			require.Equal(t, c.wantN, fs.n, "got %+v, %v; want n=%d skippable=%v", fs, err, c.wantN, c.skip)
+			require.Equal(t, c.skip, fs.skippable, "got %+v, %v; want n=%d skippable=%v", fs, err, c.wantN, c.skip)
 		})
 	}
 }
@@ -101,9 +97,7 @@ func TestSkippableFramesSteppedOver(t *testing.T) {
 	lines := fixtureLines(t, filepath.Join(fixtureDir, "advanced-toolchain--session.jsonl"))
 	_, b := writeZstdFile(t, dir, "ref--session.jsonl.zstd", lines, 4)
 	ref, err := decodeSession("x.jsonl.zstd", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	starts := frameStarts(t, b)
 	skip := skippableFrame([]byte("not a host frame"))
 	var withSkips []byte
@@ -113,14 +107,9 @@ func TestSkippableFramesSteppedOver(t *testing.T) {
 	}
 	withSkips = append(withSkips, skip...)
 	got, err := decodeSession("x.jsonl.zstd", withSkips)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sameEnvelopes(t, got.Events, ref.Events)
-	if got.Stats.Frames != ref.Stats.Frames || got.TornBytes != 0 || got.End != int64(len(withSkips)-len(skip)) {
-		t.Errorf("got %d frames, torn %d, end %d; want %d, 0, %d",
-			got.Stats.Frames, got.TornBytes, got.End, ref.Stats.Frames, len(withSkips)-len(skip))
-	}
+	assert.False(t, got.Stats.Frames != ref.Stats.Frames || got.TornBytes != 0 || got.End != int64(len(withSkips)-len(skip)), "got %d frames, torn %d, end %d; want %d, 0, %d", got.Stats.Frames, got.TornBytes, got.End, ref.Stats.Frames, len(withSkips)-len(skip))
 }
 
 // TestNoChecksumFrameNotRead: a frame without a content checksum is never
@@ -129,33 +118,26 @@ func TestSkippableFramesSteppedOver(t *testing.T) {
 func TestNoChecksumFrameNotRead(t *testing.T) {
 	lines := fixtureLines(t, filepath.Join(fixtureDir, "advanced-toolchain--session.jsonl"))
 	var buf bytes.Buffer
-	if err := dshtest.WriteZstd(&buf, lines, 4); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, dshtest.WriteZstd(&buf, lines, 4))
 	good := buf.Bytes()
 	noCRC, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(false))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer noCRC.Close()
 	bad := noCRC.EncodeAll([]byte(`{"type":"user/message","seq":999,"time":1,"data":{}}`+"\n"), nil)
 
 	t.Run("Tail", func(t *testing.T) {
 		s, err := decodeSession("x.jsonl.zstd", append(bytes.Clone(good), bad...))
-		if err != nil || s.TornBytes != int64(len(bad)) || !strings.Contains(s.TailReason, "no content checksum") {
-			t.Fatalf("got torn %d (%q), err %v; want the frame as a %d-byte tail", s.TornBytes, s.TailReason, err, len(bad))
-		}
+		require.NoError(t, err, "got torn %d (%q), err %v; want the frame as a %d-byte tail", s.TornBytes, s.TailReason, err, len(bad))
+		require.Equal(t, int64(len(bad)), s.TornBytes, "got torn %d (%q), err %v; want the frame as a %d-byte tail", s.TornBytes, s.TailReason, err, len(bad))
+		require.Contains(t, s.TailReason, "no content checksum", "got torn %d (%q), err %v; want the frame as a %d-byte tail", s.TornBytes, s.TailReason, err, len(bad))
 	})
 	t.Run("CorruptError", func(t *testing.T) {
 		frame, err := dshtest.EncodeFrame([]byte(`{"type":"turn/start","seq":1000,"time":1,"data":{}}` + "\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		damaged := append(append(bytes.Clone(good), bad...), frame...)
 		_, err = decodeSession("x.jsonl.zstd", damaged)
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Offset != int64(len(good)) {
-			t.Fatalf("got %v, want *CorruptError at %d", err, len(good))
-		}
+		require.True(t, errors.As(err, &ce), "got %v, want *CorruptError at %d", err, len(good))
+		require.Equal(t, int64(len(good)), ce.Offset, "got %v, want *CorruptError at %d", err, len(good))
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"dshmem/observer/dsh/dshtest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // zstdSeeds are host-framed logs: the real capture, every fixture
@@ -17,16 +19,12 @@ import (
 func zstdSeeds(f *testing.F) [][]byte {
 	f.Helper()
 	live, err := os.ReadFile(livePath)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	seeds := [][]byte{live, live[:len(live)/2], live[:200]}
 	paths, _ := filepath.Glob(filepath.Join(fixtureDir, "*--session*.jsonl"))
 	for _, p := range paths {
 		var buf bytes.Buffer
-		if err := dshtest.WriteZstd(&buf, fixtureLines(f, p), 16); err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, dshtest.WriteZstd(&buf, fixtureLines(f, p), 16))
 		b := buf.Bytes()
 		bad := bytes.Clone(b)
 		bad[len(bad)/3] ^= 0x20

@@ -10,6 +10,8 @@ import (
 
 	"dshmem/events"
 	"dshmem/observer/dsh/dshtest"
+
+	"github.com/stretchr/testify/require"
 )
 
 const fixtureDir = "../../testdata/dsh-sessions"
@@ -22,13 +24,10 @@ var livePath = filepath.Join(fixtureDir, "live", "--tmp-dshlive-proj--",
 func fixtureLines(t testing.TB, path string) [][]byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	chunks, tl, err := split(path, b, 0)
-	if err != nil || tl.Bytes != 0 {
-		t.Fatalf("split %s: tail %+v, err %v", path, tl, err)
-	}
+	require.NoError(t, err, "split %s: tail %+v, err %v", path, tl, err)
+	require.EqualValues(t, 0, tl.Bytes, "split %s: tail %+v, err %v", path, tl, err)
 	var lines [][]byte
 	for _, c := range chunks {
 		lines = append(lines, c.Lines...)
@@ -40,13 +39,9 @@ func fixtureLines(t testing.TB, path string) [][]byte {
 func writeZstdFile(t testing.TB, dir, name string, lines [][]byte, batch int) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := dshtest.WriteZstd(&buf, lines, batch); err != nil {
-		t.Fatalf("dshtest.WriteZstd: %v", err)
-	}
+	require.NoError(t, dshtest.WriteZstd(&buf, lines, batch), "dshtest.WriteZstd")
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o600))
 	return p, buf.Bytes()
 }
 
@@ -55,15 +50,11 @@ func writeZstdFile(t testing.TB, dir, name string, lines [][]byte, batch int) (s
 func readTree(t testing.TB, root string) []Session {
 	t.Helper()
 	paths, err := FindSessions(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sessions := make([]Session, 0, len(paths))
 	for _, p := range paths {
 		s, err := ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		sessions = append(sessions, s)
 	}
 	return sessions
@@ -72,9 +63,7 @@ func readTree(t testing.TB, root string) []Session {
 func writeJSONLFile(t testing.TB, dir, name string, lines [][]byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600))
 	return p
 }
 
@@ -84,9 +73,7 @@ func frameStarts(t testing.TB, b []byte) []int64 {
 	var offs []int64
 	for off := 0; off < len(b); {
 		fs, err := parseFrame(b[off:])
-		if err != nil {
-			t.Fatalf("parseFrame at %d: %v", off, err)
-		}
+		require.NoError(t, err, "parseFrame at %d", off)
 		offs = append(offs, int64(off))
 		off += fs.n
 	}
@@ -100,13 +87,10 @@ func envKey(e events.Envelope) string {
 
 func sameEnvelopes(t testing.TB, got, want []events.Envelope) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d envelopes, want %d", len(got), len(want))
-	}
+	require.Len(t, got, len(want), "got %d envelopes, want %d", len(got), len(want))
 	for i := range got {
-		if g, w := envKey(got[i]), envKey(want[i]); g != w {
-			t.Fatalf("envelope %d:\ngot  %s\nwant %s", i, g, w)
-		}
+		g, w := envKey(got[i]), envKey(want[i])
+		require.Equal(t, w, g, "envelope %d:\ngot  %s\nwant %s", i, g, w)
 	}
 }
 

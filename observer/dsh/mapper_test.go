@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestToolArgs: arguments the host writes as a JSON string holding JSON
@@ -22,9 +25,8 @@ func TestToolArgs(t *testing.T) {
 		{"Absent", ``, `null`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := string(toolArgs(json.RawMessage(c.in))); got != c.want {
-				t.Errorf("got %s, want %s", got, c.want)
-			}
+			got := string(toolArgs(json.RawMessage(c.in)))
+			assert.Equal(t, c.want, got, "got %s, want %s", got, c.want)
 		})
 	}
 }
@@ -50,9 +52,8 @@ func TestMillis(t *testing.T) {
 			t.Errorf("millis %s: got %d, %v; want %d, ok %v", c.in, m, err, c.want, c.ok)
 		}
 	}
-	if got := millis(1786000000123).rfc3339(); got != "2026-08-06T07:06:40.123Z" {
-		t.Errorf("rfc3339: got %s", got)
-	}
+	got := millis(1786000000123).rfc3339()
+	assert.EqualValues(t, "2026-08-06T07:06:40.123Z", got, "rfc3339: got %s", got)
 }
 
 // TestInjectedMarks: in a session whose memory-like text was mostly
@@ -61,15 +62,11 @@ func TestMillis(t *testing.T) {
 // plugin's recall and the results of dshmem's own tools are injected.
 func TestInjectedMarks(t *testing.T) {
 	s, err := ReadFile("../../testdata/dsh-injected/session.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, ev := range s.Events {
 		p, err := payload.Decode(ev.Type, ev.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		label, injected := ev.Type, false
 		switch d := p.(type) {
 		case payload.UserMessage:
@@ -96,13 +93,9 @@ func TestInjectedMarks(t *testing.T) {
 		"user/message",                       // typed: "Thanks."
 		"user/message injected",              // the next turn's snapshot
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	require.Equal(t, strings.Join(want, "\n"), strings.Join(got, "\n"), "got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	for _, name := range []string{"memory_search", "memory_remember", "memory_forget"} {
-		if !MemoryTools[name] {
-			t.Errorf("MemoryTools lacks %s", name)
-		}
+		assert.True(t, MemoryTools[name], "MemoryTools lacks %s", name)
 	}
 }
 
@@ -111,28 +104,19 @@ func TestInjectedMarks(t *testing.T) {
 // again gives the very bytes the mapper wrote.
 func TestMappedDataIsPayload(t *testing.T) {
 	paths, err := FindSessions(fixtureDir)
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("fixtures: %v, %v", paths, err)
-	}
+	require.NoError(t, err, "fixtures: %v, %v", paths, err)
+	require.NotEqualValues(t, 0, len(paths), "fixtures: %v, %v", paths, err)
 	n := 0
 	for _, path := range append(paths, "../../testdata/dsh-injected/session.jsonl") {
 		s, err := ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+		require.NoError(t, err, "%s", path)
 		for _, ev := range s.Events {
 			p, err := payload.Decode(ev.Type, ev.Data)
-			if err != nil {
-				t.Fatalf("%s %s: %v", ev.ID, ev.Type, err)
-			}
+			require.NoError(t, err, "%s %s", ev.ID, ev.Type)
 			again, err := payload.Marshal(p)
-			if err != nil || !bytes.Equal(again, ev.Data) {
-				t.Errorf("%s: got %s (%v), want %s", ev.ID, again, err, ev.Data)
-			}
+			assert.False(t, err != nil || !bytes.Equal(again, ev.Data), "%s: got %s (%v), want %s", ev.ID, again, err, ev.Data)
 			n++
 		}
 	}
-	if n < 100 {
-		t.Fatalf("mapped %d envelopes; the fixtures hold more", n)
-	}
+	require.False(t, n < 100, "mapped %d envelopes; the fixtures hold more", n)
 }

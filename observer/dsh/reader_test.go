@@ -10,6 +10,9 @@ import (
 
 	"dshmem/events"
 	"dshmem/events/payload"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type fixtureWant struct {
@@ -45,26 +48,19 @@ func TestFixtures(t *testing.T) {
 			lines := fixtureLines(t, filepath.Join(fixtureDir, fx.file))
 			plain := writeJSONLFile(t, dir, "plain--session.jsonl", lines)
 			ref, err := ReadFile(plain)
-			if err != nil {
-				t.Fatalf("ReadFile(jsonl): %v", err)
-			}
+			require.NoError(t, err, "ReadFile(jsonl)")
 			checkFixture(t, fx, ref)
 			for _, batch := range []int{1, 4, 1000} {
 				zp, _ := writeZstdFile(t, dir, "z--session.jsonl.zstd", lines, batch)
 				got, err := ReadFile(zp)
-				if err != nil {
-					t.Fatalf("ReadFile(zstd, batch %d): %v", batch, err)
-				}
+				require.NoError(t, err, "ReadFile(zstd, batch %d)", batch)
 				sameEnvelopes(t, got.Events, ref.Events)
-				if got.TornBytes != 0 || got.Stats.Frames == 0 {
-					t.Fatalf("batch %d: torn %d frames %d", batch, got.TornBytes, got.Stats.Frames)
-				}
+				require.EqualValues(t, 0, got.TornBytes, "batch %d: torn %d frames %d", batch, got.TornBytes, got.Stats.Frames)
+				require.NotEqualValues(t, 0, got.Stats.Frames, "batch %d: torn %d frames %d", batch, got.TornBytes, got.Stats.Frames)
 			}
 			// The original file as it is on disk.
 			orig, err := ReadFile(filepath.Join(fixtureDir, fx.file))
-			if err != nil {
-				t.Fatalf("ReadFile(original): %v", err)
-			}
+			require.NoError(t, err, "ReadFile(original)")
 			sameEnvelopes(t, orig.Events, ref.Events)
 		})
 	}
@@ -72,57 +68,39 @@ func TestFixtures(t *testing.T) {
 
 func checkFixture(t *testing.T, fx fixtureWant, s Session) {
 	t.Helper()
-	if s.ID != fx.id {
-		t.Errorf("session id: got %q, want %q", s.ID, fx.id)
-	}
+	assert.Equal(t, fx.id, s.ID, "session id: got %q, want %q", s.ID, fx.id)
 	byType := map[string]int{}
 	ids := map[string]bool{}
 	userSaid := 0
 	for _, e := range s.Events {
 		byType[e.Type]++
-		if ids[e.ID] {
-			t.Errorf("duplicate envelope id %s", e.ID)
-		}
+		assert.False(t, ids[e.ID], "duplicate envelope id %s", e.ID)
 		ids[e.ID] = true
-		if e.Session != fx.id || !strings.HasPrefix(e.ID, "dsh:"+fx.id+":") || !events.KnownType(e.Type) {
-			t.Errorf("bad envelope %s", envKey(e))
-		}
+		assert.False(t, e.Session != fx.id || !strings.HasPrefix(e.ID, "dsh:"+fx.id+":") || !events.KnownType(e.Type), "bad envelope %s", envKey(e))
 		if e.Type != events.TypeUserMessage {
 			continue
 		}
 		var d payload.UserMessage
-		if err := payload.Unmarshal(e.Data, &d); err != nil || d.Source == nil {
-			t.Fatalf("%s: got %s (%v), want a user message with its source", envKey(e), e.Data, err)
-		}
+		err := payload.Unmarshal(e.Data, &d)
+		require.NoError(t, err, "%s: got %s (%v), want a user message with its source", envKey(e), e.Data, err)
+		require.NotNil(t, d.Source, "%s: got %s (%v), want a user message with its source", envKey(e), e.Data, err)
 		if !d.Injected {
 			userSaid++
 			// Nothing a plugin or the host wrote may pass as user-typed.
 			if d.Source.Kind != "user" && d.Source.Kind != "coordinator" {
 				t.Errorf("source %q not marked injected: %s", d.Source.Kind, envKey(e))
 			}
-			if strings.HasPrefix(d.Text, "Current runtime context") || strings.Contains(d.Text, "<system-reminder>") ||
-				strings.Contains(d.Text, "<goal_round>") || strings.Contains(d.Text, "automatically generated checkpoint") {
-				t.Errorf("injected text marked as user-typed: %s", envKey(e))
-			}
+			assert.False(t, strings.HasPrefix(d.Text, "Current runtime context") || strings.Contains(d.Text, "<system-reminder>") ||
+				strings.Contains(d.Text, "<goal_round>") || strings.Contains(d.Text, "automatically generated checkpoint"), "injected text marked as user-typed: %s", envKey(e))
 		}
 	}
 	for typ, n := range fx.byType {
-		if byType[typ] != n {
-			t.Errorf("%s: got %d, want %d", typ, byType[typ], n)
-		}
+		assert.Equal(t, n, byType[typ], "%s: got %d, want %d", typ, byType[typ], n)
 	}
-	if len(byType) != len(fx.byType) {
-		t.Errorf("types: got %v, want %v", byType, fx.byType)
-	}
-	if userSaid != fx.userSaid {
-		t.Errorf("user-typed messages: got %d, want %d", userSaid, fx.userSaid)
-	}
-	if len(s.Stats.Unknown) != fx.unknown || len(s.Stats.Malformed) != 0 {
-		t.Errorf("stats: %v", s.Stats)
-	}
-	if s.Stats.Events != len(s.Events) {
-		t.Errorf("Stats.Events %d != %d envelopes", s.Stats.Events, len(s.Events))
-	}
+	assert.Len(t, byType, len(fx.byType), "types: got %v, want %v", byType, fx.byType)
+	assert.Equal(t, fx.userSaid, userSaid, "user-typed messages: got %d, want %d", userSaid, fx.userSaid)
+	assert.False(t, len(s.Stats.Unknown) != fx.unknown || len(s.Stats.Malformed) != 0, "stats: %v", s.Stats)
+	assert.Equal(t, len(s.Events), s.Stats.Events, "Stats.Events %d != %d envelopes", s.Stats.Events, len(s.Events))
 }
 
 // TestGoldenEnvelopes pins a few envelopes exactly.
@@ -147,17 +125,13 @@ func TestGoldenEnvelopes(t *testing.T) {
 	}
 	for _, g := range golden {
 		var want events.Envelope
-		if err := json.Unmarshal([]byte(g), &want); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal([]byte(g), &want))
 		got, ok := byID[want.ID]
 		if !ok {
 			t.Errorf("missing %s", want.ID)
 			continue
 		}
-		if envKey(got) != envKey(want) {
-			t.Errorf("got  %s\nwant %s", envKey(got), envKey(want))
-		}
+		assert.Equal(t, envKey(want), envKey(got), "got  %s\nwant %s", envKey(got), envKey(want))
 	}
 	// A failed tool result and a runtime-context snapshot.
 	var failed payload.ToolResult
@@ -174,13 +148,9 @@ func TestGoldenEnvelopes(t *testing.T) {
 func TestStatsString(t *testing.T) {
 	sessions := readTree(t, fixtureDir)
 	tot := Total(sessions)
-	if tot.Files != 6 || tot.Sessions != 6 || tot.Events != 96 || len(tot.Unknown) != 0 {
-		t.Errorf("total: %v", tot)
-	}
+	assert.False(t, tot.Files != 6 || tot.Sessions != 6 || tot.Events != 96 || len(tot.Unknown) != 0, "total: %v", tot)
 	s1, s2 := tot.String(), Total(sessions).String()
-	if s1 != s2 || !strings.Contains(s1, "skipped{agent/inbox/spliced=") {
-		t.Errorf("String not stable or incomplete: %s", s1)
-	}
+	assert.False(t, s1 != s2 || !strings.Contains(s1, "skipped{agent/inbox/spliced="), "String not stable or incomplete: %s", s1)
 	t.Log(s1)
 }
 
@@ -196,24 +166,17 @@ func TestUnknownAndIgnorable(t *testing.T) {
 		[]byte(`{"type":"tool/result","seq":5,"time":1786000000129,"data":{"turn":1,"step":1,"message":{"content":[{"type":"tool-result","toolCallId":"c9","content":"boom","isError":false}]},"error":{"message":"exit 1"}}}`),
 	}
 	s, err := ReadFile(writeJSONLFile(t, dir, "x--session.jsonl", lines))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Stats.Unknown["future/thing"] != 1 || s.Stats.Skipped["future/other"] != 1 || s.Stats.Malformed["tool/call"] != 1 {
-		t.Errorf("stats: got %v", s.Stats)
-	}
-	if s.Events[0].Time != "2026-08-06T07:06:40.123Z" {
-		t.Errorf("time: got %s, want 2026-08-06T07:06:40.123Z", s.Events[0].Time)
-	}
+	require.NoError(t, err)
+	assert.False(t, s.Stats.Unknown["future/thing"] != 1 || s.Stats.Skipped["future/other"] != 1 || s.Stats.Malformed["tool/call"] != 1, "stats: got %v", s.Stats)
+	assert.EqualValues(t, "2026-08-06T07:06:40.123Z", s.Events[0].Time, "time: got %s, want 2026-08-06T07:06:40.123Z", s.Events[0].Time)
 	for _, e := range s.Events {
 		if e.Type == events.TypeUserMessage && !strings.Contains(string(e.Data), `"injected":true`) {
 			t.Errorf("want injected: %s", envKey(e))
 		}
 	}
 	last := s.Events[len(s.Events)-1]
-	if want := `{"name":"","ok":false,"text":"boom","error":"exit 1","callId":"c9","turn":1,"step":1}`; string(last.Data) != want {
-		t.Errorf("tool/result: got %s, want %s", last.Data, want)
-	}
+	want := `{"name":"","ok":false,"text":"boom","error":"exit 1","callId":"c9","turn":1,"step":1}`
+	assert.Equal(t, want, string(last.Data), "tool/result: got %s, want %s", last.Data, want)
 }
 
 func TestNotSession(t *testing.T) {
@@ -223,9 +186,7 @@ func TestNotSession(t *testing.T) {
 		t.Fatalf("got %v, want ErrNotSession", err)
 	}
 	empty := filepath.Join(dir, "e--session.jsonl.zstd")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
 	if _, err := ReadFile(empty); !errors.Is(err, ErrNoHeader) {
 		t.Fatalf("got %v, want ErrNoHeader", err)
 	}

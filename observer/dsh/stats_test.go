@@ -1,6 +1,11 @@
 package dsh
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 // TestStatsAddToZero: a zero Stats can be added to, and adding copies the
 // counts rather than sharing the other's maps.
@@ -10,10 +15,9 @@ func TestStatsAddToZero(t *testing.T) {
 	var s Stats
 	s.Add(o)
 	s.Add(o)
-	if s.Events != 6 || s.Skipped["turn/start"] != 4 || s.Unknown["future/x"] != 2 || s.Malformed == nil {
-		t.Fatalf("got %v, want the counts doubled", s)
-	}
-	if o.Skipped["turn/start"] != 2 {
-		t.Errorf("Add changed its argument: %v", o)
-	}
+	require.EqualValues(t, 6, s.Events, "got %v, want the counts doubled", s)
+	require.EqualValues(t, 4, s.Skipped["turn/start"], "got %v, want the counts doubled", s)
+	require.EqualValues(t, 2, s.Unknown["future/x"], "got %v, want the counts doubled", s)
+	require.NotNil(t, s.Malformed, "got %v, want the counts doubled", s)
+	assert.EqualValues(t, 2, o.Skipped["turn/start"], "Add changed its argument: %v", o)
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"dshmem/observer/dsh/dshtest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestTornAndCorrupt cuts and damages a host-framed log.
@@ -21,20 +24,14 @@ func TestTornAndCorrupt(t *testing.T) {
 
 	// What a reader must return for the log without its last frame.
 	prefix, err := ReadFile(writeRaw(t, dir, "prefix--session.jsonl.zstd", b[:last]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 
 	t.Run("TornLastFrame", func(t *testing.T) {
 		cut := last + (int64(len(b))-last)/2
 		s, err := ReadFile(writeRaw(t, dir, "torn--session.jsonl.zstd", b[:cut]))
-		if err != nil {
-			t.Fatalf("got %v, want no error", err)
-		}
+		require.NoError(t, err, "got %v, want no error", err)
 		sameEnvelopes(t, s.Events, prefix.Events)
-		if s.TornBytes != cut-last || s.End != last || s.Stats.TornBytes != cut-last {
-			t.Errorf("got torn %d end %d, want torn %d end %d", s.TornBytes, s.End, cut-last, last)
-		}
+		assert.False(t, s.TornBytes != cut-last || s.End != last || s.Stats.TornBytes != cut-last, "got torn %d end %d, want torn %d end %d", s.TornBytes, s.End, cut-last, last)
 	})
 	t.Run("BadChecksumLastFrame", func(t *testing.T) {
 		// A whole last frame that fails its checksum: nothing valid follows, so
@@ -42,13 +39,9 @@ func TestTornAndCorrupt(t *testing.T) {
 		bad := bytes.Clone(b)
 		bad[len(bad)-1] ^= 0x40
 		s, err := ReadFile(writeRaw(t, dir, "badsum--session.jsonl.zstd", bad))
-		if err != nil {
-			t.Fatalf("got %v, want no error", err)
-		}
+		require.NoError(t, err, "got %v, want no error", err)
 		sameEnvelopes(t, s.Events, prefix.Events)
-		if s.TornBytes != int64(len(b))-last {
-			t.Errorf("got torn %d, want %d", s.TornBytes, int64(len(b))-last)
-		}
+		assert.Equal(t, int64(len(b))-last, s.TornBytes, "got torn %d, want %d", s.TornBytes, int64(len(b))-last)
 	})
 	t.Run("CorruptError", func(t *testing.T) {
 		k := nFrames / 2
@@ -58,19 +51,15 @@ func TestTornAndCorrupt(t *testing.T) {
 			p := writeRaw(t, dir, "corrupt--session.jsonl.zstd", bad)
 			_, err := ReadFile(p)
 			var ce *CorruptError
-			if !errors.As(err, &ce) {
-				t.Fatalf("flip at %d: got %v, want *CorruptError", pos, err)
-			}
-			if ce.Offset != starts[k] || ce.Path != p {
-				t.Errorf("flip at %d: got offset %d path %s, want offset %d path %s", pos, ce.Offset, ce.Path, starts[k], p)
-			}
+			require.True(t, errors.As(err, &ce), "flip at %d: got %v, want *CorruptError", pos, err)
+			assert.False(t, ce.Offset != starts[k] || ce.Path != p, "flip at %d: got offset %d path %s, want offset %d path %s", pos, ce.Offset, ce.Path, starts[k], p)
 		}
 	})
 	t.Run("OK", func(t *testing.T) {
 		s, err := ReadFile(full)
-		if err != nil || s.TornBytes != 0 || s.End != int64(len(b)) {
-			t.Fatalf("got torn %d end %d err %v", s.TornBytes, s.End, err)
-		}
+		require.NoError(t, err, "got torn %d end %d err %v", s.TornBytes, s.End, err)
+		require.EqualValues(t, 0, s.TornBytes, "got torn %d end %d err %v", s.TornBytes, s.End, err)
+		require.Equal(t, int64(len(b)), s.End, "got torn %d end %d err %v", s.TornBytes, s.End, err)
 	})
 }
 
@@ -78,24 +67,16 @@ func TestTornJSONL(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(fixtureDir, "compaction-recovery--session.jsonl")
 	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lastNL := int64(bytes.LastIndexByte(b[:len(b)-1], '\n') + 1)
 	prefix, err := ReadFile(writeRaw(t, dir, "p--session.jsonl", b[:lastNL]))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Run("TornLastLine", func(t *testing.T) {
 		cut := lastNL + 10
 		s, err := ReadFile(writeRaw(t, dir, "t--session.jsonl", b[:cut]))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		sameEnvelopes(t, s.Events, prefix.Events)
-		if s.TornBytes != 10 || s.End != lastNL {
-			t.Errorf("got torn %d end %d, want 10 %d", s.TornBytes, s.End, lastNL)
-		}
+		assert.False(t, s.TornBytes != 10 || s.End != lastNL, "got torn %d end %d, want 10 %d", s.TornBytes, s.End, lastNL)
 	})
 	t.Run("CorruptError", func(t *testing.T) {
 		bad := bytes.Clone(b)
@@ -106,9 +87,8 @@ func TestTornJSONL(t *testing.T) {
 		bad[mid] = 'X'
 		_, err := ReadFile(writeRaw(t, dir, "c--session.jsonl", bad))
 		var ce *CorruptError
-		if !errors.As(err, &ce) || ce.Offset != int64(mid) {
-			t.Fatalf("got %v, want *CorruptError at %d", err, mid)
-		}
+		require.True(t, errors.As(err, &ce), "got %v, want *CorruptError at %d", err, mid)
+		require.Equal(t, int64(mid), ce.Offset, "got %v, want *CorruptError at %d", err, mid)
 	})
 }
 
@@ -133,13 +113,9 @@ func TestFlipEveryByte(t *testing.T) {
 			}
 			continue
 		}
-		if len(s.Events) > len(want) {
-			t.Fatalf("flip %d: %d events, more than %d", pos, len(s.Events), len(want))
-		}
+		require.False(t, len(s.Events) > len(want), "flip %d: %d events, more than %d", pos, len(s.Events), len(want))
 		for i, e := range s.Events {
-			if envKey(e) != want[i] {
-				t.Fatalf("flip %d: event %d differs:\ngot  %s\nwant %s", pos, i, envKey(e), want[i])
-			}
+			require.Equal(t, want[i], envKey(e), "flip %d: event %d differs:\ngot  %s\nwant %s", pos, i, envKey(e), want[i])
 		}
 		if len(s.Events) < len(want) && s.TornBytes == 0 {
 			t.Fatalf("flip %d: events lost without a torn tail", pos)
@@ -149,33 +125,22 @@ func TestFlipEveryByte(t *testing.T) {
 
 func TestChecksumHelper(t *testing.T) {
 	b, err := os.ReadFile(livePath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	chunks, _, err := splitZstd("live", b, 0)
-	if err != nil || len(chunks) != 9 {
-		t.Fatalf("got %d frames, err %v; want 9", len(chunks), err)
-	}
+	require.NoError(t, err, "got %d frames, err %v; want 9", len(chunks), err)
+	require.Len(t, chunks, 9, "got %d frames, err %v; want 9", len(chunks), err)
 	for _, c := range chunks {
-		if !checksumMatches(b[c.Off:c.End], c.raw) {
-			t.Fatalf("frame at %d: xxh64 helper disagrees with the host's checksum", c.Off)
-		}
+		require.True(t, checksumMatches(b[c.Off:c.End], c.raw), "frame at %d: xxh64 helper disagrees with the host's checksum", c.Off)
 	}
 	// The encoder writes the host's frame header byte for byte.
 	frame, err := dshtest.EncodeFrame([]byte("{}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(frame[:6], b[:6]) {
-		t.Errorf("header: got % x, want % x", frame[:6], b[:6])
-	}
+	require.NoError(t, err)
+	assert.Equal(t, b[:6], frame[:6], "header: got % x, want % x", frame[:6], b[:6])
 }
 
 func writeRaw(t testing.TB, dir, name string, b []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, b, 0o600))
 	return p
 }

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestFindSessions(t *testing.T) {
@@ -15,9 +18,7 @@ func TestFindSessions(t *testing.T) {
 	lines := fixtureLines(t, filepath.Join(fixtureDir, "subagent-continuable--session.1.jsonl"))
 	mk := func(rel string) string {
 		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
 		if strings.HasSuffix(p, ".zstd") {
 			writeZstdFile(t, filepath.Dir(p), filepath.Base(p), lines, 3)
 		} else {
@@ -36,57 +37,44 @@ func TestFindSessions(t *testing.T) {
 	mk("fixtures/README.md")
 
 	got, err := FindSessions(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []string{v2, s2, s3, flatA, flatB}
 	slices.Sort(want)
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v\nwant %v", got, want)
-	}
+	require.True(t, reflect.DeepEqual(got, want), "got %v\nwant %v", got, want)
 
 	t.Run("OnlyHighestGeneration", func(t *testing.T) {
 		// Make v2 distinguishable: a different header id.
 		l2 := append([][]byte{[]byte(strings.Replace(string(lines[0]), "33333333-3333-4333-8333-333333333333", "v2-session", 1))}, lines[1:]...)
 		writeZstdFile(t, filepath.Dir(v2), filepath.Base(v2), l2, 3)
 		sessions := readTree(t, filepath.Join(root, "--home-u-a--", "s1"))
-		if len(sessions) != 1 || sessions[0].ID != "v2-session" || sessions[0].Path != v2 {
-			t.Fatalf("got %d sessions (%+v), want only %s", len(sessions), sessionIDs(sessions), v2)
-		}
+		require.Len(t, sessions, 1, "got %d sessions (%+v), want only %s", len(sessions), sessionIDs(sessions), v2)
+		require.EqualValues(t, "v2-session", sessions[0].ID, "got %d sessions (%+v), want only %s", len(sessions), sessionIDs(sessions), v2)
+		require.Equal(t, v2, sessions[0].Path, "got %d sessions (%+v), want only %s", len(sessions), sessionIDs(sessions), v2)
 	})
 	t.Run("ABadFileStopsOnlyItself", func(t *testing.T) {
 		bad := writeRaw(t, filepath.Join(root, "fixtures"), "c--session.jsonl", []byte("not json\n{\"type\":\"session\"}\n"))
 		paths, err := FindSessions(root)
-		if err != nil || len(paths) != 6 {
-			t.Fatalf("got %d paths, %v; want 6, the bad one among them", len(paths), err)
-		}
+		require.NoError(t, err, "got %d paths, %v; want 6, the bad one among them", len(paths), err)
+		require.Len(t, paths, 6, "got %d paths, %v; want 6, the bad one among them", len(paths), err)
 		read := 0
 		for _, p := range paths {
 			_, err := ReadFile(p)
 			if p != bad {
-				if err != nil {
-					t.Errorf("ReadFile(%s): %v", p, err)
-				}
+				assert.NoError(t, err, "ReadFile(%s)", p)
 				read++
 				continue
 			}
-			if err == nil || !strings.Contains(err.Error(), "c--session.jsonl") {
-				t.Errorf("ReadFile(%s): got %v, want an error naming c--session.jsonl", p, err)
-			}
+			assert.False(t, err == nil || !strings.Contains(err.Error(), "c--session.jsonl"), "ReadFile(%s): got %v, want an error naming c--session.jsonl", p, err)
 			var ce *CorruptError
-			if !errors.As(err, &ce) {
-				t.Errorf("got %T, want *CorruptError inside", err)
-			}
+			assert.True(t, errors.As(err, &ce), "got %T, want *CorruptError inside", err)
 		}
-		if read != 5 {
-			t.Errorf("got %d sessions read, want 5", read)
-		}
+		assert.EqualValues(t, 5, read, "got %d sessions read, want 5", read)
 	})
 	t.Run("SingleFile", func(t *testing.T) {
 		got, err := FindSessions(flatA)
-		if err != nil || len(got) != 1 || got[0] != flatA {
-			t.Fatalf("got %v %v, want [%s]", got, err, flatA)
-		}
+		require.NoError(t, err, "got %v %v, want [%s]", got, err, flatA)
+		require.Len(t, got, 1, "got %v %v, want [%s]", got, err, flatA)
+		require.Equal(t, flatA, got[0], "got %v %v, want [%s]", got, err, flatA)
 	})
 }
 
@@ -104,9 +92,7 @@ func TestReadFixtureTree(t *testing.T) {
 		"permission-policy-context--session.jsonl",
 		"subagent-continuable--session.1.jsonl",
 	}
-	if !reflect.DeepEqual(names, want) {
-		t.Fatalf("got %v\nwant %v", names, want)
-	}
+	require.True(t, reflect.DeepEqual(names, want), "got %v\nwant %v", names, want)
 }
 
 func sessionIDs(ss []Session) []string {

@@ -144,9 +144,8 @@ func TestSync(t *testing.T) {
 		if err := db.Get(&n, `SELECT count(*) FROM events WHERE type IN ('file/edit', 'memory/ops')`); err != nil || n != 2 {
 			t.Errorf("got %d file/edit and memory/ops events (%v), want 2: the second sync logged again", n, err)
 		}
-		if got := readFile(t, root, "global.md"); !strings.Contains(got, "gofmt and go vet") {
-			t.Errorf("global.md lost the edit:\n%s", got)
-		}
+		got := readFile(t, root, "global.md")
+		assert.Contains(t, got, "gofmt and go vet", "global.md lost the edit:\n%s", got)
 		if rep, err := Sync(ctx, eng); err != nil || len(rep.Files) != 0 {
 			t.Errorf("third sync: got %+v, %v; want nothing to do (the file rendered again and recorded)", rep, err)
 		}
@@ -171,9 +170,8 @@ func TestSync(t *testing.T) {
 		}
 		got := readFile(t, root, "knowledge/database.md")
 		assert.False(t, !strings.Contains(got, "port 5434") || !strings.Contains(got, "Replica is on 5435"), "after sync the file lacks the edit or the newer entry:\n%s", got)
-		if ids := statusOf(t, eng, "status = 'forgotten'"); len(ids) != 0 {
-			t.Errorf("the entry added while the file was held was forgotten: %v", ids)
-		}
+		ids := statusOf(t, eng, "status = 'forgotten'")
+		assert.Len(t, ids, 0, "the entry added while the file was held was forgotten: %v", ids)
 	})
 
 	t.Run("Damaged", func(t *testing.T) {

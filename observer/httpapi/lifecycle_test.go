@@ -46,9 +46,8 @@ func TestPromptPacket(t *testing.T) {
 
 	t.Run("BadInput", func(t *testing.T) {
 		for _, body := range []map[string]any{{"text": "x", "cwd": "relative/dir"}, {"text": "x", "origin": "robot"}, {"text": "x", "step": -1}} {
-			if code, b := ts.call("POST", "/v1/sessions/p2/prompt", body); code != http.StatusBadRequest {
-				t.Errorf("%v: status %d %s, want 400", body, code, b)
-			}
+			code, b := ts.call("POST", "/v1/sessions/p2/prompt", body)
+			assert.Equal(t, http.StatusBadRequest, code, "%v: status %d %s, want 400", body, code, b)
 		}
 		if code, _ := ts.call("POST", "/v1/sessions/p2/prompt", map[string]any{"text": "  "}); code != http.StatusNoContent {
 			t.Errorf("empty prompt: status %d, want 204", code)
@@ -124,26 +123,23 @@ func TestPromptObservedOnce(t *testing.T) {
 	t.Run("LogFirst", func(t *testing.T) {
 		ts.must(200, "POST", "/v1/events", []any{event("lf:1", "user/message", "lf", cwd, map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-1"})}, nil)
 		ts.call("POST", "/v1/sessions/lf/prompt", map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-1", "cwd": cwd, "step": 1})
-		if v := version("lf"); v != 1 {
-			t.Errorf("contextVersion %d, want 1: the prompt the log brought first was observed again", v)
-		}
+		v := version("lf")
+		assert.EqualValues(t, 1, v, "contextVersion %d, want 1: the prompt the log brought first was observed again", v)
 	})
 
 	t.Run("ClaimFirstByID", func(t *testing.T) {
 		ts.call("POST", "/v1/sessions/cf/prompt", map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-2", "cwd": cwd, "step": 1})
 		ts.must(200, "POST", "/v1/events", []any{event("cf:1", "user/message", "cf", cwd, map[string]any{"text": "actually, use PostgreSQL", "messageId": "msg-2"})}, nil)
-		if v := version("cf"); v != 1 {
-			t.Errorf("contextVersion %d, want 1", v)
-		}
+		v := version("cf")
+		assert.EqualValues(t, 1, v, "contextVersion %d, want 1", v)
 	})
 
 	t.Run("LongPrompt", func(t *testing.T) {
 		long := strings.Repeat("the billing migration fails again ", 300) // over 4000 characters
 		ts.call("POST", "/v1/sessions/lp/prompt", map[string]any{"text": long, "cwd": cwd, "step": 1})
 		ts.must(200, "POST", "/v1/events", []any{event("lp:1", "user/message", "lp", cwd, map[string]any{"text": long})}, nil)
-		if v := version("lp"); v != 1 {
-			t.Errorf("contextVersion %d, want 1: a long claimed prompt was observed twice", v)
-		}
+		v := version("lp")
+		assert.EqualValues(t, 1, v, "contextVersion %d, want 1: a long claimed prompt was observed twice", v)
 	})
 }
 
@@ -205,9 +201,8 @@ func TestPacketLongPoll(t *testing.T) {
 
 	t.Run("BadWait", func(t *testing.T) {
 		for _, w := range []string{"-1", "abc", "30001"} {
-			if code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait="+w, nil); code != http.StatusBadRequest {
-				t.Errorf("wait=%s: status %d, want 400", w, code)
-			}
+			code, _ := ts.call("GET", "/v1/sessions/lp/packet?wait="+w, nil)
+			assert.Equal(t, http.StatusBadRequest, code, "wait=%s: status %d, want 400", w, code)
 		}
 	})
 

@@ -28,9 +28,8 @@ func TestServeFindsCorruptionOpenTrusts(t *testing.T) {
 	require.NoError(t, err)
 	for i := 0; i < 40; i++ {
 		line := fmt.Sprintf(`{"id":"c%d","type":"user/message","time":"2026-08-18T10:00:%02dZ","data":{"text":"message number %d of the corruption test"}}`, i, i, i)
-		if _, _, err := eng.Ingest(ctx, [][]byte{[]byte(line)}); err != nil {
-			t.Fatal(err)
-		}
+		_, _, err := eng.Ingest(ctx, [][]byte{[]byte(line)})
+		require.NoError(t, err)
 	}
 	require.NoError(t, eng.Close())
 	segs, _ := filepath.Glob(filepath.Join(root, observer.LogDir, "global", "*.jsonl.zst"))

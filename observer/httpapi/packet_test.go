@@ -60,9 +60,9 @@ func TestPackets(t *testing.T) {
 		require.False(t, p.Mode == broker.ModeHint && (!strings.HasPrefix(p.Text, broker.PacketFrame) || len(p.Text) > 600), "hint text %q: want framed, at most 600 bytes", p.Text)
 	})
 	t.Run("ServedOnce", func(t *testing.T) {
-		if p, why := ts.fetch("a", ""); p != nil || why != "served" {
-			t.Fatalf("got %+v (%s), want nothing: served", p, why)
-		}
+		p, why := ts.fetch("a", "")
+		require.Nil(t, p, "got %+v (%s), want nothing: served", p, why)
+		require.EqualValues(t, "served", why, "got %+v (%s), want nothing: served", p, why)
 	})
 	t.Run("Cooldown", func(t *testing.T) {
 		v := push("a", "user/message", map[string]any{"text": "api server still fails, migrations?"})
@@ -83,16 +83,16 @@ func TestPackets(t *testing.T) {
 		v := push("b", "user/message", map[string]any{"text": "how do I run the migrations for the api server"})
 		ts.srv.Broker().Settle()
 		push("b", "assistant/message", map[string]any{"text": "looking", "step": 1})
-		if p, why := ts.fetch("b", fmt.Sprintf("?contextVersion=%d", v)); p != nil || why != "stale" {
-			t.Fatalf("got %+v (%s), want nothing: stale", p, why)
-		}
+		p, why := ts.fetch("b", fmt.Sprintf("?contextVersion=%d", v))
+		require.Nil(t, p, "got %+v (%s), want nothing: stale", p, why)
+		require.EqualValues(t, "stale", why, "got %+v (%s), want nothing: stale", p, why)
 	})
 	t.Run("Expired", func(t *testing.T) {
 		push("c", "session/start", map[string]any{"origin": "top"})
 		v := push("c", "user/message", map[string]any{"text": "api server migrations again"})
-		if p, why := ts.fetch("c", fmt.Sprintf("?contextVersion=%d&step=2", v)); p != nil || why != "expired" {
-			t.Fatalf("got %+v (%s), want nothing: expired (TTL 2 steps)", p, why)
-		}
+		p, why := ts.fetch("c", fmt.Sprintf("?contextVersion=%d&step=2", v))
+		require.Nil(t, p, "got %+v (%s), want nothing: expired (TTL 2 steps)", p, why)
+		require.EqualValues(t, "expired", why, "got %+v (%s), want nothing: expired (TTL 2 steps)", p, why)
 	})
 	t.Run("Checklist", func(t *testing.T) {
 		push("d", "session/start", map[string]any{"origin": "top"})
@@ -109,19 +109,18 @@ func TestPackets(t *testing.T) {
 	t.Run("SessionEndFrees", func(t *testing.T) {
 		before := ts.srv.Broker().Sessions()
 		push("d", "session/end", map[string]any{})
-		if got := ts.srv.Broker().Sessions(); got != before-1 {
-			t.Fatalf("got %d runtimes, want %d", got, before-1)
-		}
-		if p, why := ts.fetch("d", ""); p != nil || why != "unknown-session" {
-			t.Fatalf("got %+v (%s), want nothing for an ended session", p, why)
-		}
+		got := ts.srv.Broker().Sessions()
+		require.Equal(t, before-1, got, "got %d runtimes, want %d", got, before-1)
+		p, why := ts.fetch("d", "")
+		require.Nil(t, p, "got %+v (%s), want nothing for an ended session", p, why)
+		require.EqualValues(t, "unknown-session", why, "got %+v (%s), want nothing for an ended session", p, why)
 	})
 	t.Run("IdleFrees", func(t *testing.T) {
 		later := now.Add(31 * time.Minute)
 		clock = &later
-		if n := ts.srv.Broker().Sweep(); n == 0 || ts.srv.Broker().Sessions() != 0 {
-			t.Fatalf("swept %d, %d left; want every idle runtime freed", n, ts.srv.Broker().Sessions())
-		}
+		n := ts.srv.Broker().Sweep()
+		require.NotEqualValues(t, 0, n, "swept %d, %d left; want every idle runtime freed", n, ts.srv.Broker().Sessions())
+		require.EqualValues(t, 0, ts.srv.Broker().Sessions(), "swept %d, %d left; want every idle runtime freed", n, ts.srv.Broker().Sessions())
 	})
 	t.Run("ShownLogged", func(t *testing.T) {
 		ts.srv.intakeWG.Wait()

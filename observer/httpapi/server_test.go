@@ -175,9 +175,10 @@ func TestServerRoutes(t *testing.T) {
 		require.EqualValues(t, 2, resp.Appended, "got %+v", resp)
 		require.EqualValues(t, 1, resp.Rejected, "got %+v", resp)
 		require.Len(t, resp.Results, 3, "got %+v", resp)
-		if r := resp.Results[2]; r.Status != observer.StatusRejected || r.Field != "time" || r.Line != 3 {
-			t.Fatalf("got %+v, want a rejection of field time on line 3", r)
-		}
+		r := resp.Results[2]
+		require.Equal(t, observer.StatusRejected, r.Status, "got %+v, want a rejection of field time on line 3", r)
+		require.EqualValues(t, "time", r.Field, "got %+v, want a rejection of field time on line 3", r)
+		require.EqualValues(t, 3, r.Line, "got %+v, want a rejection of field time on line 3", r)
 		require.EqualValues(t, 2, resp.Sessions["s1"], "got contextVersion %d, want 2", resp.Sessions["s1"])
 	})
 	t.Run("EventsJSONLDuplicates", func(t *testing.T) {
@@ -569,9 +570,8 @@ func TestServerIndexFailure(t *testing.T) {
 		require.EqualValues(t, 2, r.Appended, "got %+v, want 2 appended and no warning", r)
 		require.EqualValues(t, "", r.Warning, "got %+v, want 2 appended and no warning", r)
 		ts.srv.Broker().Settle()
-		if _, why := ts.fetch("s1", ""); why != "none" {
-			t.Fatalf("packet: got reason %q, want none (the broker's recall failed)", why)
-		}
+		_, why := ts.fetch("s1", "")
+		require.EqualValues(t, "none", why, "packet: got reason %q, want none (the broker's recall failed)", why)
 	})
 }
 

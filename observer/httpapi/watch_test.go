@@ -74,9 +74,8 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 	// a scan (the server's own ticker may have scanned first).
 	scan := func(ts *testServer) int {
 		t.Helper()
-		if _, err := ts.srv.Watcher().Scan(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		_, err := ts.srv.Watcher().Scan(context.Background())
+		require.NoError(t, err)
 		return len(dshIDs(t, ts.eng, "sess-live"))
 	}
 	appendFile(t, path, hostFrame(t, hdr))
@@ -100,9 +99,8 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		f := next(2)
 		appendFile(t, path, f[:len(f)/2])
 		for range 3 { // it waits; it does not fail
-			if n := scan(ts); n != 4 {
-				t.Fatalf("got %d events, want still 4: half a frame yields nothing", n)
-			}
+			n := scan(ts)
+			require.EqualValues(t, 4, n, "got %d events, want still 4: half a frame yields nothing", n)
 		}
 		appendFile(t, path, f[len(f)/2:])
 		if n := scan(ts); n != 6 {
@@ -144,9 +142,8 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		b, _ := os.ReadFile(path)
 		appendFile(t, path2, b)
 		appendFile(t, path2, next(1))
-		if n := scan(ts3); n != before+1 {
-			t.Fatalf("got %d events, want %d: only the new one of the new generation", n, before+1)
-		}
+		n := scan(ts3)
+		require.Equal(t, before+1, n, "got %d events, want %d: only the new one of the new generation", n, before+1)
 	})
 	// The host's files were only read.
 	if _, err := os.Stat(filepath.Join(dir, ".session.jsonl.zstd.tmp")); err == nil {

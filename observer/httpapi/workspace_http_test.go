@@ -93,9 +93,8 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 		var res recall.Result
 		require.Equal(t, http.StatusOK, code, "recall: %d %s", code, body)
 		require.Nil(t, json.Unmarshal(body, &res), "recall: %d %s", code, body)
-		if want := fresh + " (" + observer.StreamForCwd(fresh) + ")"; len(res.Items) != 0 || !strings.Contains(res.Guidance, want) {
-			t.Errorf("recall of a directory without memory: %+v, want guidance naming %s", res, want)
-		}
+		want := fresh + " (" + observer.StreamForCwd(fresh) + ")"
+		assert.False(t, len(res.Items) != 0 || !strings.Contains(res.Guidance, want), "recall of a directory without memory: %+v, want guidance naming %s", res, want)
 	})
 	t.Run("ErrStreamNamesDirectory", func(t *testing.T) {
 		for _, c := range []struct{ name, stream, want string }{
@@ -107,9 +106,10 @@ func TestHTTPSubdirectoryAndInjected(t *testing.T) {
 			line := fmt.Sprintf(`{"id":"h2:0","type":"session/start","time":"2026-08-18T10:00:00Z","session":"h2","cwd":%q,"stream":%q,"data":{"origin":"top"}}`, sub, c.stream)
 			_, body := ts.call("POST", "/v1/events", line)
 			var er EventsResponse
-			if err := json.Unmarshal(body, &er); err != nil || len(er.Results) != 1 || er.Results[0].Status != observer.StatusRejected {
-				t.Fatalf("%s: got %s, want the event rejected", c.name, body)
-			}
+			err := json.Unmarshal(body, &er)
+			require.NoError(t, err, "%s: got %s, want the event rejected", c.name, body)
+			require.Len(t, er.Results, 1, "%s: got %s, want the event rejected", c.name, body)
+			require.Equal(t, observer.StatusRejected, er.Results[0].Status, "%s: got %s, want the event rejected", c.name, body)
 			assert.Contains(t, er.Results[0].Error, c.want, "%s: error %q does not name %s", c.name, er.Results[0].Error, c.want)
 		}
 	})

@@ -175,16 +175,14 @@ func TestImportDSHTree(t *testing.T) {
 			require.Equal(t, len(fx), rep.Total.Files, "got %d files, want %d", rep.Total.Files, len(fx))
 			for i, f := range rep.Files {
 				assert.False(t, len(f.Notes) != 0 || f.TornBytes != 0, "%s: got notes %q, torn %d; want none", f.Path, f.Notes, f.TornBytes)
-				if want := observer.StreamForCwd(fx[i].cwd); !reflect.DeepEqual(f.Streams, []string{want}) {
-					t.Errorf("%s: got streams %v, want [%s]", f.Path, f.Streams, want)
-				}
+				want := observer.StreamForCwd(fx[i].cwd)
+				assert.True(t, reflect.DeepEqual(f.Streams, []string{want}), "%s: got streams %v, want [%s]", f.Path, f.Streams, want)
 			}
 		}
 	})
 	t.Run("ZstdEqualsJSONL", func(t *testing.T) {
-		if j, z := eventRows(t, ej), eventRows(t, ez); !reflect.DeepEqual(j, z) {
-			t.Fatalf("got %d events from zstd, %d from JSONL, or they differ", len(z), len(j))
-		}
+		j, z := eventRows(t, ej), eventRows(t, ez)
+		require.True(t, reflect.DeepEqual(j, z), "got %d events from zstd, %d from JSONL, or they differ", len(z), len(j))
 	})
 	t.Run("ReimportAppendsNothing", func(t *testing.T) {
 		checkReimport(t, mustImportDSH(t, ej, jsonlRoot), repJ.Total.Events)
@@ -299,9 +297,8 @@ func TestImportDSHTornTail(t *testing.T) {
 	rep := mustImportDSH(t, e, root)
 	checkFirstImport(t, rep)
 	f := rep.Files[0]
-	if want := int64(cut - prefix.Len()); f.TornBytes != want {
-		t.Errorf("got %d torn bytes, want %d", f.TornBytes, want)
-	}
+	want := int64(cut - prefix.Len())
+	assert.Equal(t, want, f.TornBytes, "got %d torn bytes, want %d", f.TornBytes, want)
 	assert.False(t, f.Appended != len(wholeSess.Events) || f.Appended >= len(fullSess.Events), "got %d appended, want %d (the whole frames; the full log has %d)", f.Appended, len(wholeSess.Events), len(fullSess.Events))
 	t.Run("ReimportAfterTheHostFinished", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, full, 0o600))

@@ -69,9 +69,8 @@ func TestSessionSections(t *testing.T) {
 		{"HeadingInFence", "## a\n```\n## not\n```\n", []string{"## a\n```\n## not\n```"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := sessionSections([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
+			got := sessionSections([]byte(tc.in))
+			require.True(t, reflect.DeepEqual(got, tc.want), "got %q, want %q", got, tc.want)
 		})
 	}
 }
@@ -149,9 +148,8 @@ func TestReadLegacyMarkdownTree(t *testing.T) {
 		}
 		assert.False(t, got.Type != tc.typ || !reflect.DeepEqual(got.Tags, tc.tags) || got.Title != tc.title, "%q: got type %s tags %q title %q, want %s %q %q", tc.prefix, got.Type, got.Tags, got.Title, tc.typ, tc.tags, tc.title)
 	}
-	if n := len(facts); n != 17 {
-		t.Errorf("got %d facts, want 17: %q", n, legacyKeys(facts))
-	}
+	n := len(facts)
+	assert.EqualValues(t, 17, n, "got %d facts, want 17: %q", n, legacyKeys(facts))
 	for c := range facts {
 		assert.NotContains(t, c, "](knowledge/", "index link imported as a fact: %q", c)
 	}
@@ -205,9 +203,8 @@ func TestReadLegacyTimes(t *testing.T) {
 		"Connection pooling goes through pgbouncer in transaction mode.":            "2026-02-10T00:00:00.000Z", // the file's first date
 		"Answer in Chinese unless the user writes in English.":                      "1970-01-01T00:00:00.000Z", // no date at all
 	} {
-		if got := byPrefix[prefix]; got != want {
-			t.Errorf("%q: got time %q, want %q", prefix, got, want)
-		}
+		got := byPrefix[prefix]
+		assert.Equal(t, want, got, "%q: got time %q, want %q", prefix, got, want)
 	}
 }
 
@@ -266,9 +263,8 @@ func TestImportLegacy(t *testing.T) {
 			require.NoError(t, err)
 			checkReimport(t, rep, first[i].Total.Events)
 		}
-		if after := logBytes(t, e); !reflect.DeepEqual(before, after) {
-			t.Fatalf("log changed on re-import: %d files before, %d after", len(before), len(after))
-		}
+		after := logBytes(t, e)
+		require.True(t, reflect.DeepEqual(before, after), "log changed on re-import: %d files before, %d after", len(before), len(after))
 		require.NotEqualValues(t, 0, len(before), "no log files: the comparison proves nothing")
 	})
 	t.Run("StatusesAndStreams", func(t *testing.T) {
@@ -410,9 +406,8 @@ func TestImportLegacyErrors(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, rep.Total.Appended, "got %+v, want the fact appended, cut to fit", rep.Total)
 		require.EqualValues(t, 0, rep.Total.Rejected, "got %+v, want the fact appended, cut to fit", rep.Total)
-		if notes := strings.Join(rep.Files[0].Notes, "\n"); !strings.Contains(notes, "1 events had their text cut") {
-			t.Errorf("got notes %q, want the cut noted", notes)
-		}
+		notes := strings.Join(rep.Files[0].Notes, "\n")
+		assert.Contains(t, notes, "1 events had their text cut", "got notes %q, want the cut noted", notes)
 	})
 	t.Run("ErrNothingRead", func(t *testing.T) {
 		dir := t.TempDir()

@@ -20,18 +20,16 @@ func TestMetricsWriteTo(t *testing.T) {
 	m.Suppress("stale")
 	m.Suppress("none")
 	var b strings.Builder
-	if _, err := m.WriteTo(&b); err != nil {
-		t.Fatal(err)
-	}
+	_, err := m.WriteTo(&b)
+	require.NoError(t, err)
 	text := b.String()
 	t.Run("CountersOnceEach", func(t *testing.T) {
 		for _, name := range []string{"dshmem_events_appended_total", "dshmem_events_duplicate_total", "dshmem_events_rejected_total",
 			"dshmem_watch_events_total", "dshmem_watch_errors_total", "dshmem_packets_computed_total", "dshmem_packets_served_total",
 			"dshmem_distiller_calls_total", "dshmem_distiller_failures_total", "dshmem_shown_errors_total", "dshmem_intake_calls_total",
 			"dshmem_packets_discarded_total", "dshmem_packets_suppressed_total", "dshmem_http_requests_total"} {
-			if got := strings.Count(text, "# TYPE "+name+" counter\n"); got != 1 {
-				t.Errorf("%s: got %d TYPE lines, want 1", name, got)
-			}
+			got := strings.Count(text, "# TYPE "+name+" counter\n")
+			assert.EqualValues(t, 1, got, "%s: got %d TYPE lines, want 1", name, got)
 		}
 	})
 	t.Run("Values", func(t *testing.T) {

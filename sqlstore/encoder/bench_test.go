@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // queries are short texts of at most 32 pieces, as a recall query is.
@@ -24,9 +27,8 @@ func TestEncodeAllocs(t *testing.T) {
 	v := e.Encode(nil, strings.Repeat("warm up the buffers ", 40))
 	long := strings.Repeat("Café naïve 😀 ", 30)
 	for _, q := range append(slices.Clone(queries), long) {
-		if n := testing.AllocsPerRun(5, func() { v = e.Encode(v, q) }); n != 0 {
-			t.Errorf("%q: got %v allocations a call, want 0", q, n)
-		}
+		n := testing.AllocsPerRun(5, func() { v = e.Encode(v, q) })
+		assert.EqualValues(t, 0, n, "%q: got %v allocations a call, want 0", q, n)
 	}
 }
 
@@ -34,9 +36,8 @@ func BenchmarkLoad(b *testing.B) {
 	testModel(b)
 	dir, _ := DefaultDir()
 	for b.Loop() {
-		if _, err := Load(dir); err != nil {
-			b.Fatal(err)
-		}
+		_, err := Load(dir)
+		require.NoError(b, err)
 	}
 }
 
@@ -45,9 +46,8 @@ func BenchmarkEncodeQuery(b *testing.B) {
 	m := testModel(b)
 	e := m.NewEncoder()
 	for _, q := range queries {
-		if n := len(e.Pieces(q)); n > 32 {
-			b.Fatalf("%q has %d pieces, want ≤ 32", q, n)
-		}
+		n := len(e.Pieces(q))
+		require.False(b, n > 32, "%q has %d pieces, want ≤ 32", q, n)
 	}
 	var v []float32
 	lat := make([]time.Duration, 0, b.N)

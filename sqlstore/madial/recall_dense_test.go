@@ -9,6 +9,9 @@ import (
 
 	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/recall"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // evalTestModel is the installed encoder; CI (CI=true) installs it, so
@@ -17,9 +20,7 @@ func evalTestModel(t *testing.T) *encoder.Model {
 	t.Helper()
 	m, note := InstalledEncoder()
 	if m == nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the model is needed in CI: %s", note)
-		}
+		require.NotEqualValues(t, "true", os.Getenv("CI"), "the model is needed in CI: %s", note)
 		t.Skip(note)
 	}
 	return m
@@ -38,9 +39,7 @@ func TestFusedChineseUnchanged(t *testing.T) {
 	}
 	for _, dir := range dirs {
 		memories, cases, err := Load(dir, "zh")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		byUser := map[int][]Memory{}
 		for _, mm := range memories {
 			byUser[mm.UserID] = append(byUser[mm.UserID], mm)
@@ -48,29 +47,22 @@ func TestFusedChineseUnchanged(t *testing.T) {
 		r := &recallRetriever{ctx: context.Background(), dir: filepath.Join(t.TempDir(), "zh")}
 		d := EncoderDense(m)
 		for _, c := range cases {
-			if got := d.Scores(c, byUser[c.UserID], 20); got != nil {
-				t.Errorf("%s zh case %d: dense scores %v, want none", dir, c.ID, got)
-			}
+			got := d.Scores(c, byUser[c.UserID], 20)
+			assert.Nil(t, got, "%s zh case %d: dense scores %v, want none", dir, c.ID, got)
 			lex := r.RankScored(c, byUser[c.UserID], 20)
-			if fused := recall.FuseDense(lex, d.Scores(c, byUser[c.UserID], 20), &recall.DefaultWeights); !slices.Equal(fused, lex) {
-				t.Errorf("%s zh case %d: fused %v, want the lexical ranking %v", dir, c.ID, fused, lex)
-			}
+			fused := recall.FuseDense(lex, d.Scores(c, byUser[c.UserID], 20), &recall.DefaultWeights)
+			assert.True(t, slices.Equal(fused, lex), "%s zh case %d: fused %v, want the lexical ranking %v", dir, c.ID, fused, lex)
 		}
 		for _, mm := range memories {
-			if v := d.Memory(mm); v != nil {
-				t.Errorf("%s zh memory %d (%q) has a vector", dir, mm.ID, mm.Text)
-			}
+			v := d.Memory(mm)
+			assert.Nil(t, v, "%s zh memory %d (%q) has a vector", dir, mm.ID, mm.Text)
 		}
 		r.close()
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
+		require.Nil(t, r.err, r.err)
 		t.Logf("%s: %d zh cases ranked as without the model", dir, len(cases))
 	}
 	memories, cases, err := Load("../../testdata/madial", "en")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	d := EncoderDense(m)
 	scored := 0
 	for _, c := range cases {
@@ -78,7 +70,5 @@ func TestFusedChineseUnchanged(t *testing.T) {
 			scored++
 		}
 	}
-	if scored != len(cases) {
-		t.Errorf("got %d of %d en cases with dense scores, want all", scored, len(cases))
-	}
+	assert.Equal(t, len(cases), scored, "got %d of %d en cases with dense scores, want all", scored, len(cases))
 }

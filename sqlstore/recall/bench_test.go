@@ -14,6 +14,8 @@ import (
 	"dshmem/projector"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
+
+	"github.com/stretchr/testify/require"
 )
 
 // benchStore folds n synthetic messages (a Zipf vocabulary of common
@@ -21,9 +23,7 @@ import (
 func benchStore(b *testing.B, n int) *sqlstore.Store {
 	b.Helper()
 	s, err := sqlstore.Open(filepath.Join(b.TempDir(), "index.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.Cleanup(func() { s.Close() })
 	rng := rand.New(rand.NewPCG(3, 4))
 	vocab := append(append([]string{}, fillerWords...), strings.Fields("记忆 注入 修复 会话 日志 索引 检索 迁移 配置 parseHTTPRequest go_build.sh")...)
@@ -50,9 +50,7 @@ func benchStore(b *testing.B, n int) *sqlstore.Store {
 			evs = append(evs, events.Envelope{V: 1, Stream: "ws-a", Seq: seq, ID: fmt.Sprint("r", i), Type: events.TypeMemoryRemember, Time: "2026-08-18T10:00:00Z", Data: d})
 		}
 	}
-	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, projector.New(s).Fold(context.Background(), evs))
 	return s
 }
 
@@ -79,9 +77,7 @@ func BenchmarkRecall(b *testing.B) {
 			scored := 0
 			for i := 0; i < b.N; i++ {
 				res, err := recall.Find(context.Background(), s, recall.Query{Text: queries[i%len(queries)], Kind: kind, Now: time.Now()})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				scored += res.Candidates
 			}
 			b.ReportMetric(float64(scored)/float64(b.N), "scored/op")

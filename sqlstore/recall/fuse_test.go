@@ -3,6 +3,8 @@ package recall
 import (
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestFuseDense(t *testing.T) {
@@ -21,9 +23,7 @@ func TestFuseDense(t *testing.T) {
 	t.Run("TopLexicalStaysFirst", func(t *testing.T) {
 		dense := []Ranked[int]{{4, 0.9}, {5, 0.8}, {3, 0.7}, {1, 0.1}}
 		got := FuseDense(lex, dense, &w)
-		if got[0].ID != 1 || got[0].Score != 1 {
-			t.Errorf("got %v, want id 1 first with 1", got)
-		}
+		assert.False(t, got[0].ID != 1 || got[0].Score != 1, "got %v, want id 1 first with 1", got)
 		// Dense min–max: 4 → 1, 5 → 0.875, 3 → 0.75, 1 → 0. Fused: 4 0.125+1·0.875 = 1
 		// (tied with 1, after it), 5 0.875, 3 0.25+0.75·0.75 = 0.8125, 2 0.75.
 		want := []int{1, 4, 5, 3, 2}
@@ -31,9 +31,7 @@ func TestFuseDense(t *testing.T) {
 		for i, r := range got {
 			ids[i] = r.ID
 		}
-		if !slices.Equal(ids, want) {
-			t.Errorf("got order %v (%v), want %v", ids, got, want)
-		}
+		assert.True(t, slices.Equal(ids, want), "got order %v (%v), want %v", ids, got, want)
 		for _, r := range got {
 			for _, l := range lex {
 				if l.ID == r.ID && r.Score < l.Score/4-1e-12 {

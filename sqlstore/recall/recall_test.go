@@ -17,6 +17,9 @@ import (
 	"dshmem/projector"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // recallNow is the query time of the recall tests.
@@ -41,9 +44,7 @@ note item record value system process data result change report 的 是 在 了 
 func newMemFixture(t *testing.T) *memFixture {
 	t.Helper()
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	f := &memFixture{t: t, s: s, seq: map[string]uint64{}, ids: map[string]string{}, fold: projector.New(s), stream: "ws-00000000000000000001"}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -91,9 +92,7 @@ func (f *memFixture) add(name string, data map[string]any) string {
 
 func (f *memFixture) apply(evs ...events.Envelope) {
 	f.t.Helper()
-	if err := f.fold.Fold(context.Background(), evs); err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, f.fold.Fold(context.Background(), evs))
 }
 
 // setStatus sets the status of entry id and nothing else (not its
@@ -102,25 +101,16 @@ func (f *memFixture) setStatus(id, status string) {
 	f.t.Helper()
 	ctx := context.Background()
 	e, ok, err := f.s.Entry(ctx, id)
-	if err != nil || !ok {
-		f.t.Fatalf("entry %s: %v (found %v)", id, err, ok)
-	}
+	require.NoError(f.t, err, "entry %s: %v (found %v)", id, err, ok)
+	require.True(f.t, ok, "entry %s: %v (found %v)", id, err, ok)
 	tx, err := f.s.BeginFold(ctx)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	defer tx.Close()
 	row, _, err := tx.LoadEntry(id, e.Scope)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, err)
 	row.Status = status
-	if err := tx.UpdateEntry(&row, e.UpdatedSeq, e.UpdatedAt); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, tx.UpdateEntry(&row, e.UpdatedSeq, e.UpdatedAt))
+	require.NoError(f.t, tx.Commit())
 }
 
 func (f *memFixture) recall(q recall.Query) *recall.Result {
@@ -132,9 +122,7 @@ func (f *memFixture) recall(q recall.Query) *recall.Result {
 		q.Timeout = 10 * time.Second // the tests assert ranking, not speed
 	}
 	res, err := recall.Find(context.Background(), f.s, q)
-	if err != nil {
-		f.t.Fatalf("recall %q: %v", q.Text, err)
-	}
+	require.NoError(f.t, err, "recall %q", q.Text)
 	return res
 }
 
@@ -192,14 +180,10 @@ func TestRecallRanking(t *testing.T) {
 			}
 			if tt.before[0] != "" {
 				a, b := rankOf(res, tt.before[0]), rankOf(res, tt.before[1])
-				if a < 0 || b < 0 || a > b {
-					t.Errorf("recall %q: ranks %d and %d, want %s above %s (got %v)", tt.query, a, b, tt.before[0], tt.before[1], got)
-				}
+				assert.False(t, a < 0 || b < 0 || a > b, "recall %q: ranks %d and %d, want %s above %s (got %v)", tt.query, a, b, tt.before[0], tt.before[1], got)
 			}
 			for _, id := range tt.has {
-				if rankOf(res, id) < 0 {
-					t.Errorf("recall %q: got %v, want %s among them", tt.query, got, id)
-				}
+				assert.False(t, rankOf(res, id) < 0, "recall %q: got %v, want %s among them", tt.query, got, id)
 			}
 		})
 	}
@@ -208,9 +192,8 @@ func TestRecallRanking(t *testing.T) {
 		w := recall.DefaultWeights
 		w.SmallCorpus = 0
 		res := f.recall(recall.Query{Text: "DSH 记忆注入", Weights: &w})
-		if got := ids(res); len(got) == 0 || got[0] != both || rankOf(res, dshOnly) < 0 || rankOf(res, cnOnly) < 0 {
-			t.Errorf("got %v, want %s first, %s and %s present", got, both, dshOnly, cnOnly)
-		}
+		got := ids(res)
+		assert.False(t, len(got) == 0 || got[0] != both || rankOf(res, dshOnly) < 0 || rankOf(res, cnOnly) < 0, "got %v, want %s first, %s and %s present", got, both, dshOnly, cnOnly)
 	})
 }
 
@@ -231,12 +214,9 @@ func TestRecallFetchCap(t *testing.T) {
 	w := recall.DefaultWeights
 	w.FetchCap = 8
 	res := f.recall(recall.Query{Text: "qzxa qzxb qzxc qzxd", Weights: &w})
-	if res.Candidates != w.FetchCap {
-		t.Errorf("scored %d candidates, want FetchCap %d", res.Candidates, w.FetchCap)
-	}
-	if got := ids(res); len(got) == 0 || got[0] != target {
-		t.Errorf("got %v, want %s (the one row holding two of the terms) first", got, target)
-	}
+	assert.Equal(t, w.FetchCap, res.Candidates, "scored %d candidates, want FetchCap %d", res.Candidates, w.FetchCap)
+	got := ids(res)
+	assert.False(t, len(got) == 0 || got[0] != target, "got %v, want %s (the one row holding two of the terms) first", got, target)
 }
 
 // TestRecallSplitChars: the one-character parts of a split identifier
@@ -260,9 +240,7 @@ func TestRecallSplitChars(t *testing.T) {
 		got := append([]string(nil), res.Terms...)
 		slices.Sort(got)
 		want := slices.Sorted(slices.Values(tt.want))
-		if !slices.Equal(got, want) {
-			t.Errorf("recall %q: terms %q, want %q", tt.query, res.Terms, tt.want)
-		}
+		assert.True(t, slices.Equal(got, want), "recall %q: terms %q, want %q", tt.query, res.Terms, tt.want)
 	}
 	res := f.recall(recall.Query{Text: "checklist item 3"})
 	if got := ids(res); len(got) == 0 || got[0] != item3 || !slices.Contains(res.Terms, "3") {
@@ -285,33 +263,23 @@ func TestRecallStatus(t *testing.T) {
 	t.Run("SupersededAndForgottenNever", func(t *testing.T) {
 		for _, q := range []string{"zebra deploy", "zebra", "zebra deploy runs on fridays", superseded, forgotten} {
 			res := f.recall(recall.Query{Text: q})
-			if rankOf(res, superseded) >= 0 || rankOf(res, forgotten) >= 0 {
-				t.Errorf("recall %q: got %v, want neither %s nor %s", q, ids(res), superseded, forgotten)
-			}
+			assert.False(t, rankOf(res, superseded) >= 0 || rankOf(res, forgotten) >= 0, "recall %q: got %v, want neither %s nor %s", q, ids(res), superseded, forgotten)
 		}
 	})
 	t.Run("ConflictWhenHit", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "tabs Makefile"})
 		i := rankOf(res, conflict)
-		if i < 0 {
-			t.Fatalf("got %v, want %s", ids(res), conflict)
-		}
-		if !strings.Contains(strings.Join(res.Items[i].Flags, ","), recall.FlagConflict) || res.Items[i].Status != "conflict" {
-			t.Errorf("got flags %v status %s, want conflict", res.Items[i].Flags, res.Items[i].Status)
-		}
+		require.False(t, i < 0, "got %v, want %s", ids(res), conflict)
+		assert.False(t, !strings.Contains(strings.Join(res.Items[i].Flags, ","), recall.FlagConflict) || res.Items[i].Status != "conflict", "got flags %v status %s, want conflict", res.Items[i].Flags, res.Items[i].Status)
 	})
 	t.Run("ConflictNotWhenMissed", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "indentation of python files with spaces"})
-		if rankOf(res, active) < 0 || rankOf(res, conflict) >= 0 {
-			t.Errorf("got %v, want %s and not %s", ids(res), active, conflict)
-		}
+		assert.False(t, rankOf(res, active) < 0 || rankOf(res, conflict) >= 0, "got %v, want %s and not %s", ids(res), active, conflict)
 	})
 	t.Run("ReviewWhenStale", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "python indentation", Now: recallNow.Add(200 * 24 * time.Hour)})
 		i := rankOf(res, active)
-		if i < 0 || !strings.Contains(strings.Join(res.Items[i].Flags, ","), recall.FlagReview) {
-			t.Errorf("got %+v, want %s flagged review", res.Items, active)
-		}
+		assert.False(t, i < 0 || !strings.Contains(strings.Join(res.Items[i].Flags, ","), recall.FlagReview), "got %+v, want %s flagged review", res.Items, active)
 		res = f.recall(recall.Query{Text: "python indentation"})
 		if i := rankOf(res, active); i < 0 || len(res.Items[i].Flags) != 0 {
 			t.Errorf("got %+v, want %s without flags", res.Items, active)
@@ -330,18 +298,12 @@ func TestRecallBytes(t *testing.T) {
 			total := 0
 			for _, it := range res.Items {
 				total += len(it.Title) + len(it.Text)
-				if !utf8.ValidString(it.Text) {
-					t.Errorf("text %q is not valid UTF-8", it.Text)
-				}
+				assert.True(t, utf8.ValidString(it.Text), "text %q is not valid UTF-8", it.Text)
 			}
-			if total > budget {
-				t.Errorf("got %d bytes, want at most %d", total, budget)
-			}
+			assert.False(t, total > budget, "got %d bytes, want at most %d", total, budget)
 			if budget >= 100 {
 				last := res.Items[len(res.Items)-1]
-				if !strings.Contains(strings.Join(last.Flags, ","), recall.FlagTruncated) {
-					t.Errorf("last item flags %v, want truncated", last.Flags)
-				}
+				assert.Contains(t, strings.Join(last.Flags, ","), recall.FlagTruncated, "last item flags %v, want truncated", last.Flags)
 			}
 		})
 	}
@@ -350,9 +312,7 @@ func TestRecallBytes(t *testing.T) {
 			f.add(fmt.Sprintf("short%d", i), map[string]any{"content": fmt.Sprintf("quokka sighting number %d", i)})
 		}
 		res := f.recall(recall.Query{Text: "quokka"})
-		if len(res.Items) != recall.DefaultLimit {
-			t.Errorf("got %d items, want %d", len(res.Items), recall.DefaultLimit)
-		}
+		assert.Len(t, res.Items, recall.DefaultLimit, "got %d items, want %d", len(res.Items), recall.DefaultLimit)
 	})
 }
 
@@ -365,27 +325,19 @@ func TestRecallShownRotates(t *testing.T) {
 	seen := map[string]bool{}
 	for range 3 {
 		res := f.recall(recall.Query{Text: "rotation probe", Limit: 1, Session: "s1"})
-		if len(res.Items) != 1 {
-			t.Fatalf("got %v, want one item", ids(res))
-		}
+		require.Len(t, res.Items, 1, "got %v, want one item", ids(res))
 		id := res.Items[0].ID
-		if seen[id] {
-			t.Fatalf("entry %s shown twice in 3 recalls (seen %v)", id, seen)
-		}
+		require.False(t, seen[id], "entry %s shown twice in 3 recalls (seen %v)", id, seen)
 		seen[id] = true
 		f.apply(f.event(f.stream, events.TypeMemoryShown, "s1", map[string]any{"entries": []string{id}, "session": "s1", "mode": "recall"}))
 	}
 	for id := range want {
-		if !seen[id] {
-			t.Errorf("entry %s never shown; got %v", id, seen)
-		}
+		assert.True(t, seen[id], "entry %s never shown; got %v", id, seen)
 	}
 	t.Run("OtherSessionUnaffected", func(t *testing.T) {
 		a := f.recall(recall.Query{Text: "rotation probe", Limit: 1, Session: "s2"})
 		b := f.recall(recall.Query{Text: "rotation probe", Limit: 1})
-		if len(a.Items) != 1 || len(b.Items) != 1 || a.Items[0].ID != b.Items[0].ID {
-			t.Errorf("got %v and %v, want the same first entry", ids(a), ids(b))
-		}
+		assert.False(t, len(a.Items) != 1 || len(b.Items) != 1 || a.Items[0].ID != b.Items[0].ID, "got %v and %v, want the same first entry", ids(a), ids(b))
 	})
 }
 
@@ -408,21 +360,14 @@ func TestRecallDeadline(t *testing.T) {
 		w := recall.DefaultWeights
 		w.SmallCorpus = 0
 		res := f.recall(recall.Query{Text: "walrus migration plan index schema", Clock: clock, Weights: &w})
-		if !res.Partial || res.Note == "" {
-			t.Fatalf("got partial %v note %q, want a partial result with a note", res.Partial, res.Note)
-		}
-		if len(res.Items) == 0 {
-			t.Errorf("got no items, want what the first probes found")
-		}
+		require.True(t, res.Partial, "got partial %v note %q, want a partial result with a note", res.Partial, res.Note)
+		require.NotEqualValues(t, "", res.Note, "got partial %v note %q, want a partial result with a note", res.Partial, res.Note)
+		assert.NotEqualValues(t, 0, len(res.Items), "got no items, want what the first probes found")
 	})
 	t.Run("TinyTimeoutNoError", func(t *testing.T) {
 		res, err := recall.Find(context.Background(), f.s, recall.Query{Text: "walrus migration", Timeout: time.Nanosecond, Now: recallNow})
-		if err != nil {
-			t.Fatalf("got error %v, want a partial result", err)
-		}
-		if !res.Partial || res.Note == "" {
-			t.Errorf("got partial %v note %q, want partial with a note", res.Partial, res.Note)
-		}
+		require.NoError(t, err, "got error %v, want a partial result", err)
+		assert.False(t, !res.Partial || res.Note == "", "got partial %v note %q, want partial with a note", res.Partial, res.Note)
 	})
 }
 
@@ -431,36 +376,30 @@ func TestRecallExact(t *testing.T) {
 	long := strings.Repeat("整条记忆的全文。", 1000)
 	id := f.add("whole", map[string]any{"title": "whole entry", "content": long})
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "go-style.md"), []byte("# Go style\n\nWrap errors.\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go-style.md"), []byte("# Go style\n\nWrap errors.\n"), 0o600))
 	t.Run("EntryID", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: id, KnowledgeDir: dir})
-		if len(res.Items) != 1 || res.Items[0].Text != long || res.Items[0].Kind != recall.KindSemantic {
-			t.Fatalf("got %d items, want the whole entry %s", len(res.Items), id)
-		}
+		require.Len(t, res.Items, 1, "got %d items, want the whole entry %s", len(res.Items), id)
+		require.Equal(t, long, res.Items[0].Text, "got %d items, want the whole entry %s", len(res.Items), id)
+		require.Equal(t, recall.KindSemantic, res.Items[0].Kind, "got %d items, want the whole entry %s", len(res.Items), id)
 	})
 	for _, q := range []string{"go-style", "go-style.md"} {
 		t.Run("KnowledgeFile/"+q, func(t *testing.T) {
 			res := f.recall(recall.Query{Text: q, KnowledgeDir: dir})
-			if len(res.Items) != 1 || res.Items[0].Kind != recall.KindKnowledge || !strings.Contains(res.Items[0].Text, "Wrap errors.") {
-				t.Fatalf("got %+v, want the file", res.Items)
-			}
+			require.Len(t, res.Items, 1, "got %+v, want the file", res.Items)
+			require.Equal(t, recall.KindKnowledge, res.Items[0].Kind, "got %+v, want the file", res.Items)
+			require.Contains(t, res.Items[0].Text, "Wrap errors.", "got %+v, want the file", res.Items)
 		})
 	}
 	t.Run("NoFileEscape", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "../" + filepath.Base(dir) + "/go-style", KnowledgeDir: dir})
 		for _, it := range res.Items {
-			if it.Kind == recall.KindKnowledge {
-				t.Fatalf("got %+v, want no file for a path", it)
-			}
+			require.NotEqual(t, recall.KindKnowledge, it.Kind, "got %+v, want no file for a path", it)
 		}
 	})
 	t.Run("Guidance", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "xylophone quasar"})
-		if len(res.Items) != 0 || !strings.Contains(res.Guidance, "xylophone quasar") || !strings.Contains(res.Guidance, "Try") {
-			t.Errorf("got %d items, guidance %q; want none and guidance naming the query", len(res.Items), res.Guidance)
-		}
+		assert.False(t, len(res.Items) != 0 || !strings.Contains(res.Guidance, "xylophone quasar") || !strings.Contains(res.Guidance, "Try"), "got %d items, guidance %q; want none and guidance naming the query", len(res.Items), res.Guidance)
 	})
 }
 
@@ -476,25 +415,22 @@ func TestRecallKinds(t *testing.T) {
 	f.apply(evs...)
 	t.Run("Episodic", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "pelican release", Kind: recall.KindEpisodic})
-		if len(res.Items) != 1 || res.Items[0].Episode == nil || res.Items[0].Episode.EventID != msg.ID {
-			t.Fatalf("got %+v, want event %s", res.Items, msg.ID)
-		}
+		require.Len(t, res.Items, 1, "got %+v, want event %s", res.Items, msg.ID)
+		require.NotNil(t, res.Items[0].Episode, "got %+v, want event %s", res.Items, msg.ID)
+		require.Equal(t, msg.ID, res.Items[0].Episode.EventID, "got %+v, want event %s", res.Items, msg.ID)
 	})
 	t.Run("All", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "pelican release", Kind: recall.KindAll})
-		if rankOf(res, entry) < 0 || rankOf(res, msg.ID) < 0 {
-			t.Fatalf("got %v, want both %s and %s", ids(res), entry, msg.ID)
-		}
+		require.False(t, rankOf(res, entry) < 0, "got %v, want both %s and %s", ids(res), entry, msg.ID)
+		require.False(t, rankOf(res, msg.ID) < 0, "got %v, want both %s and %s", ids(res), entry, msg.ID)
 	})
 	t.Run("ScopeFilter", func(t *testing.T) {
 		res := f.recall(recall.Query{Text: "pelican release", Kind: recall.KindAll, Scopes: []string{"ws-b"}})
-		if rankOf(res, entry) >= 0 || rankOf(res, msg.ID) < 0 {
-			t.Fatalf("got %v, want only %s", ids(res), msg.ID)
-		}
+		require.False(t, rankOf(res, entry) >= 0, "got %v, want only %s", ids(res), msg.ID)
+		require.False(t, rankOf(res, msg.ID) < 0, "got %v, want only %s", ids(res), msg.ID)
 	})
 	t.Run("BadKind", func(t *testing.T) {
-		if _, err := recall.Find(context.Background(), f.s, recall.Query{Text: "x", Kind: "nope"}); err == nil {
-			t.Fatal("got nil error, want one for kind nope")
-		}
+		_, err := recall.Find(context.Background(), f.s, recall.Query{Text: "x", Kind: "nope"})
+		require.Error(t, err, "got nil error, want one for kind nope")
 	})
 }

@@ -13,6 +13,9 @@ import (
 	"dshmem/projector"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func msg(stream string, seq uint64, typ, session string, data map[string]any) events.Envelope {
@@ -26,9 +29,7 @@ func msg(stream string, seq uint64, typ, session string, data map[string]any) ev
 func searchFixture(t *testing.T) *sqlstore.Store {
 	t.Helper()
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	evs := []events.Envelope{
 		msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "我们的记忆注入逻辑需要修复"}),
@@ -41,9 +42,7 @@ func searchFixture(t *testing.T) *sqlstore.Store {
 		evs = append(evs, msg("ws-b", i, events.TypeAssistantMessage, "s2", map[string]any{"text": fmt.Sprintf("无关的填充文本 number %d about the weather", i)}))
 	}
 	evs = append(evs, msg("ws-b", 201, events.TypeUserMessage, "s2", map[string]any{"text": "另一个工作区也谈到记忆"}))
-	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
 	return s
 }
 
@@ -60,9 +59,7 @@ func TestSearchEpisodes(t *testing.T) {
 			q.Limit = 20
 		}
 		res, err := recall.Find(context.Background(), s, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return res.Items
 	}
 	ids := func(hits []recall.Item) []string {
@@ -83,9 +80,10 @@ func TestSearchEpisodes(t *testing.T) {
 
 	t.Run("TwoCharacterChineseWordInsideARun", func(t *testing.T) {
 		hits := search(t, recall.Query{Text: "记忆", IncludeInjected: true})
-		if !has(hits, "dsh:s1:1") || !has(hits, "dsh:s2:201") || !has(hits, "dsh:s1:4") || len(hits) != 3 {
-			t.Fatalf("got %v, want s1:1, s1:4 and s2:201", ids(hits))
-		}
+		require.True(t, has(hits, "dsh:s1:1"), "got %v, want s1:1, s1:4 and s2:201", ids(hits))
+		require.True(t, has(hits, "dsh:s2:201"), "got %v, want s1:1, s1:4 and s2:201", ids(hits))
+		require.True(t, has(hits, "dsh:s1:4"), "got %v, want s1:1, s1:4 and s2:201", ids(hits))
+		require.Len(t, hits, 3, "got %v, want s1:1, s1:4 and s2:201", ids(hits))
 		for _, h := range hits {
 			if h.EventID == "dsh:s1:1" && (h.Stream != "ws-a" || h.Seq != 1 || h.Type != events.TypeUserMessage ||
 				h.Session != "s1" || h.Text != "我们的记忆注入逻辑需要修复" || h.Injected || h.Time == "") {
@@ -98,64 +96,49 @@ func TestSearchEpisodes(t *testing.T) {
 	})
 	t.Run("InjectedLeftOutByDefault", func(t *testing.T) {
 		hits := search(t, recall.Query{Text: "记忆"})
-		if has(hits, "dsh:s1:4") || len(hits) != 2 {
-			t.Fatalf("got %v, want s1:1 and s2:201 without the injected s1:4", ids(hits))
-		}
+		require.False(t, has(hits, "dsh:s1:4"), "got %v, want s1:1 and s2:201 without the injected s1:4", ids(hits))
+		require.Len(t, hits, 2, "got %v, want s1:1 and s2:201 without the injected s1:4", ids(hits))
 		hits = search(t, recall.Query{Text: "记忆条目"})
-		if has(hits, "dsh:s1:4") || len(hits) != 2 {
-			t.Fatalf("got %v, want s1:1 and s2:201 (the injected s1:4, which holds the whole query, left out)", ids(hits))
-		}
+		require.False(t, has(hits, "dsh:s1:4"), "got %v, want s1:1 and s2:201 (the injected s1:4, which holds the whole query, left out)", ids(hits))
+		require.Len(t, hits, 2, "got %v, want s1:1 and s2:201 (the injected s1:4, which holds the whole query, left out)", ids(hits))
 		hits = search(t, recall.Query{Text: "记忆条目", IncludeInjected: true})
-		if len(hits) != 3 || hits[0].EventID != "dsh:s1:4" || !slices.Contains(hits[0].Flags, recall.FlagInjected) {
-			t.Fatalf("with IncludeInjected: got %+v, want s1:4 first, flagged injected", hits)
-		}
+		require.Len(t, hits, 3, "with IncludeInjected: got %+v, want s1:4 first, flagged injected", hits)
+		require.EqualValues(t, "dsh:s1:4", hits[0].EventID, "with IncludeInjected: got %+v, want s1:4 first, flagged injected", hits)
+		require.True(t, slices.Contains(hits[0].Flags, recall.FlagInjected), "with IncludeInjected: got %+v, want s1:4 first, flagged injected", hits)
 		if hits := search(t, recall.Query{Text: "记忆", Scopes: []string{"ws-a"}}); len(hits) != 1 || hits[0].EventID != "dsh:s1:1" {
 			t.Fatalf("scoped: got %v, want [dsh:s1:1]", ids(hits))
 		}
 	})
 	t.Run("CamelCasePart", func(t *testing.T) {
 		hits := search(t, recall.Query{Text: "request"})
-		if len(hits) != 1 || hits[0].EventID != "dsh:s1:2" {
-			t.Errorf("got %v, want [dsh:s1:2]", ids(hits))
-		}
+		assert.False(t, len(hits) != 1 || hits[0].EventID != "dsh:s1:2", "got %v, want [dsh:s1:2]", ids(hits))
 	})
 	t.Run("TaskEndText", func(t *testing.T) {
 		hits := search(t, recall.Query{Text: "日志"})
-		if len(hits) != 1 || hits[0].Text != "整理日志\n已完成" {
-			t.Errorf("got %+v", hits)
-		}
+		assert.False(t, len(hits) != 1 || hits[0].Text != "整理日志\n已完成", "got %+v", hits)
 	})
 	t.Run("StreamFilter", func(t *testing.T) {
 		hits := search(t, recall.Query{Text: "记忆", Scopes: []string{"ws-b"}})
-		if len(hits) != 1 || hits[0].EventID != "dsh:s2:201" {
-			t.Errorf("got %v, want [dsh:s2:201]", ids(hits))
-		}
+		assert.False(t, len(hits) != 1 || hits[0].EventID != "dsh:s2:201", "got %v, want [dsh:s2:201]", ids(hits))
 	})
 	t.Run("BothTermsFirst", func(t *testing.T) {
 		hits := search(t, recall.Query{Text: "记忆 修复", IncludeInjected: true})
-		if len(hits) != 3 || hits[0].EventID != "dsh:s1:1" {
-			t.Errorf("got %v, want s1:1 (both terms) first of 3", ids(hits))
-		}
+		assert.False(t, len(hits) != 3 || hits[0].EventID != "dsh:s1:1", "got %v, want s1:1 (both terms) first of 3", ids(hits))
 		for i := 1; i < len(hits); i++ {
-			if hits[i].Score > hits[i-1].Score {
-				t.Errorf("scores not descending: %v", hits)
-			}
+			assert.False(t, hits[i].Score > hits[i-1].Score, "scores not descending: %v", hits)
 		}
 	})
 	t.Run("Limit", func(t *testing.T) {
-		if hits := search(t, recall.Query{Text: "weather", Limit: 7}); len(hits) != 7 {
-			t.Errorf("got %d hits, want 7", len(hits))
-		}
+		hits := search(t, recall.Query{Text: "weather", Limit: 7})
+		assert.Len(t, hits, 7, "got %d hits, want 7", len(hits))
 	})
 	t.Run("NoTerms", func(t *testing.T) {
-		if hits := search(t, recall.Query{Text: " ，。!? "}); len(hits) != 0 {
-			t.Errorf("got %v; want no hits", hits)
-		}
+		hits := search(t, recall.Query{Text: " ，。!? "})
+		assert.Len(t, hits, 0, "got %v; want no hits", hits)
 	})
 	t.Run("NoMatch", func(t *testing.T) {
-		if hits := search(t, recall.Query{Text: "量子"}); len(hits) != 0 {
-			t.Errorf("got %v", hits)
-		}
+		hits := search(t, recall.Query{Text: "量子"})
+		assert.Len(t, hits, 0, "got %v", hits)
 	})
 }
 
@@ -164,9 +147,7 @@ func TestSearchEpisodes(t *testing.T) {
 // older observed one, which a filter after the cap would have lost.
 func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
 	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	w := recall.DefaultWeights
 	evs := []events.Envelope{msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "we deploy with helm charts"})}
@@ -177,25 +158,15 @@ func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
 	for i, end := uint64(len(evs)+1), uint64(len(evs)+1+4*w.SmallCorpus); i < end; i++ {
 		evs = append(evs, msg("ws-a", i, events.TypeAssistantMessage, "s1", map[string]any{"text": fmt.Sprintf("filler %d about the weather", i)}))
 	}
-	if err := projector.New(s).Fold(context.Background(), evs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
 	for _, scopes := range [][]string{nil, {"ws-a"}} {
 		res, err := recall.Find(context.Background(), s, recall.Query{Text: "helm", Kind: recall.KindEpisodic, Scopes: scopes,
 			Limit: 5, Bytes: -1, NoFloor: true, Timeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Items) != 1 || res.Items[0].EventID != "dsh:s1:1" {
-			t.Errorf("scopes %v: got %d items %+v, want only dsh:s1:1", scopes, len(res.Items), res.Items)
-		}
+		require.NoError(t, err)
+		assert.False(t, len(res.Items) != 1 || res.Items[0].EventID != "dsh:s1:1", "scopes %v: got %d items %+v, want only dsh:s1:1", scopes, len(res.Items), res.Items)
 		res, err = recall.Find(context.Background(), s, recall.Query{Text: "helm", Kind: recall.KindAll, Scopes: scopes,
 			Limit: 5, Bytes: -1, NoFloor: true, IncludeInjected: true, Timeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Items) != 5 || !slices.Contains(res.Items[0].Flags, recall.FlagInjected) {
-			t.Errorf("scopes %v, IncludeInjected: got %+v, want 5 injected echoes", scopes, res.Items)
-		}
+		require.NoError(t, err)
+		assert.False(t, len(res.Items) != 5 || !slices.Contains(res.Items[0].Flags, recall.FlagInjected), "scopes %v, IncludeInjected: got %+v, want 5 injected echoes", scopes, res.Items)
 	}
 }

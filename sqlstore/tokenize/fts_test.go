@@ -8,6 +8,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 )
 
@@ -17,9 +19,7 @@ import (
 func openFTS(t testing.TB) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
+	require.NoError(t, err, "open")
 	db.SetMaxOpenConns(1) // one connection: ":memory:" is per connection
 	t.Cleanup(func() { db.Close() })
 	for _, q := range []string{
@@ -27,9 +27,8 @@ func openFTS(t testing.TB) *sql.DB {
 		`CREATE VIRTUAL TABLE tok USING fts5(body, tokenize='unicode61')`,
 		`CREATE VIRTUAL TABLE tokv USING fts5vocab(tok, instance)`,
 	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+		_, err := db.Exec(q)
+		require.NoError(t, err, "%s", q)
 	}
 	return db
 }
@@ -47,21 +46,15 @@ func insert(t testing.TB, db *sql.DB, rowid int, text string) {
 func match(t testing.TB, db *sql.DB, table, expr string) []int {
 	t.Helper()
 	rows, err := db.Query(`SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid`, expr)
-	if err != nil {
-		t.Fatalf("match %s %q: %v", table, expr, err)
-	}
+	require.NoError(t, err, "match %s %q", table, expr)
 	defer rows.Close()
 	var ids []int
 	for rows.Next() {
 		var id int
-		if err := rows.Scan(&id); err != nil {
-			t.Fatalf("scan: %v", err)
-		}
+		require.NoError(t, rows.Scan(&id), "scan")
 		ids = append(ids, id)
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("match %s %q: %v", table, expr, err)
-	}
+	require.NoError(t, rows.Err(), "match %s %q", table, expr)
 	return ids
 }
 
@@ -81,9 +74,8 @@ func TestFTS5RoundTrip(t *testing.T) {
 	t.Run("RawUnicode61MissesTwoCharQuery", func(t *testing.T) {
 		// The failure this package exists for: unicode61 keeps the CJK run
 		// (and glued ASCII) as one token.
-		if got := match(t, db, "raw", `"记忆"`); len(got) != 0 {
-			t.Errorf("raw match 记忆 = %v, want none", got)
-		}
+		got := match(t, db, "raw", `"记忆"`)
+		assert.Len(t, got, 0, "raw match 记忆 = %v, want none", got)
 	})
 	const anyTerm, allTerms = false, true
 	tests := []struct {
@@ -111,16 +103,13 @@ func TestFTS5RoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			expr := probes(tt.query, tt.all)
 			got := match(t, db, "tok", expr)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("MATCH %s = %v, want %v", expr, got, tt.want)
-			}
+			assert.True(t, slices.Equal(got, tt.want), "MATCH %s = %v, want %v", expr, got, tt.want)
 		})
 	}
 	t.Run("OneFTSTokenPerToken", func(t *testing.T) {
 		for id, text := range docs {
-			if got, want := ftsTokenCount(t, db, id), len(Tokens(text)); got != want {
-				t.Errorf("doc %d: unicode61 saw %d tokens, want %d", id, got, want)
-			}
+			got, want := ftsTokenCount(t, db, id), len(Tokens(text))
+			assert.Equal(t, want, got, "doc %d: unicode61 saw %d tokens, want %d", id, got, want)
 		}
 	})
 }
@@ -142,9 +131,7 @@ func probes(q string, all bool) string {
 func ftsTokenCount(t testing.TB, db *sql.DB, rowid int) int {
 	t.Helper()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM tokv WHERE doc = ?`, rowid).Scan(&n); err != nil {
-		t.Fatalf("count tokens: %v", err)
-	}
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM tokv WHERE doc = ?`, rowid).Scan(&n), "count tokens")
 	return n
 }
 
@@ -170,17 +157,14 @@ func TestClassesAgreeWithUnicode61(t *testing.T) {
 			b.WriteString("q ")
 		}
 		rowid++
-		if _, err := db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, b.String()); err != nil {
-			t.Fatalf("insert: %v", err)
-		}
+		_, err := db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, b.String())
+		require.NoError(t, err, "insert")
 		if got := ftsTokenCount(t, db, rowid); got != hi-lo {
 			// Find the culprits for the failure message.
 			for _, r := range kept[lo:hi] {
 				rowid++
 				db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, "q"+string(r)+"q")
-				if ftsTokenCount(t, db, rowid) != 1 {
-					t.Errorf("U+%04X %q: unicode61 splits it, but the tokenizer keeps it in tokens", r, r)
-				}
+				assert.EqualValues(t, 1, ftsTokenCount(t, db, rowid), "U+%04X %q: unicode61 splits it, but the tokenizer keeps it in tokens", r, r)
 			}
 		}
 	}

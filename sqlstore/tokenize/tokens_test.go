@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestTokens(t *testing.T) {
@@ -58,12 +61,9 @@ func TestTokens(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Tokens(tt.in)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Tokens(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-			if scanned := scanAll(&sc, tt.in); !slices.Equal(scanned, tt.want) {
-				t.Errorf("Scanner.Scan(%q) = %q, want %q", tt.in, scanned, tt.want)
-			}
+			assert.True(t, slices.Equal(got, tt.want), "Tokens(%q) = %q, want %q", tt.in, got, tt.want)
+			scanned := scanAll(&sc, tt.in)
+			assert.True(t, slices.Equal(scanned, tt.want), "Scanner.Scan(%q) = %q, want %q", tt.in, scanned, tt.want)
 		})
 	}
 }
@@ -78,39 +78,30 @@ func scanAll(sc *Scanner, s string) []string {
 func TestLongTokens(t *testing.T) {
 	t.Run("SegmentCut", func(t *testing.T) {
 		got := Tokens(strings.Repeat("a", 300))
-		if len(got) != 1 || got[0] != strings.Repeat("a", maxToken) {
-			t.Errorf("got %q, want one token of %d a's", got, maxToken)
-		}
+		assert.False(t, len(got) != 1 || got[0] != strings.Repeat("a", maxToken), "got %q, want one token of %d a's", got, maxToken)
 	})
 	t.Run("SegmentCutAtRuneBoundary", func(t *testing.T) {
 		got := Tokens("a" + strings.Repeat("é", 100)) // 1 + 200 bytes
-		if len(got) != 1 || len(got[0]) != maxToken-1 {
-			t.Errorf("got %d tokens, first %d bytes, want 1 token of %d bytes", len(got), len(got[0]), maxToken-1)
-		}
+		assert.False(t, len(got) != 1 || len(got[0]) != maxToken-1, "got %d tokens, first %d bytes, want 1 token of %d bytes", len(got), len(got[0]), maxToken-1)
 	})
 	t.Run("CompoundDropped", func(t *testing.T) {
 		seg := strings.Repeat("x", 70)
 		got := Tokens(seg + "_" + seg)
-		if want := []string{seg, seg}; !slices.Equal(got, want) {
-			t.Errorf("got %q, want %q", got, want)
-		}
+		want := []string{seg, seg}
+		assert.True(t, slices.Equal(got, want), "got %q, want %q", got, want)
 	})
 }
 
 func TestIndexText(t *testing.T) {
 	got := IndexText("修复DSH的记忆 parseHTTP")
 	want := "修复 dsh 的记 记忆 parsehttp parse http"
-	if got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
+	assert.Equal(t, want, got, "got %q, want %q", got, want)
 }
 
 func TestTerms(t *testing.T) {
 	got := Terms("go go_build GO build 记忆记忆")
 	want := []string{"go", "gobuild", "build", "记忆", "忆记"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
+	assert.True(t, slices.Equal(got, want), "got %q, want %q", got, want)
 }
 
 func TestQuote(t *testing.T) {
@@ -118,9 +109,8 @@ func TestQuote(t *testing.T) {
 		{"记忆", `"记忆"`},
 		{`a"b`, `"a""b"`},
 	} {
-		if got := Quote(tt.in); got != tt.want {
-			t.Errorf("Quote(%q) = %s, want %s", tt.in, got, tt.want)
-		}
+		got := Quote(tt.in)
+		assert.Equal(t, tt.want, got, "Quote(%q) = %s, want %s", tt.in, got, tt.want)
 	}
 	if got := Terms("?!… 😀"); len(got) != 0 {
 		t.Errorf("Terms of no tokens = %q, want none: recall must not MATCH an empty expression", got)
@@ -149,9 +139,8 @@ func TestNormalizeRune(t *testing.T) {
 		for _, r := range tt.in {
 			rs = normalizeRune(rs, r)
 		}
-		if got := string(rs); got != tt.want {
-			t.Errorf("normalize(%q) = %q, want %q", tt.in, got, tt.want)
-		}
+		got := string(rs)
+		assert.Equal(t, tt.want, got, "normalize(%q) = %q, want %q", tt.in, got, tt.want)
 	}
 }
 
@@ -173,7 +162,5 @@ func BenchmarkScanner(b *testing.B) {
 	for b.Loop() {
 		sc.Scan(benchText, func(tok []byte) { n += len(tok) })
 	}
-	if n == 0 {
-		b.Fatal("no tokens")
-	}
+	require.NotEqualValues(b, 0, n, "no tokens")
 }

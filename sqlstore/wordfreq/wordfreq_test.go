@@ -3,8 +3,10 @@ package wordfreq
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func gz(t *testing.T, s string) []byte {
@@ -18,27 +20,19 @@ func gz(t *testing.T, s string) []byte {
 
 func TestParseAndCount(t *testing.T) {
 	tab, err := Parse(gz(t, "apple 3\nbanana 5\ncherry 2\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tab.Len() != 3 || tab.Total() != 10 {
-		t.Errorf("Len %d Total %v, want 3 and 10", tab.Len(), tab.Total())
-	}
+	require.NoError(t, err)
+	assert.False(t, tab.Len() != 3 || tab.Total() != 10, "Len %d Total %v, want 3 and 10", tab.Len(), tab.Total())
 	for _, tt := range []struct {
 		word string
 		n    float64
 		ok   bool
 	}{{"apple", 3, true}, {"banana", 5, true}, {"cherry", 2, true}, {"ban", 0, false}, {"bananas", 0, false}, {"", 0, false}, {"zzz", 0, false}, {"a", 0, false}} {
 		n, ok := tab.Count([]byte(tt.word))
-		if n != tt.n || ok != tt.ok {
-			t.Errorf("Count(%q) = %v, %v; want %v, %v", tt.word, n, ok, tt.n, tt.ok)
-		}
+		assert.False(t, n != tt.n || ok != tt.ok, "Count(%q) = %v, %v; want %v, %v", tt.word, n, ok, tt.n, tt.ok)
 	}
 	var words []string
 	tab.Each(func(w []byte, n float64) { words = append(words, string(w)) })
-	if len(words) != 3 || words[0] != "apple" || words[2] != "cherry" {
-		t.Errorf("Each: %q, want the three words in order", words)
-	}
+	assert.False(t, len(words) != 3 || words[0] != "apple" || words[2] != "cherry", "Each: %q, want the three words in order", words)
 }
 
 func TestParseRejects(t *testing.T) {
@@ -53,9 +47,8 @@ func TestParseRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Parse(gz(t, tt.text)); !errors.Is(err, ErrFormat) {
-				t.Errorf("Parse(%q) = %v, want ErrFormat", tt.text, err)
-			}
+			_, err := Parse(gz(t, tt.text))
+			assert.ErrorIs(t, err, ErrFormat, "Parse(%q) = %v, want ErrFormat", tt.text, err)
 		})
 	}
 	if _, err := Parse([]byte("not gzip")); err == nil {

@@ -3,14 +3,16 @@ package zhdict
 import (
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLoadReadsEveryEntry(t *testing.T) {
 	// doc.go: 134,688 lines, each a distinct word: a table
 	// that failed to decompress would hold none.
-	if n := Load(); n != 134_688 {
-		t.Errorf("Load() = %d words, want the 134,688 lines of words.txt.gz (every line a distinct word)", n)
-	}
+	n := Load()
+	assert.EqualValues(t, 134_688, n, "Load() = %d words, want the 134,688 lines of words.txt.gz (every line a distinct word)", n)
 }
 
 func TestSegment(t *testing.T) {
@@ -27,9 +29,7 @@ func TestSegment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Segment([]rune(tt.in))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Segment(%q) = %q, want %q", tt.in, got, tt.want)
-			}
+			assert.True(t, slices.Equal(got, tt.want), "Segment(%q) = %q, want %q", tt.in, got, tt.want)
 		})
 	}
 }
@@ -37,12 +37,9 @@ func TestSegment(t *testing.T) {
 func TestWordInfo(t *testing.T) {
 	common, ok1 := WordInfo("一起")
 	rare, ok2 := WordInfo("捉迷藏")
-	if !ok1 || !ok2 {
-		t.Fatalf("WordInfo: 一起 known %v, 捉迷藏 known %v, want both known", ok1, ok2)
-	}
-	if common >= rare {
-		t.Errorf("WordInfo(一起) = %v, WordInfo(捉迷藏) = %v, want the common word less informative", common, rare)
-	}
+	require.True(t, ok1, "WordInfo: 一起 known %v, 捉迷藏 known %v, want both known", ok1, ok2)
+	require.True(t, ok2, "WordInfo: 一起 known %v, 捉迷藏 known %v, want both known", ok1, ok2)
+	assert.False(t, common >= rare, "WordInfo(一起) = %v, WordInfo(捉迷藏) = %v, want the common word less informative", common, rare)
 	if _, ok := WordInfo("上跳"); ok {
 		t.Error("WordInfo(上跳): known, want unknown (no such word)")
 	}
@@ -54,10 +51,7 @@ func TestWordInfo(t *testing.T) {
 func TestCharInfo(t *testing.T) {
 	de, ok1 := CharInfo('的')
 	rare, ok2 := CharInfo('藏')
-	if !ok1 || !ok2 || de >= rare {
-		t.Errorf("CharInfo: 的 %v (%v), 藏 %v (%v), want both known and 的 less informative", de, ok1, rare, ok2)
-	}
-	if _, ok := CharInfo('a'); ok {
-		t.Error("CharInfo('a'): known, want unknown")
-	}
+	assert.False(t, !ok1 || !ok2 || de >= rare, "CharInfo: 的 %v (%v), 藏 %v (%v), want both known and 的 less informative", de, ok1, rare, ok2)
+	_, ok := CharInfo('a')
+	assert.False(t, ok, "CharInfo('a'): known, want unknown")
 }

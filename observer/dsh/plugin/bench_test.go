@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"dshmem/observer/dsh/plugin/hosttest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkHostStep measures what the plugin adds to the real host: the
@@ -55,9 +57,8 @@ func BenchmarkHostStep(b *testing.B) {
 		tr := filepath.Join(home, "trace.jsonl")
 		bw := &world{t: nil, host: h, fake: fake, home: home, root: root, proj: proj}
 		for _, f := range facts {
-			if out, err := bw.try("remember", "--cwd", proj, f); err != nil {
-				b.Fatalf("remember: %v\n%s", err, out)
-			}
+			out, err := bw.try("remember", "--cwd", proj, f)
+			require.NoError(b, err, "remember: %v\n%s", err, out)
 		}
 		if out, err := bw.try("dsh", "install", "--dsh-home", home, "--binary", dshmemBin); err != nil {
 			b.Fatalf("install: %v\n%s", err, out)
@@ -115,9 +116,7 @@ type pluginTrace struct {
 
 func readTrace(b *testing.B, path string) []pluginTrace {
 	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer f.Close()
 	var out []pluginTrace
 	sc := bufio.NewScanner(f)

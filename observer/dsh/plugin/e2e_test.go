@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"dshmem/observer/dsh/plugin/hosttest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // These tests run the real DSH host with the plugin that `dshmem dsh
@@ -55,9 +58,7 @@ func newWorld(t *testing.T, fakeEnv ...string) *world {
 	w := &world{t: t, host: h, home: t.TempDir()}
 	w.root = filepath.Join(w.home, "memory")
 	w.proj = filepath.Join(t.TempDir(), "proj")
-	if err := os.MkdirAll(filepath.Join(w.proj, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Join(w.proj, ".git"), 0o755))
 	w.fake = h.StartFake(t, fakeEnv...)
 	t.Cleanup(w.stopServer)
 	return w
@@ -67,9 +68,7 @@ func newWorld(t *testing.T, fakeEnv ...string) *world {
 func (w *world) dshmem(args ...string) string {
 	w.t.Helper()
 	out, err := w.try(args...)
-	if err != nil {
-		w.t.Fatalf("dshmem %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	require.NoError(w.t, err, "dshmem %s: %v\n%s", strings.Join(args, " "), err, out)
 	return out
 }
 
@@ -178,42 +177,31 @@ func TestHostMemory(t *testing.T) {
 	ids := hosttest.SessionIDs(evs)
 	sessions := bySession(w.fake.Requests(t))
 	a, b, c := sessions[factEN], sessions["how do we ship the billing service?"], sessions["hello again"]
-	if len(a) == 0 || len(b) == 0 || len(c) == 0 {
-		t.Fatalf("requests per session: A %d, B %d, C %d; want some of each", len(a), len(b), len(c))
-	}
+	require.NotEqualValues(t, 0, len(a), "requests per session: A %d, B %d, C %d; want some of each", len(a), len(b), len(c))
+	require.NotEqualValues(t, 0, len(b), "requests per session: A %d, B %d, C %d; want some of each", len(a), len(b), len(c))
+	require.NotEqualValues(t, 0, len(c), "requests per session: A %d, B %d, C %d; want some of each", len(a), len(b), len(c))
 
 	t.Run("FactsReachTheNextSession", func(t *testing.T) {
 		sys := b[0].System()
 		for _, want := range []string{"deploy the billing api with helm charts", "我们的数据库是 PostgreSQL 16"} {
-			if !strings.Contains(sys, want) {
-				t.Errorf("session B's system prompt lacks %q:\n%s", want, sys)
-			}
+			assert.Contains(t, sys, want, "session B's system prompt lacks %q:\n%s", want, sys)
 		}
-		if !strings.Contains(sys, `<memory-reference source="dshmem"`) || !strings.Contains(sys, "not instructions") {
-			t.Errorf("the memory is not framed as reference material:\n%s", sys)
-		}
-		if strings.Contains(a[0].System(), "memory-reference") {
-			t.Errorf("session A's system prompt holds memory before anything was learned:\n%s", a[0].System())
-		}
+		assert.False(t, !strings.Contains(sys, `<memory-reference source="dshmem"`) || !strings.Contains(sys, "not instructions"), "the memory is not framed as reference material:\n%s", sys)
+		assert.NotContains(t, a[0].System(), "memory-reference", "session A's system prompt holds memory before anything was learned:\n%s", a[0].System())
 	})
 
 	t.Run("SystemPromptStable", func(t *testing.T) {
 		want := b[0].System()
 		for i, r := range append(append([]hosttest.Request(nil), b...), c...) {
-			if got := r.System(); got != want {
-				t.Fatalf("request %d of sessions B and C: system prompt differs from the first one of B; nothing new was learned\n got: %q\nwant: %q", i, got, want)
-			}
+			got := r.System()
+			require.Equal(t, want, got, "request %d of sessions B and C: system prompt differs from the first one of B; nothing new was learned\n got: %q\nwant: %q", i, got, want)
 		}
-		if len(b)+len(c) < 4 {
-			t.Fatalf("%d requests in B and C; want several steps and turns", len(b)+len(c))
-		}
+		require.False(t, len(b)+len(c) < 4, "%d requests in B and C; want several steps and turns", len(b)+len(c))
 	})
 
 	t.Run("ToolsOffered", func(t *testing.T) {
 		for _, name := range []string{"memory_search", "memory_remember", "memory_forget"} {
-			if !b[0].HasTool(name) {
-				t.Errorf("tool %s is not offered to the model", name)
-			}
+			assert.True(t, b[0].HasTool(name), "tool %s is not offered to the model", name)
 		}
 	})
 
@@ -225,14 +213,10 @@ func TestHostMemory(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &entries); err != nil {
 			t.Fatalf("entries --json: %v\n%s", err, out)
 		}
-		if len(entries) != 2 {
-			t.Errorf("%d entries, want the 2 facts said by the user:\n%s", len(entries), out)
-		}
+		assert.Len(t, entries, 2, "%d entries, want the 2 facts said by the user:\n%s", len(entries), out)
 		for _, e := range entries {
 			for _, bad := range []string{"Current runtime context", "memory-reference", "dshmem memory", "reference material"} {
-				if strings.Contains(e.Content, bad) {
-					t.Errorf("entry learned from injected text (%q): %s", bad, e.Content)
-				}
+				assert.NotContains(t, e.Content, bad, "entry learned from injected text (%q): %s", bad, e.Content)
 			}
 		}
 	})
@@ -240,9 +224,7 @@ func TestHostMemory(t *testing.T) {
 	t.Run("SessionEndsRecorded", func(t *testing.T) {
 		out := w.dshmem("sql", "--json", "SELECT session FROM events WHERE type = 'session/end' ORDER BY session")
 		for _, name := range []string{"A", "B", "C"} {
-			if !strings.Contains(out, ids[name]) {
-				t.Errorf("no session/end for session %s (%s) (C ends at host exit):\n%s", name, ids[name], out)
-			}
+			assert.Contains(t, out, ids[name], "no session/end for session %s (%s) (C ends at host exit):\n%s", name, ids[name], out)
 		}
 	})
 }
@@ -254,60 +236,48 @@ func TestHostTools(t *testing.T) {
 		ID string `json:"id"`
 	}
 	out := w.dshmem("remember", "--cwd", w.proj, "--json", "The billing api is deployed with helm charts from deploy/helm")
-	if err := json.Unmarshal([]byte(out), &en); err != nil || en.ID == "" {
-		t.Fatalf("remember --json: %v\n%s", err, out)
-	}
+	err := json.Unmarshal([]byte(out), &en)
+	require.NoError(t, err, "remember --json: %v\n%s", err, out)
+	require.NotEqualValues(t, "", en.ID, "remember --json: %v\n%s", err, out)
 
 	t.Run("Search", func(t *testing.T) {
 		w.fake = w.host.StartFake(t, `FAKE_TOOLS=[["memory_search",{"query":"how is billing deployed"}]]`)
 		w.play(w.proj, hosttest.Step{Session: "S", Say: "look up how billing is deployed"})
 		res := toolResults(w.fake.Requests(t))
-		if len(res) == 0 {
-			t.Fatal("no tool result reached the model")
-		}
-		if !strings.Contains(res[0], "deployed with helm charts") || !strings.Contains(res[0], "["+en.ID+"]") {
-			t.Errorf("memory_search result lacks the fact or its id %s:\n%s", en.ID, res[0])
-		}
-		if len(res[0]) > 4096 {
-			t.Errorf("tool result is %d bytes, over its 4096-byte bound", len(res[0]))
-		}
+		require.NotEqualValues(t, 0, len(res), "no tool result reached the model")
+		assert.False(t, !strings.Contains(res[0], "deployed with helm charts") || !strings.Contains(res[0], "["+en.ID+"]"), "memory_search result lacks the fact or its id %s:\n%s", en.ID, res[0])
+		assert.False(t, len(res[0]) > 4096, "tool result is %d bytes, over its 4096-byte bound", len(res[0]))
 	})
 
 	t.Run("Remember", func(t *testing.T) {
 		w.fake = w.host.StartFake(t, `FAKE_TOOLS=[["memory_remember",{"content":"The staging cluster is called kestrel","type":"fact"}]]`)
 		w.play(w.proj, hosttest.Step{Session: "R", Say: "note the staging cluster name"})
 		res := toolResults(w.fake.Requests(t))
-		if len(res) == 0 || !strings.Contains(res[0], "Remembered as m-") || !strings.Contains(res[0], "this workspace") {
-			t.Fatalf("memory_remember result: %q", res)
-		}
+		require.NotEqualValues(t, 0, len(res), "memory_remember result: %q", res)
+		require.Contains(t, res[0], "Remembered as m-", "memory_remember result: %q", res)
+		require.Contains(t, res[0], "this workspace", "memory_remember result: %q", res)
 		out := w.dshmem("entries", "--cwd", w.proj)
-		if !strings.Contains(out, "kestrel") {
-			t.Errorf("the remembered fact is not among the workspace's entries:\n%s", out)
-		}
-		if g := w.dshmem("entries", "--stream", "global"); strings.Contains(g, "kestrel") {
-			t.Errorf("a workspace fact went to the global scope:\n%s", g)
-		}
+		assert.Contains(t, out, "kestrel", "the remembered fact is not among the workspace's entries:\n%s", out)
+		g := w.dshmem("entries", "--stream", "global")
+		assert.NotContains(t, g, "kestrel", "a workspace fact went to the global scope:\n%s", g)
 	})
 
 	t.Run("Forget", func(t *testing.T) {
 		w.fake = w.host.StartFake(t, fmt.Sprintf(`FAKE_TOOLS=[["memory_forget",{"id":%q,"reason":"moved to argo"}]]`, en.ID))
 		w.play(w.proj, hosttest.Step{Session: "F", Say: "forget the helm note, we moved"})
 		res := toolResults(w.fake.Requests(t))
-		if len(res) == 0 || !strings.Contains(res[0], "Forgot "+en.ID) {
-			t.Fatalf("memory_forget result: %q", res)
-		}
-		if out := w.dshmem("entries", "--cwd", w.proj, "--status", "forgotten"); !strings.Contains(out, en.ID) {
-			t.Errorf("%s is not forgotten:\n%s", en.ID, out)
-		}
+		require.NotEqualValues(t, 0, len(res), "memory_forget result: %q", res)
+		require.Contains(t, res[0], "Forgot "+en.ID, "memory_forget result: %q", res)
+		out := w.dshmem("entries", "--cwd", w.proj, "--status", "forgotten")
+		assert.Contains(t, out, en.ID, "%s is not forgotten:\n%s", en.ID, out)
 	})
 
 	t.Run("ErrorIsAToolError", func(t *testing.T) {
 		w.fake = w.host.StartFake(t, `FAKE_TOOLS=[["memory_forget",{"id":"m-0000000000000000"}]]`)
 		w.play(w.proj, hosttest.Step{Session: "E", Say: "forget something that is not there"})
 		res := toolResults(w.fake.Requests(t))
-		if len(res) == 0 || !strings.Contains(res[0], "no entry m-0000000000000000") {
-			t.Fatalf("memory_forget of an unknown id: %q; want the server's error as the tool result", res)
-		}
+		require.NotEqualValues(t, 0, len(res), "memory_forget of an unknown id: %q; want the server's error as the tool result", res)
+		require.Contains(t, res[0], "no entry m-0000000000000000", "memory_forget of an unknown id: %q; want the server's error as the tool result", res)
 	})
 }
 
@@ -338,16 +308,12 @@ func TestHostTemplateText(t *testing.T) {
 			turns++
 		}
 	}
-	if turns != 2 {
-		t.Fatalf("%d turns completed, want 2:\n%v", turns, evs)
-	}
+	require.EqualValues(t, 2, turns, "%d turns completed, want 2:\n%v", turns, evs)
 	reqs := w.fake.Requests(t)
-	if !reached(reqs, "show me the banner template") || !reached(reqs, "and again") {
-		t.Fatal("the turns did not reach the model")
-	}
-	if sys := reqs[0].System(); !strings.Contains(sys, "{{cwd}} and {{ user.name }}; a lone }} and {{ stay too") {
-		t.Errorf("the remembered text does not reach the model verbatim:\n%s", sys)
-	}
+	require.True(t, reached(reqs, "show me the banner template"), "the turns did not reach the model")
+	require.True(t, reached(reqs, "and again"), "the turns did not reach the model")
+	sys := reqs[0].System()
+	assert.Contains(t, sys, "{{cwd}} and {{ user.name }}; a lone }} and {{ stay too", "the remembered text does not reach the model verbatim:\n%s", sys)
 }
 
 func TestHostPromptCache(t *testing.T) {
@@ -358,17 +324,12 @@ func TestHostPromptCache(t *testing.T) {
 		hosttest.Step{Dispose: "X"}, hosttest.Step{Resume: "X", Say: "after a resume"})
 	w.play(w.proj, hosttest.Step{Session: "Y", Say: "second host process"})
 	reqs := w.fake.Requests(t)
-	if len(reqs) < 4 || !reached(reqs, "after a resume") {
-		t.Fatalf("%d requests, the resumed turn reached the model: %v", len(reqs), reached(reqs, "after a resume"))
-	}
+	require.False(t, len(reqs) < 4, "%d requests, the resumed turn reached the model: %v", len(reqs), reached(reqs, "after a resume"))
+	require.True(t, reached(reqs, "after a resume"), "%d requests, the resumed turn reached the model: %v", len(reqs), reached(reqs, "after a resume"))
 	want := reqs[0].System()
-	if !strings.Contains(want, "We release on Thursdays") {
-		t.Fatalf("the workspace memory is not in the system prompt:\n%s", want)
-	}
+	require.Contains(t, want, "We release on Thursdays", "the workspace memory is not in the system prompt:\n%s", want)
 	for i, r := range reqs {
-		if r.System() != want {
-			t.Fatalf("request %d: the system prompt changed across steps, turns, sessions or a host restart with nothing learned", i)
-		}
+		require.Equal(t, want, r.System(), "request %d: the system prompt changed across steps, turns, sessions or a host restart with nothing learned", i)
 	}
 	// A fact changes (the CLI forwards to the running server): the next
 	// session's prompt holds it.
@@ -376,9 +337,7 @@ func TestHostPromptCache(t *testing.T) {
 	w.play(w.proj, hosttest.Step{Session: "Z", Say: "after the change"})
 	after := w.fake.Requests(t)
 	last := after[len(after)-1].System()
-	if last == want || !strings.Contains(last, "We release on Tuesdays now") {
-		t.Errorf("the system prompt did not change with the new fact:\n%s", last)
-	}
+	assert.False(t, last == want || !strings.Contains(last, "We release on Tuesdays now"), "the system prompt did not change with the new fact:\n%s", last)
 }
 
 // packetOf is the dshmem packet inside a runtime-context snapshot, or "".
@@ -404,9 +363,7 @@ func TestHostPackets(t *testing.T) {
 		hosttest.Step{Session: "P", Say: "how are invoices rendered in the billing worker?"},
 		hosttest.Step{Session: "P", Say: "thanks, carry on"})
 	reqs := w.fake.Requests(t)
-	if len(reqs) < 4 {
-		t.Fatalf("%d requests, want several steps", len(reqs))
-	}
+	require.False(t, len(reqs) < 4, "%d requests, want several steps", len(reqs))
 	last := reqs[len(reqs)-1]
 	prev, packets := "", 0
 	for i, snap := range contexts(last) {
@@ -415,23 +372,16 @@ func TestHostPackets(t *testing.T) {
 			continue
 		}
 		packets++
-		if p == prev {
-			t.Errorf("snapshot %d repeats the packet unchanged:\n%s", i, p)
-		}
+		assert.NotEqual(t, prev, p, "snapshot %d repeats the packet unchanged:\n%s", i, p)
 		prev = p
 	}
-	if packets == 0 {
-		t.Fatalf("no packet reached the model in %d requests; the first prompt names a remembered fix", len(reqs))
-	}
-	if !strings.Contains(strings.Join(contexts(last), "\n"), "--lock-wait 60") {
-		t.Errorf("the packet for the failing migration lacks the remembered fix:\n%s", strings.Join(contexts(last), "\n---\n"))
-	}
+	require.NotEqualValues(t, 0, packets, "no packet reached the model in %d requests; the first prompt names a remembered fix", len(reqs))
+	assert.Contains(t, strings.Join(contexts(last), "\n"), "--lock-wait 60", "the packet for the failing migration lacks the remembered fix:\n%s", strings.Join(contexts(last), "\n---\n"))
 	// Every request carries the whole conversation: the number of
 	// snapshots never exceeds one per step, and the packet is not re-sent
 	// on steps where it did not change.
-	if n := len(contexts(last)); n > len(reqs) {
-		t.Errorf("%d snapshots in %d steps", n, len(reqs))
-	}
+	n := len(contexts(last))
+	assert.False(t, n > len(reqs), "%d snapshots in %d steps", n, len(reqs))
 }
 
 func TestHostServerKilled(t *testing.T) {
@@ -446,34 +396,26 @@ func TestHostServerKilled(t *testing.T) {
 	})
 	first := run.WaitFor(t, time.Minute, func(ev hosttest.TraceEvent) bool { return ev.Ev == "turn" })
 	pid := w.serverPID()
-	if pid == 0 {
-		t.Fatal("no server after the first turn")
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	require.NotEqualValues(t, 0, pid, "no server after the first turn")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	killed := time.Now().UnixMilli()
 	evs := run.Wait(t)
-	if killed > first.T+3000 {
-		t.Fatalf("the kill came %d ms after the first turn, after the pause ended: the test proved nothing", killed-first.T)
-	}
+	require.False(t, killed > first.T+3000, "the kill came %d ms after the first turn, after the pause ended: the test proved nothing", killed-first.T)
 	turns := 0
 	for _, ev := range evs {
 		if ev.Ev == "turn" {
 			turns++
 		}
 	}
-	if turns != 3 || !reached(w.fake.Requests(t), "turn after the server died") {
-		t.Fatalf("%d turns traced; the turn after the kill reached the model: %v", turns, reached(w.fake.Requests(t), "turn after the server died"))
-	}
-	if np := w.serverPID(); np == 0 || np == pid || syscall.Kill(np, 0) != nil {
-		t.Fatalf("the new session did not start a new server (serve.json pid %d, killed %d)", np, pid)
-	}
+	require.EqualValues(t, 3, turns, "%d turns traced; the turn after the kill reached the model: %v", turns, reached(w.fake.Requests(t), "turn after the server died"))
+	require.True(t, reached(w.fake.Requests(t), "turn after the server died"), "%d turns traced; the turn after the kill reached the model: %v", turns, reached(w.fake.Requests(t), "turn after the server died"))
+	np := w.serverPID()
+	require.NotEqualValues(t, 0, np, "the new session did not start a new server (serve.json pid %d, killed %d)", np, pid)
+	require.NotEqual(t, pid, np, "the new session did not start a new server (serve.json pid %d, killed %d)", np, pid)
+	require.Nil(t, syscall.Kill(np, 0), "the new session did not start a new server (serve.json pid %d, killed %d)", np, pid)
 	sessions := bySession(w.fake.Requests(t))
 	l := sessions["a new session"]
-	if len(l) == 0 || !strings.Contains(l[0].System(), "ops/oncall.yaml") {
-		t.Errorf("the session after the restart has no memory in its system prompt")
-	}
+	assert.False(t, len(l) == 0 || !strings.Contains(l[0].System(), "ops/oncall.yaml"), "the session after the restart has no memory in its system prompt")
 }
 
 func TestHostInstallUninstall(t *testing.T) {
@@ -481,14 +423,11 @@ func TestHostInstallUninstall(t *testing.T) {
 	w.install()
 	patch := filepath.Join(w.home, "cordis.patch.yml")
 	once, err := os.ReadFile(patch)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	w.install()
 	twice, _ := os.ReadFile(patch)
-	if !bytes.Equal(once, twice) || bytes.Count(twice, []byte("id: dshmem")) != 1 {
-		t.Fatalf("a second install changed the patch file or added a row:\n%s", twice)
-	}
+	require.Equal(t, twice, once, "a second install changed the patch file or added a row:\n%s", twice)
+	require.EqualValues(t, 1, bytes.Count(twice, []byte("id: dshmem")), "a second install changed the patch file or added a row:\n%s", twice)
 	w.dshmem("remember", "--cwd", w.proj, "The feature flags live in config/flags.toml")
 	w.play(w.proj, hosttest.Step{Session: "I", Say: "where are the flags?"})
 	if reqs := w.fake.Requests(t); len(reqs) == 0 || !strings.Contains(reqs[0].System(), "config/flags.toml") {
@@ -499,20 +438,14 @@ func TestHostInstallUninstall(t *testing.T) {
 	w.fake = w.host.StartFake(t)
 	w.play(w.proj, hosttest.Step{Session: "U", Say: "where are the flags, after uninstall?"})
 	reqs := w.fake.Requests(t)
-	if len(reqs) == 0 {
-		t.Fatal("the host did not reach the model after uninstall")
-	}
+	require.NotEqualValues(t, 0, len(reqs), "the host did not reach the model after uninstall")
 	for i, r := range reqs {
 		b, _ := json.Marshal(r)
 		for _, bad := range []string{"config/flags.toml", "memory-reference", "memory_search", "dshmem"} {
-			if bytes.Contains(b, []byte(bad)) {
-				t.Errorf("request %d after uninstall holds %q", i, bad)
-			}
+			assert.NotContains(t, string(b), string([]byte(bad)), "request %d after uninstall holds %q", i, bad)
 		}
 	}
-	if w.serverPID() != 0 {
-		t.Errorf("a server was started after uninstall")
-	}
+	assert.EqualValues(t, 0, w.serverPID(), "a server was started after uninstall")
 }
 
 func TestHostNoServer(t *testing.T) {
@@ -521,12 +454,8 @@ func TestHostNoServer(t *testing.T) {
 	// start a server.
 	gone := filepath.Join(t.TempDir(), "dshmem")
 	b, err := os.ReadFile(dshmemBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(gone, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(gone, b, 0o755))
 	w.dshmem("dsh", "install", "--dsh-home", w.home, "--binary", gone)
 	os.Remove(gone)
 	run := w.host.Start(t, w.home, w.proj, w.fake, []hosttest.Step{
@@ -542,19 +471,14 @@ func TestHostNoServer(t *testing.T) {
 		}
 	}
 	reqs := w.fake.Requests(t)
-	if turns != 3 || !reached(reqs, "second turn without memory") || !reached(reqs, "another session") {
-		t.Fatalf("%d turns traced; not every turn reached the model", turns)
-	}
-	if n := strings.Count(run.Output(), "[DSHMEM] Warning: dshmem:"); n != 1 {
-		t.Errorf("the host printed %d dshmem warnings, want exactly one:\n%s", n, run.Output())
-	}
+	require.EqualValues(t, 3, turns, "%d turns traced; not every turn reached the model", turns)
+	require.True(t, reached(reqs, "second turn without memory"), "%d turns traced; not every turn reached the model", turns)
+	require.True(t, reached(reqs, "another session"), "%d turns traced; not every turn reached the model", turns)
+	n := strings.Count(run.Output(), "[DSHMEM] Warning: dshmem:")
+	assert.EqualValues(t, 1, n, "the host printed %d dshmem warnings, want exactly one:\n%s", n, run.Output())
 	for i, r := range w.fake.Requests(t) {
-		if strings.Contains(r.System(), "memory-reference") || strings.Contains(strings.Join(contexts(r), ""), "dshmem") {
-			t.Errorf("request %d holds memory text with no server", i)
-		}
-		if r.HasTool("memory_search") || r.HasTool("memory_remember") || r.HasTool("memory_forget") {
-			t.Errorf("request %d offers memory tools with no server", i)
-		}
+		assert.False(t, strings.Contains(r.System(), "memory-reference") || strings.Contains(strings.Join(contexts(r), ""), "dshmem"), "request %d holds memory text with no server", i)
+		assert.False(t, r.HasTool("memory_search") || r.HasTool("memory_remember") || r.HasTool("memory_forget"), "request %d offers memory tools with no server", i)
 	}
 }
 
@@ -565,16 +489,13 @@ func TestHostSubdirectory(t *testing.T) {
 	sub := filepath.Join(w.proj, "services", "api")
 	w.play(sub, hosttest.Step{Session: "D", Say: "where is the gateway config?"})
 	reqs := w.fake.Requests(t)
-	if len(reqs) == 0 || !strings.Contains(reqs[0].System(), "infra/gateway.hcl") {
-		t.Fatalf("a host started in %s does not reach the project's memory", sub)
-	}
+	require.NotEqualValues(t, 0, len(reqs), "a host started in %s does not reach the project's memory", sub)
+	require.Contains(t, reqs[0].System(), "infra/gateway.hcl", "a host started in %s does not reach the project's memory", sub)
 	// And the CLI from the subdirectory reaches it too.
 	cmd := exec.Command(dshmemBin, "--root", w.root, "entries", "--cwd", sub)
 	cmd.Env = append(os.Environ(), "DSH_HOME="+w.home)
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "infra/gateway.hcl") {
-		t.Errorf("dshmem entries --cwd %s: %v\n%s", sub, err, out)
-	}
+	assert.False(t, err != nil || !strings.Contains(string(out), "infra/gateway.hcl"), "dshmem entries --cwd %s: %v\n%s", sub, err, out)
 }
 
 func TestHostSubagent(t *testing.T) {
@@ -586,9 +507,8 @@ func TestHostSubagent(t *testing.T) {
 	old := `{"id":"old:1","type":"user/message","time":"2026-01-05T10:00:00Z","session":"old","cwd":` + fmt.Sprintf("%q", w.proj) + `,"data":{"text":"an old note"}}`
 	cmd := exec.Command(dshmemBin, "--root", w.root, "ingest")
 	cmd.Stdin = strings.NewReader(old + "\n")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ingest: %v\n%s", err, out)
-	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "ingest: %v\n%s", err, out)
 	w.play(w.proj, hosttest.Step{Session: "P", Say: "delegate a look around"})
 	reqs := w.fake.Requests(t)
 	var parent, child []hosttest.Request
@@ -600,25 +520,16 @@ func TestHostSubagent(t *testing.T) {
 			child = append(child, r)
 		}
 	}
-	if len(parent) == 0 || len(child) == 0 {
-		t.Fatalf("requests: parent %d, sub-agent %d; want both", len(parent), len(child))
-	}
+	require.NotEqualValues(t, 0, len(parent), "requests: parent %d, sub-agent %d; want both", len(parent), len(child))
+	require.NotEqualValues(t, 0, len(child), "requests: parent %d, sub-agent %d; want both", len(parent), len(child))
 	want := parent[0].System()
-	if !strings.Contains(want, "docs/RELEASE.md") {
-		t.Fatalf("the parent's system prompt has no memory:\n%s", want)
-	}
-	if !strings.Contains(strings.Join(contexts(parent[0]), ""), "backup due") {
-		t.Errorf("the top-level session did not get the maintenance reminder:\n%s", strings.Join(contexts(parent[0]), "\n---\n"))
-	}
+	require.Contains(t, want, "docs/RELEASE.md", "the parent's system prompt has no memory:\n%s", want)
+	assert.Contains(t, strings.Join(contexts(parent[0]), ""), "backup due", "the top-level session did not get the maintenance reminder:\n%s", strings.Join(contexts(parent[0]), "\n---\n"))
 	// The sub-agent gets exactly its parent's text, so the prompt prefix
 	// is shared; a maintenance reminder never reaches it.
 	for i, r := range child {
-		if r.System() != want {
-			t.Errorf("sub-agent request %d: system prompt differs from the parent's", i)
-		}
-		if strings.Contains(strings.Join(contexts(r), ""), "dshmem maintenance") {
-			t.Errorf("sub-agent request %d carries the maintenance reminder", i)
-		}
+		assert.Equal(t, want, r.System(), "sub-agent request %d: system prompt differs from the parent's", i)
+		assert.NotContains(t, strings.Join(contexts(r), ""), "dshmem maintenance", "sub-agent request %d carries the maintenance reminder", i)
 	}
 }
 
@@ -645,9 +556,8 @@ func TestHostExitEndsSessions(t *testing.T) {
 		ptrace, _ := os.ReadFile(tr)
 		t.Fatalf("no session/end with reason host-exit for %s:\n%s\nplugin trace:\n%s\nhost:\n%s", ids["H"], out, ptrace, run.Output())
 	}
-	if entries := w.dshmem("entries", "--cwd", w.proj); !strings.Contains(entries, "400 days") {
-		t.Errorf("the ended session was not distilled:\n%s", entries)
-	}
+	entries := w.dshmem("entries", "--cwd", w.proj)
+	assert.Contains(t, entries, "400 days", "the ended session was not distilled:\n%s", entries)
 }
 
 func waitDone(r *hosttest.Run) <-chan struct{} {
@@ -661,27 +571,26 @@ func TestHostTwoHostsOneServer(t *testing.T) {
 	w.install()
 	w.dshmem("remember", "--cwd", w.proj, "The feature flags live in config/flags.toml")
 	// Two hosts booting at once in a fresh DSH home race on writing the
-	// host's own profile manifest (one reads it half-written and exits 1):
-	// boot once first, as any user's home has been.
-	if r := w.host.DumpConfig(t, w.home); r.Code != 0 {
-		t.Fatalf("dsh --dump-config: exit %d\n%s", r.Code, r.Output)
-	}
+	// host's own profile files (one reads a half-written manifest or
+	// cordis.yml and exits 1): run one headless session first, as any
+	// user's home has, then stop the server it started, so the two hosts
+	// below race to start one.
+	w.host.Start(t, w.home, w.proj, w.fake, []hosttest.Step{{Session: "warm", Say: "warm up the home"}}).Wait(t)
+	w.stopServer()
+	_, err := os.Stat(filepath.Join(w.root, "serve.json"))
+	require.True(t, os.IsNotExist(err), "the warm-up's server is still registered: %v", err)
+	require.NoError(t, os.Remove(filepath.Join(w.root, "serve.log")))
 	r1 := w.host.Start(t, w.home, w.proj, w.fake, []hosttest.Step{{Session: "A", Say: "first host asks"}})
 	r2 := w.host.Start(t, w.home, w.proj, w.fake, []hosttest.Step{{Session: "B", Say: "second host asks"}})
 	r1.Wait(t)
 	r2.Wait(t)
 	log, err := os.ReadFile(filepath.Join(w.root, "serve.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("serve.log:\n%s", log)
-	if n := strings.Count(string(log), "listening on"); n != 1 {
-		t.Errorf("%d servers listened, want one:\n%s", n, log)
-	}
+	n := strings.Count(string(log), "listening on")
+	assert.EqualValues(t, 1, n, "%d servers listened, want one:\n%s", n, log)
 	reqs := bySession(w.fake.Requests(t))
 	for _, p := range []string{"first host asks", "second host asks"} {
-		if len(reqs[p]) == 0 || !strings.Contains(reqs[p][0].System(), "config/flags.toml") {
-			t.Errorf("the host that asked %q got no memory", p)
-		}
+		assert.False(t, len(reqs[p]) == 0 || !strings.Contains(reqs[p][0].System(), "config/flags.toml"), "the host that asked %q got no memory", p)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"dshmem/observer/dsh/plugin/hosttest"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestEscapeTemplateAgainstHost renders escaped text with the host's own
@@ -20,9 +22,7 @@ func TestEscapeTemplateAgainstHost(t *testing.T) {
 		t.Fatalf("the host's prompt renderer: %v", err)
 	}
 	plugin, err := filepath.Abs("plugin.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	script := `
 import { renderPrompt } from ` + jsString(renderer) + `;
 import { escapeTemplate } from ` + jsString(plugin) + `;
@@ -48,16 +48,11 @@ console.log(JSON.stringify({ n, bad: bad.slice(0, 5), nbad: bad.length }));
 `
 	dir := t.TempDir()
 	path := filepath.Join(dir, "escape.mjs")
-	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
 	out, err := exec.Command(filepath.Join(h.Node(), "node"), path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), `"nbad":0`) || !strings.Contains(string(out), `"n":20011`) {
-		t.Fatalf("escaped text does not render verbatim through the host's renderer: %s", out)
-	}
+	require.NoError(t, err, "node: %v\n%s", err, out)
+	require.Contains(t, string(out), `"nbad":0`, "escaped text does not render verbatim through the host's renderer: %s", out)
+	require.Contains(t, string(out), `"n":20011`, "escaped text does not render verbatim through the host's renderer: %s", out)
 }
 
 func jsString(s string) string {

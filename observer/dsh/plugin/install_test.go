@@ -12,27 +12,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeBinary writes an executable file that stands for dshmem.
 func fakeBinary(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "bin", "dshmem")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
 	return p
 }
 
 func mode(t *testing.T, p string) os.FileMode {
 	t.Helper()
 	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return fi.Mode().Perm()
 }
 
@@ -44,18 +41,12 @@ func TestInstall(t *testing.T) {
 
 	t.Run("Fresh", func(t *testing.T) {
 		rep, err := Install(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Row != Added || !rep.Created || rep.Backup != "" || rep.Plugin != "written" || rep.RowLine != 2 {
-			t.Errorf("got row %s line %d created %v backup %q plugin %s; want added line 2, created, no backup, written", rep.Row, rep.RowLine, rep.Created, rep.Backup, rep.Plugin)
-		}
-		if want := filepath.Join(home, "memory"); rep.Entry.Config.Root != want || rep.Entry.Config.DSHHome != home {
-			t.Errorf("got root %q home %q, want %q %q", rep.Entry.Config.Root, rep.Entry.Config.DSHHome, want, home)
-		}
-		if got, _ := os.ReadFile(PluginPath(home)); !bytes.Equal(got, Source()) {
-			t.Errorf("plugin file is not the embedded plugin")
-		}
+		require.NoError(t, err)
+		assert.False(t, rep.Row != Added || !rep.Created || rep.Backup != "" || rep.Plugin != "written" || rep.RowLine != 2, "got row %s line %d created %v backup %q plugin %s; want added line 2, created, no backup, written", rep.Row, rep.RowLine, rep.Created, rep.Backup, rep.Plugin)
+		want := filepath.Join(home, "memory")
+		assert.False(t, rep.Entry.Config.Root != want || rep.Entry.Config.DSHHome != home, "got root %q home %q, want %q %q", rep.Entry.Config.Root, rep.Entry.Config.DSHHome, want, home)
+		got, _ := os.ReadFile(PluginPath(home))
+		assert.Equal(t, Source(), got, "plugin file is not the embedded plugin")
 		if m := mode(t, PatchPath(home)); m != 0o600 {
 			t.Errorf("patch file mode: got %o, want 600", m)
 		}
@@ -64,46 +55,31 @@ func TestInstall(t *testing.T) {
 		}
 		src, _ := os.ReadFile(PatchPath(home))
 		e, _, err := Inspect(src)
-		if err != nil || e == nil || *e != rep.Entry {
-			t.Errorf("the row reads back as %+v, %v; want %+v", e, err, rep.Entry)
-		}
+		assert.False(t, err != nil || e == nil || *e != rep.Entry, "the row reads back as %+v, %v; want %+v", e, err, rep.Entry)
 	})
 	t.Run("Again", func(t *testing.T) {
 		before, _ := os.ReadFile(PatchPath(home))
 		rep, err := Install(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		after, _ := os.ReadFile(PatchPath(home))
-		if rep.Row != Unchanged || rep.Plugin != "unchanged" || rep.Backup != "" || !bytes.Equal(before, after) || exists(BackupPath(home)) {
-			t.Errorf("got row %s plugin %s backup %q, bytes equal %v; want nothing changed and no backup", rep.Row, rep.Plugin, rep.Backup, bytes.Equal(before, after))
-		}
+		assert.False(t, rep.Row != Unchanged || rep.Plugin != "unchanged" || rep.Backup != "" || !bytes.Equal(before, after) || exists(BackupPath(home)), "got row %s plugin %s backup %q, bytes equal %v; want nothing changed and no backup", rep.Row, rep.Plugin, rep.Backup, bytes.Equal(before, after))
 	})
 	t.Run("UpgradeOldPlugin", func(t *testing.T) {
 		os.WriteFile(PluginPath(home), []byte("export const version = '0';\n"), 0o600)
 		rep, err := Install(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Plugin != "upgraded" || rep.PreviousVersion != "0" || rep.Row != Unchanged {
-			t.Errorf("got plugin %s from %q, row %s; want upgraded from 0, row unchanged", rep.Plugin, rep.PreviousVersion, rep.Row)
-		}
-		if got, _ := os.ReadFile(PluginPath(home)); !bytes.Equal(got, Source()) {
-			t.Errorf("plugin file not upgraded")
-		}
+		require.NoError(t, err)
+		assert.False(t, rep.Plugin != "upgraded" || rep.PreviousVersion != "0" || rep.Row != Unchanged, "got plugin %s from %q, row %s; want upgraded from 0, row unchanged", rep.Plugin, rep.PreviousVersion, rep.Row)
+		got, _ := os.ReadFile(PluginPath(home))
+		assert.Equal(t, Source(), got, "plugin file not upgraded")
 	})
 	t.Run("NewBinaryReplacesRow", func(t *testing.T) {
 		before, _ := os.ReadFile(PatchPath(home))
 		o2 := o
 		o2.Binary = fakeBinary(t)
 		rep, err := Install(o2)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		bak, _ := os.ReadFile(BackupPath(home))
-		if rep.Row != Replaced || rep.Backup != BackupPath(home) || !bytes.Equal(bak, before) || rep.Previous == nil || rep.Previous.Config.Binary != o.Binary {
-			t.Errorf("got row %s backup %q (holds the old file: %v), previous %+v", rep.Row, rep.Backup, bytes.Equal(bak, before), rep.Previous)
-		}
+		assert.False(t, rep.Row != Replaced || rep.Backup != BackupPath(home) || !bytes.Equal(bak, before) || rep.Previous == nil || rep.Previous.Config.Binary != o.Binary, "got row %s backup %q (holds the old file: %v), previous %+v", rep.Row, rep.Backup, bytes.Equal(bak, before), rep.Previous)
 	})
 }
 
@@ -112,25 +88,16 @@ func TestInstallKeepsModeAndBacksUp(t *testing.T) {
 	old := readInput(t, "other-rows")
 	os.WriteFile(PatchPath(home), old, 0o644)
 	rep, err := Install(Options{DSHHome: home, Binary: fakeBinary(t), Root: "rel/root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := mode(t, PatchPath(home)); m != 0o644 {
-		t.Errorf("mode: got %o, want 644 (kept)", m)
-	}
-	if bak, _ := os.ReadFile(BackupPath(home)); !bytes.Equal(bak, old) {
-		t.Errorf("backup does not hold the previous file")
-	}
-	if !filepath.IsAbs(rep.Entry.Config.Root) || !strings.HasSuffix(rep.Entry.Config.Root, "/rel/root") {
-		t.Errorf("root: got %q, want it absolute", rep.Entry.Config.Root)
-	}
+	require.NoError(t, err)
+	m := mode(t, PatchPath(home))
+	assert.EqualValues(t, 0o644, m, "mode: got %o, want 644 (kept)", m)
+	bak, _ := os.ReadFile(BackupPath(home))
+	assert.Equal(t, old, bak, "backup does not hold the previous file")
+	assert.False(t, !filepath.IsAbs(rep.Entry.Config.Root) || !strings.HasSuffix(rep.Entry.Config.Root, "/rel/root"), "root: got %q, want it absolute", rep.Entry.Config.Root)
 	un, err := Uninstall(Options{DSHHome: home})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(PatchPath(home)); !bytes.Equal(got, old) || un.Row != Removed {
-		t.Errorf("uninstall: got row %s, file restored %v", un.Row, bytes.Equal(got, old))
-	}
+	require.NoError(t, err)
+	got, _ := os.ReadFile(PatchPath(home))
+	assert.False(t, !bytes.Equal(got, old) || un.Row != Removed, "uninstall: got row %s, file restored %v", un.Row, bytes.Equal(got, old))
 }
 
 func TestInstallRefused(t *testing.T) {
@@ -140,33 +107,25 @@ func TestInstallRefused(t *testing.T) {
 		os.WriteFile(PatchPath(home), bad, 0o640)
 		_, err := Install(Options{DSHHome: home, Binary: fakeBinary(t)})
 		var pe *PatchError
-		if !errors.As(err, &pe) || pe.Path != PatchPath(home) || pe.Line != 3 {
-			t.Fatalf("got %v, want a *PatchError for %s line 3", err, PatchPath(home))
-		}
-		if got, _ := os.ReadFile(PatchPath(home)); !bytes.Equal(got, bad) || mode(t, PatchPath(home)) != 0o640 {
-			t.Errorf("the refused file was changed")
-		}
-		if exists(BackupPath(home)) || exists(filepath.Dir(PluginPath(home))) {
-			t.Errorf("a refused install wrote a backup or the plugin")
-		}
+		require.True(t, errors.As(err, &pe), "got %v, want a *PatchError for %s line 3", err, PatchPath(home))
+		require.Equal(t, PatchPath(home), pe.Path, "got %v, want a *PatchError for %s line 3", err, PatchPath(home))
+		require.EqualValues(t, 3, pe.Line, "got %v, want a *PatchError for %s line 3", err, PatchPath(home))
+		got, _ := os.ReadFile(PatchPath(home))
+		assert.False(t, !bytes.Equal(got, bad) || mode(t, PatchPath(home)) != 0o640, "the refused file was changed")
+		assert.False(t, exists(BackupPath(home)) || exists(filepath.Dir(PluginPath(home))), "a refused install wrote a backup or the plugin")
 	})
 	t.Run("NoBinary", func(t *testing.T) {
 		_, err := Install(Options{DSHHome: t.TempDir(), Binary: "/nonexistent/dshmem"})
-		if err == nil || !strings.Contains(err.Error(), "/nonexistent/dshmem") {
-			t.Fatalf("got %v, want an error naming the binary", err)
-		}
+		require.Error(t, err, "got %v, want an error naming the binary", err)
+		require.Contains(t, err.Error(), "/nonexistent/dshmem", "got %v, want an error naming the binary", err)
 	})
 	t.Run("GoRunWarns", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "go-build1234", "b001", "exe", "dshmem")
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755)
 		rep, err := Install(Options{DSHHome: t.TempDir(), Binary: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "go build -o ~/bin/dshmem ./cmd/dshmem") {
-			t.Errorf("got warnings %q, want the go build advice", rep.Warnings)
-		}
+		require.NoError(t, err)
+		assert.False(t, len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "go build -o ~/bin/dshmem ./cmd/dshmem"), "got warnings %q, want the go build advice", rep.Warnings)
 	})
 }
 
@@ -178,15 +137,9 @@ func TestUninstall(t *testing.T) {
 	}
 	t.Run("RemovesRowAndFiles", func(t *testing.T) {
 		rep, err := Uninstall(Options{DSHHome: home})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Row != Removed || !rep.FileRemoved || rep.Backup != BackupPath(home) || exists(PatchPath(home)) {
-			t.Errorf("got row %s, file removed %v, backup %q; want removed, the file (only our row) gone, a backup", rep.Row, rep.FileRemoved, rep.Backup)
-		}
-		if exists(filepath.Dir(PluginPath(home))) || len(rep.Removed) != 2 {
-			t.Errorf("got removed %q; want plugin.mjs and its directory", rep.Removed)
-		}
+		require.NoError(t, err)
+		assert.False(t, rep.Row != Removed || !rep.FileRemoved || rep.Backup != BackupPath(home) || exists(PatchPath(home)), "got row %s, file removed %v, backup %q; want removed, the file (only our row) gone, a backup", rep.Row, rep.FileRemoved, rep.Backup)
+		assert.False(t, exists(filepath.Dir(PluginPath(home))) || len(rep.Removed) != 2, "got removed %q; want plugin.mjs and its directory", rep.Removed)
 		if b, err := os.ReadFile(filepath.Join(root, "global.md")); err != nil || string(b) != "memory\n" {
 			t.Errorf("the memory root was touched: %v", err)
 		}
@@ -194,9 +147,7 @@ func TestUninstall(t *testing.T) {
 	t.Run("NotInstalled", func(t *testing.T) {
 		os.Remove(BackupPath(home))
 		rep, err := Uninstall(Options{DSHHome: home})
-		if err != nil || rep.Row != Absent || rep.Backup != "" || exists(BackupPath(home)) || len(rep.Removed) != 0 {
-			t.Errorf("got %+v, %v; want absent and nothing done", rep, err)
-		}
+		assert.False(t, err != nil || rep.Row != Absent || rep.Backup != "" || exists(BackupPath(home)) || len(rep.Removed) != 0, "got %+v, %v; want absent and nothing done", rep, err)
 	})
 	t.Run("KeepsOtherFiles", func(t *testing.T) {
 		if _, err := Install(Options{DSHHome: home, Root: root, Binary: fakeBinary(t)}); err != nil {
@@ -205,12 +156,8 @@ func TestUninstall(t *testing.T) {
 		mine := filepath.Join(home, DirName, "notes.txt")
 		os.WriteFile(mine, []byte("x"), 0o600)
 		rep, err := Uninstall(Options{DSHHome: home})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !exists(mine) || exists(PluginPath(home)) || len(rep.Kept) != 1 {
-			t.Errorf("got removed %q kept %q; want plugin.mjs removed and notes.txt kept", rep.Removed, rep.Kept)
-		}
+		require.NoError(t, err)
+		assert.False(t, !exists(mine) || exists(PluginPath(home)) || len(rep.Kept) != 1, "got removed %q kept %q; want plugin.mjs removed and notes.txt kept", rep.Removed, rep.Kept)
 	})
 }
 
@@ -219,9 +166,11 @@ func TestReadStatus(t *testing.T) {
 	home, root := t.TempDir(), t.TempDir()
 	t.Run("NotInstalled", func(t *testing.T) {
 		st, err := ReadStatus(ctx, Options{DSHHome: home, Root: root})
-		if err != nil || st.Installed || st.Plugin.Present || st.Server.Running || st.Sessions.Exists {
-			t.Fatalf("got %+v, %v", st, err)
-		}
+		require.NoError(t, err, "got %+v, %v", st, err)
+		require.False(t, st.Installed, "got %+v, %v", st, err)
+		require.False(t, st.Plugin.Present, "got %+v, %v", st, err)
+		require.False(t, st.Server.Running, "got %+v, %v", st, err)
+		require.False(t, st.Sessions.Exists, "got %+v, %v", st, err)
 	})
 	bin := fakeBinary(t)
 	if _, err := Install(Options{DSHHome: home, Root: root, Binary: bin}); err != nil {
@@ -232,9 +181,7 @@ func TestReadStatus(t *testing.T) {
 	}
 	t.Run("Installed", func(t *testing.T) {
 		st, err := ReadStatus(ctx, Options{DSHHome: home, Root: root})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if !st.Installed || st.Disabled || !st.Plugin.Current || st.Plugin.Version != Version() || st.Root != root || st.RootMismatch ||
 			st.Binary == nil || !st.Binary.Executable || st.Server.Running || !strings.Contains(st.Server.Detail, "the plugin starts one") ||
 			st.Sessions.Projects != 2 || st.Sessions.Sessions != 3 {
@@ -245,9 +192,7 @@ func TestReadStatus(t *testing.T) {
 	t.Run("RootMismatchAndOldPlugin", func(t *testing.T) {
 		os.WriteFile(PluginPath(home), []byte("export const version = '0';\n"), 0o600)
 		st, err := ReadStatus(ctx, Options{DSHHome: home, Root: t.TempDir()})
-		if err != nil || !st.RootMismatch || st.Plugin.Current || st.Plugin.Version != "0" {
-			t.Errorf("got mismatch %v current %v version %q, %v", st.RootMismatch, st.Plugin.Current, st.Plugin.Version, err)
-		}
+		assert.False(t, err != nil || !st.RootMismatch || st.Plugin.Current || st.Plugin.Version != "0", "got mismatch %v current %v version %q, %v", st.RootMismatch, st.Plugin.Current, st.Plugin.Version, err)
 	})
 	t.Run("ServerAnswers", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -259,13 +204,9 @@ func TestReadStatus(t *testing.T) {
 		}))
 		defer srv.Close()
 		addr := strings.TrimPrefix(srv.URL, "http://")
-		if err := httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: addr, PID: 4242, Token: "tok"}); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: addr, PID: 4242, Token: "tok"}))
 		st, _ := ReadStatus(ctx, Options{DSHHome: home, Root: root})
-		if !st.Server.Running || st.Server.Addr != addr || st.Server.PID != 4242 {
-			t.Errorf("got %+v, want running at %s pid 4242", st.Server, addr)
-		}
+		assert.False(t, !st.Server.Running || st.Server.Addr != addr || st.Server.PID != 4242, "got %+v, want running at %s pid 4242", st.Server, addr)
 		httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: addr, PID: 4242, Token: "wrong"})
 		if st, _ := ReadStatus(ctx, Options{DSHHome: home, Root: root}); st.Server.Running {
 			t.Errorf("wrong token: got running")
@@ -281,16 +222,12 @@ func TestReadStatus(t *testing.T) {
 		f.WriteString("- id: dshmem\n  disabled: true\n")
 		f.Close()
 		st, _ := ReadStatus(ctx, Options{DSHHome: home, Root: root})
-		if !st.Installed || !st.Disabled || st.DisabledAt == 0 {
-			t.Errorf("got installed %v disabled %v at %d", st.Installed, st.Disabled, st.DisabledAt)
-		}
+		assert.False(t, !st.Installed || !st.Disabled || st.DisabledAt == 0, "got installed %v disabled %v at %d", st.Installed, st.Disabled, st.DisabledAt)
 	})
 	t.Run("Broken", func(t *testing.T) {
 		os.WriteFile(PatchPath(home), []byte("- [\n"), 0o600)
 		st, err := ReadStatus(ctx, Options{DSHHome: home, Root: root})
-		if err != nil || st.Installed || !strings.Contains(st.Problem, "line 1") {
-			t.Errorf("got installed %v problem %q, %v", st.Installed, st.Problem, err)
-		}
+		assert.False(t, err != nil || st.Installed || !strings.Contains(st.Problem, "line 1"), "got installed %v problem %q, %v", st.Installed, st.Problem, err)
 	})
 }
 
@@ -300,9 +237,7 @@ func TestInstallThroughSymlink(t *testing.T) {
 	home, dots := t.TempDir(), t.TempDir()
 	real := filepath.Join(dots, "cordis.patch.yml")
 	os.WriteFile(real, []byte("- id: shell\n"), 0o600)
-	if err := os.Symlink(real, PatchPath(home)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(real, PatchPath(home)))
 	if _, err := Install(Options{DSHHome: home, Binary: fakeBinary(t)}); err != nil {
 		t.Fatal(err)
 	}

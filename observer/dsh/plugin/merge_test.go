@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/merge")
@@ -23,26 +26,18 @@ func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", "merge", name)
 	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(path, got, 0o644))
 		return
 	}
 	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: got\n%s\nwant\n%s", name, got, want)
-	}
+	require.NoError(t, err, "%v (run go test -update to write it)", err)
+	assert.Equal(t, want, got, "%s: got\n%s\nwant\n%s", name, got, want)
 }
 
 func readInput(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "merge", name+".yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -75,48 +70,29 @@ func TestMergeRow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := readInput(t, tc.name)
 			ed, err := MergeRow(src, testEntry)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ed.Action != tc.action || ed.Line != tc.line || ed.DisabledAt != tc.disabled {
-				t.Errorf("got %s at line %d, disabled at %d; want %s at line %d, disabled at %d", ed.Action, ed.Line, ed.DisabledAt, tc.action, tc.line, tc.disabled)
-			}
-			if !slices.Equal(ed.Dropped, tc.dropped) {
-				t.Errorf("dropped: got %v, want %v", ed.Dropped, tc.dropped)
-			}
+			require.NoError(t, err)
+			assert.False(t, ed.Action != tc.action || ed.Line != tc.line || ed.DisabledAt != tc.disabled, "got %s at line %d, disabled at %d; want %s at line %d, disabled at %d", ed.Action, ed.Line, ed.DisabledAt, tc.action, tc.line, tc.disabled)
+			assert.True(t, slices.Equal(ed.Dropped, tc.dropped), "dropped: got %v, want %v", ed.Dropped, tc.dropped)
 			golden(t, tc.name+".installed", ed.Text)
 			installed := ed.Text
 
 			t.Run("Idempotent", func(t *testing.T) {
 				again, err := MergeRow(installed, testEntry)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if again.Action != Unchanged || !bytes.Equal(again.Text, installed) || again.Line != tc.line {
-					t.Errorf("second install: got %s at line %d, want unchanged at line %d, bytes equal %v", again.Action, again.Line, tc.line, bytes.Equal(again.Text, installed))
-				}
+				require.NoError(t, err)
+				assert.False(t, again.Action != Unchanged || !bytes.Equal(again.Text, installed) || again.Line != tc.line, "second install: got %s at line %d, want unchanged at line %d, bytes equal %v", again.Action, again.Line, tc.line, bytes.Equal(again.Text, installed))
 				e, insp, err := Inspect(installed)
-				if err != nil || e == nil {
-					t.Fatalf("inspect: %v, %v", e, err)
-				}
+				require.NoError(t, err, "inspect: %v, %v", e, err)
+				require.NotNil(t, e, "inspect: %v, %v", e, err)
 				want := testEntry
 				want.Disabled = tc.name == "disabled"
-				if *e != want || insp.Line != tc.line || insp.DisabledAt != tc.disabled || !slices.Equal(insp.Patches, tc.patches) {
-					t.Errorf("inspect: got %+v at line %d, disabled at %d, patches %v; want %+v at %d, %d, %v", *e, insp.Line, insp.DisabledAt, insp.Patches, want, tc.line, tc.disabled, tc.patches)
-				}
+				assert.False(t, *e != want || insp.Line != tc.line || insp.DisabledAt != tc.disabled || !slices.Equal(insp.Patches, tc.patches), "inspect: got %+v at line %d, disabled at %d, patches %v; want %+v at %d, %d, %v", *e, insp.Line, insp.DisabledAt, insp.Patches, want, tc.line, tc.disabled, tc.patches)
 			})
 			t.Run("Uninstall", func(t *testing.T) {
 				rm, err := RemoveRow(installed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if rm.Action != Removed || rm.Line != tc.line {
-					t.Errorf("got %s at line %d, want removed at line %d", rm.Action, rm.Line, tc.line)
-				}
+				require.NoError(t, err)
+				assert.False(t, rm.Action != Removed || rm.Line != tc.line, "got %s at line %d, want removed at line %d", rm.Action, rm.Line, tc.line)
 				if rm.Delete {
-					if len(bytes.TrimSpace(src)) != 0 {
-						t.Fatalf("uninstall deletes a file that had more than our row")
-					}
+					require.Len(t, bytes.TrimSpace(src), 0, "uninstall deletes a file that had more than our row")
 					return
 				}
 				if tc.restores && !bytes.Equal(rm.Text, src) {
@@ -124,9 +100,7 @@ func TestMergeRow(t *testing.T) {
 				}
 				golden(t, tc.name+".uninstalled", rm.Text)
 				gone, err := RemoveRow(rm.Text)
-				if err != nil || gone.Action != Absent || !bytes.Equal(gone.Text, rm.Text) {
-					t.Errorf("second uninstall: got %s, %v; want absent, bytes unchanged", gone.Action, err)
-				}
+				assert.False(t, err != nil || gone.Action != Absent || !bytes.Equal(gone.Text, rm.Text), "second uninstall: got %s, %v; want absent, bytes unchanged", gone.Action, err)
 			})
 		})
 	}
@@ -158,12 +132,8 @@ func TestMergeRowRefused(t *testing.T) {
 			} {
 				_, err := f(src)
 				var pe *PatchError
-				if !errors.As(err, &pe) {
-					t.Fatalf("%s: got %v, want a *PatchError", verb, err)
-				}
-				if pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg) {
-					t.Errorf("%s: got line %d %q, want line %d containing %q", verb, pe.Line, pe.Msg, tc.line, tc.msg)
-				}
+				require.True(t, errors.As(err, &pe), "%s: got %v, want a *PatchError", verb, err)
+				assert.False(t, pe.Line != tc.line || !strings.Contains(pe.Msg, tc.msg), "%s: got line %d %q, want line %d containing %q", verb, pe.Line, pe.Msg, tc.line, tc.msg)
 			}
 		})
 	}
@@ -183,17 +153,11 @@ func TestQuote(t *testing.T) {
 		e := testEntry
 		e.Config.Binary, e.Config.Root, e.Name = p, p+"/memory", p+"/plugin.mjs"
 		ed, err := MergeRow(nil, e)
-		if err != nil {
-			t.Fatalf("%q: %v", p, err)
-		}
+		require.NoError(t, err, "%q", p)
 		got, _, err := Inspect(ed.Text)
-		if err != nil || got == nil || *got != e {
-			t.Errorf("%q: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
-		}
+		assert.False(t, err != nil || got == nil || *got != e, "%q: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
 		ed, err = MergeRow([]byte("[ {id: shell} ]\n"), e) // in a flow row too
-		if err != nil {
-			t.Fatalf("%q in a flow sequence: %v", p, err)
-		}
+		require.NoError(t, err, "%q in a flow sequence", p)
 		if got, _, err := Inspect(ed.Text); err != nil || got == nil || *got != e {
 			t.Errorf("%q in a flow sequence: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
 		}
@@ -206,25 +170,19 @@ func TestQuote(t *testing.T) {
 func TestVersion(t *testing.T) {
 	// The version comes from the real embedded file.
 	disk, err := os.ReadFile("plugin.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(disk, Source()) {
-		t.Fatalf("Source() is not plugin.mjs")
-	}
+	require.NoError(t, err)
+	require.Equal(t, Source(), disk, "Source() is not plugin.mjs")
 	v := Version()
-	if v == "" || !bytes.Contains(Source(), []byte("export const version = '"+v+"'")) {
-		t.Fatalf("got version %q, not the one plugin.mjs declares", v)
-	}
+	require.NotEqualValues(t, "", v, "got version %q, not the one plugin.mjs declares", v)
+	require.Contains(t, string(Source()), string([]byte("export const version = '"+v+"'")), "got version %q, not the one plugin.mjs declares", v)
 	for src, want := range map[string]string{
 		"export const version = '3';\n":           "3",
 		"// x\nexport const version = \"1.2.0\";": "1.2.0",
 		"export const name = 'x';\n":              "",
 		"  export const version = '9';":           "",
 	} {
-		if got := VersionOf([]byte(src)); got != want {
-			t.Errorf("VersionOf(%q): got %q, want %q", src, got, want)
-		}
+		got := VersionOf([]byte(src))
+		assert.Equal(t, want, got, "VersionOf(%q): got %q, want %q", src, got, want)
 	}
 }
 
@@ -277,8 +235,6 @@ func TestYAMLErrorLines(t *testing.T) {
 	} {
 		_, err := parsePatch([]byte(src))
 		var pe *PatchError
-		if !errors.As(err, &pe) || pe.Line != want {
-			t.Errorf("%q: got %v, want line %d", src, err, want)
-		}
+		assert.False(t, !errors.As(err, &pe) || pe.Line != want, "%q: got %v, want line %d", src, err, want)
 	}
 }

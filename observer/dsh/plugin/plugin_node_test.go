@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"dshmem/observer/dsh/plugin/hosttest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPluginAgainstFakeServer runs plugin.mjs in Node with a stand-in for
@@ -19,9 +22,7 @@ import (
 func TestPluginAgainstFakeServer(t *testing.T) {
 	h := hosttest.Find(t)
 	pluginPath, err := filepath.Abs("plugin.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	root := t.TempDir()
 	script := `
 import http from 'node:http';
@@ -77,13 +78,9 @@ console.log(JSON.stringify(r));
 process.exit(0);
 `
 	path := filepath.Join(t.TempDir(), "plugin-check.mjs")
-	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
 	out, err := exec.Command(filepath.Join(h.Node(), "node"), path).Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "node: %v\n%s", err, out)
 	type stepOut struct {
 		Section string
 		Packet  bool
@@ -97,22 +94,10 @@ process.exit(0);
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if r.First.Section != "FACT" || r.First.Tools != 1 {
-		t.Errorf("first step: %+v; want the section and the memory tools", r.First)
-	}
-	if !r.Pushed.Packet {
-		t.Errorf("the packet the long poll brought did not reach the next step: %+v", r.Pushed)
-	}
-	if r.Slow.Section != "FACT" || !r.Slow.Packet {
-		t.Errorf("a slow answer turned memory off: %+v", r.Slow)
-	}
-	if r.Search != "Forgot m-1: lock wait" {
-		t.Errorf("memory_forget after a slow answer: %q; want it to reach the server", r.Search)
-	}
-	if r.AfterForget.Packet {
-		t.Errorf("the packet that showed the forgotten entry is still in the context")
-	}
-	if r.AfterEnd != 1 {
-		t.Errorf("%d session ends sent after dispose, want 1", r.AfterEnd)
-	}
+	assert.False(t, r.First.Section != "FACT" || r.First.Tools != 1, "first step: %+v; want the section and the memory tools", r.First)
+	assert.True(t, r.Pushed.Packet, "the packet the long poll brought did not reach the next step: %+v", r.Pushed)
+	assert.False(t, r.Slow.Section != "FACT" || !r.Slow.Packet, "a slow answer turned memory off: %+v", r.Slow)
+	assert.EqualValues(t, "Forgot m-1: lock wait", r.Search, "memory_forget after a slow answer: %q; want it to reach the server", r.Search)
+	assert.False(t, r.AfterForget.Packet, "the packet that showed the forgotten entry is still in the context")
+	assert.EqualValues(t, 1, r.AfterEnd, "%d session ends sent after dispose, want 1", r.AfterEnd)
 }
