@@ -50,6 +50,7 @@ var layers = []struct {
 	{"observer/httpapi", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer", "observer/metrics"}},
 	{"observer/bench", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/httpapi"}},
 	{"observer/demo", []string{"events/...", "markdown", "projector", "replay", "sqlstore/...", "observer", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer"}},
+	{"observer/reader", []string{"events/...", "observer", "replay", "sqlstore"}},
 	{"observer/dsh/plugin", []string{"markdown", "observer/httpapi"}},
 	{"observer/dsh/plugin/hosttest", nil},
 	{"observer/dsh/dshtest", nil},

@@ -102,7 +102,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if dir == "" && *session != "" {
-		if d, ok, err := eng.Store().SessionCwd(ctx, *session); err != nil {
+		if d, ok, err := eng.SessionCwd(ctx, *session); err != nil {
 			return err
 		} else if ok {
 			dir = d

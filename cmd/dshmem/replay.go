@@ -61,13 +61,13 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	defer r.Close()
 	opts := replay.Options{Progress: replayProgress(env)}
 	if *verify {
-		if r.unreadable != "" {
-			return noIndex(r)
+		if r.Unreadable != "" {
+			return r.NoIndex()
 		}
-		for _, t := range r.log.TornTails() {
+		for _, t := range r.Log.TornTails() {
 			fmt.Fprintf(env.stderr, "dshmem: %s; replayed up to the last whole batch\n", t)
 		}
-		rep, err := replay.Verify(ctx, r.log, env.root, r.store(), replay.VerifyOptions{Options: opts, Keep: *keep, Folded: r.folded})
+		rep, err := replay.Verify(ctx, r.Log, env.root, r.Index(), replay.VerifyOptions{Options: opts, Keep: *keep, Folded: r.Folded})
 		endProgress(env)
 		if err != nil {
 			return err
@@ -101,7 +101,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "ok: %d projection files and the index equal their replay of %d events\n", rep.Files, rep.Stats.Events)
 		return nil
 	}
-	for _, t := range r.log.TornTails() {
+	for _, t := range r.Log.TornTails() {
 		fmt.Fprintf(env.stderr, "dshmem: %s; replayed up to the last whole batch\n", t)
 	}
 	dir := *out
@@ -110,7 +110,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	st, err := replay.Rebuild(ctx, r.log, dir, opts)
+	st, err := replay.Rebuild(ctx, r.Log, dir, opts)
 	endProgress(env)
 	if err != nil {
 		return err

@@ -77,10 +77,10 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer r.Close()
-	for _, t := range r.log.TornTails() {
+	for _, t := range r.Log.TornTails() {
 		fmt.Fprintf(env.stderr, "dshmem: %s; read up to the last whole batch\n", t)
 	}
-	data, err := replay.Restore(ctx, r.log, rel, at, replay.RestoreOptions{Index: r.store()})
+	data, err := replay.Restore(ctx, r.Log, rel, at, replay.RestoreOptions{Index: r.Index()})
 	if err != nil {
 		return err
 	}

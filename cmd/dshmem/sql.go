@@ -43,7 +43,7 @@ func runSQL(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	cols, rows, err := eng.Store().Query(ctx, q)
+	cols, rows, err := eng.Query(ctx, q)
 	if err != nil {
 		return err
 	}

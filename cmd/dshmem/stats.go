@@ -63,7 +63,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer r.Close()
-	r.notes(env)
+	printNotes(env, r.Notes())
 	st := rootStats{Root: env.root}
 	dir := filepath.Join(env.root, observer.LogDir)
 	ents, _ := os.ReadDir(dir)
@@ -71,7 +71,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		if !e.IsDir() {
 			continue
 		}
-		ss := streamStats{Stream: e.Name(), Events: r.log.LastSeq(e.Name()), Indexed: r.folded[e.Name()]}
+		ss := streamStats{Stream: e.Name(), Events: r.Log.LastSeq(e.Name()), Indexed: r.Folded[e.Name()]}
 		segs, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.jsonl.zst"))
 		ss.Segments = len(segs)
 		for _, s := range segs {
@@ -90,8 +90,8 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			st.IndexBytes += fi.Size()
 		}
 	}
-	if r.eng != nil {
-		ss, err := r.store().Stats(ctx)
+	if r.Engine != nil {
+		ss, err := r.Engine.IndexStats(ctx)
 		if err != nil {
 			return err
 		}
@@ -104,9 +104,9 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	index := humanBytes(st.IndexBytes)
 	switch {
-	case r.unreadable != "":
-		index += " (not read: " + r.unreadable + ")"
-	case r.eng == nil:
+	case r.Unreadable != "":
+		index += " (not read: " + r.Unreadable + ")"
+	case r.Engine == nil:
 		index = "none (no writer has built it yet)"
 	}
 	fmt.Fprintf(env.stdout, "root      %s\nstreams   %d\nevents    %d\nsegments  %d\nlog       %s\nindex     %s\nsessions  %d\nentries   %d\n",
