@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"dshmem/events"
 	"dshmem/observer"
 	"dshmem/observer/reader"
 )
@@ -21,7 +20,7 @@ func openEngine(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
 		return nil, err
 	}
 	for _, r := range eng.Repairs() {
-		fmt.Fprintf(env.stderr, "dshmem: repaired a torn tail: %s\n", describeRepair(r))
+		fmt.Fprintf(env.stderr, "dshmem: repaired a torn tail: %s\n", r)
 	}
 	if why := eng.Rebuilt(); why != "" {
 		fmt.Fprintf(env.stderr, "dshmem: the %s; the index was rebuilt from the log\n", why)
@@ -101,11 +100,6 @@ func isTerminal(w any) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// describeRepair says what a torn-tail repair did, for people.
-func describeRepair(r events.Repaired) string {
-	return fmt.Sprintf("%s: cut to %d bytes (%d torn bytes dropped); the original is kept as %s", r.Segment, r.Offset, r.Dropped, r.Broken)
 }
 
 // workDir is the directory a --cwd flag names: made absolute against the

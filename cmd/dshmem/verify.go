@@ -114,7 +114,7 @@ func runRepair(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	}
 	for _, r := range repaired {
-		fmt.Fprintf(env.stdout, "repaired: %s\n", describeRepair(r))
+		fmt.Fprintf(env.stdout, "repaired: %s\n", r)
 	}
 	return nil
 }
