@@ -2,10 +2,13 @@ package checkpoint
 
 import (
 	"context"
-	"dshmem/observer"
-	"dshmem/observer/internal/enginetest"
+	"fmt"
 	"testing"
 	"time"
+
+	"dshmem/observer"
+	"dshmem/observer/distill"
+	"dshmem/observer/internal/enginetest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,5 +79,52 @@ func TestPendingFromLog(t *testing.T) {
 		require.EqualValues(t, 8, p[0].From, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
 		require.EqualValues(t, 1, p[0].UserTurns, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
 		require.EqualValues(t, 1, p[0].Events, "got %+v, want only the new turn (seq 8: the quiet session has 6, the memory/ops 7)", p)
+	})
+}
+
+// BenchmarkPending measures what Run reads from the index before it
+// distils anything, on a root of 40 sessions of 200 events in 4
+// workspaces, half of them checkpointed: the newest event time, the
+// pending work of every session (Scan), and the claim of one session's
+// events with their messages (scanPending with msgs).
+func BenchmarkPending(b *testing.B) {
+	ctx := context.Background()
+	eng := enginetest.Open(b, b.TempDir())
+	for i := range 40 {
+		c := &ckConv{session: fmt.Sprintf("s%02d", i), cwd: fmt.Sprintf("/w%d", i%4)}
+		for range 50 {
+			c.add("user: make the build reproducible with a pinned toolchain",
+				"assistant: pinned it in go.mod", "tool: go: downloading toolchain", "injected: runtime context")
+		}
+		enginetest.Ingest(b, eng, c.lines)
+		if i%2 == 0 {
+			if _, err := Run(ctx, eng, Request{Session: c.session, Force: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	e := engine{eng}
+	ps, err := e.pending(ctx, "", "")
+	if err != nil || len(ps) != 20 {
+		b.Fatalf("got %d pending sessions (err %v), want 20", len(ps), err)
+	}
+	b.Run("Scan", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.newestEventTime(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := e.pending(ctx, "", ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Claim", func(b *testing.B) {
+		for b.Loop() {
+			p := ps[0]
+			var msgs []distill.Message
+			if err := e.scanPending(ctx, &p, &msgs); err != nil || len(msgs) != 150 {
+				b.Fatalf("got %d messages (err %v), want 150", len(msgs), err)
+			}
+		}
 	})
 }
