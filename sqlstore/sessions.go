@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 )
 
@@ -120,8 +121,12 @@ func (s *Store) CheckpointClaims(ctx context.Context, stream, session string) ([
 // ScanSessionEvents calls fn, in seq order, for each event of session in
 // stream with seq in from..to, until fn returns an error (which it
 // returns).
+//
+// It runs for every checkpoint over every pending session, so it reads
+// only the columns the arguments do not already say: the stream and the
+// session of each event are filled in from them.
 func (s *Store) ScanSessionEvents(ctx context.Context, stream, session string, from, to uint64, fn func(Event) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT stream, seq, id, type, time, session, data FROM events
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, id, type, time, data FROM events
 		WHERE stream = ? AND seq BETWEEN ? AND ? AND session = ? ORDER BY seq`,
 		stream, int64(from), int64(to), session)
 	if err != nil {
@@ -129,9 +134,18 @@ func (s *Store) ScanSessionEvents(ctx context.Context, stream, session string, f
 	}
 	defer rows.Close()
 	for rows.Next() {
-		ev, err := scanEvent(rows)
-		if err != nil {
+		// Scanned into locals, not into an Event: an Event whose fields
+		// Scan is given escapes to the heap whole, 112 bytes a row where
+		// the three strings take 48.
+		var seq int64
+		var id, typ, at string
+		var data sql.NullString
+		if err := rows.Scan(&seq, &id, &typ, &at, &data); err != nil {
 			return fmt.Errorf("read events of session %s: %w", session, err)
+		}
+		ev := Event{Stream: stream, Seq: uint64(seq), ID: id, Type: typ, Time: at, Session: session}
+		if data.Valid {
+			ev.Data = json.RawMessage(data.String)
 		}
 		if err := fn(ev); err != nil {
 			return err
