@@ -3,7 +3,6 @@ package observer
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"dshmem/events/payload"
 	"dshmem/observer/distill"
 	"dshmem/projector"
+	"dshmem/sqlstore"
 )
 
 // Errors of explicit memory writes.
@@ -111,62 +111,34 @@ type EntryFilter struct {
 	Statuses []string // empty: every status
 }
 
-const entryColumns = `id, scope, type, title, description, terms, content, tags, importance, confidence, status,
-	conflict_group, supersedes, superseded_by, provenance, created_at, updated_at, version, created_seq, updated_seq`
-
-func scanEntry(sc interface{ Scan(...any) error }) (Entry, error) {
-	var e Entry
-	var tags, prov string
-	err := sc.Scan(&e.ID, &e.Scope, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &tags,
-		&e.Importance, &e.Confidence, &e.Status, &e.ConflictGroup, &e.Supersedes, &e.SupersededBy, &prov,
-		&e.CreatedAt, &e.UpdatedAt, &e.Version, &e.CreatedSeq, &e.UpdatedSeq)
-	if err != nil {
-		return e, err
-	}
-	if json.Unmarshal([]byte(tags), &e.Tags) != nil || e.Tags == nil {
-		e.Tags = []string{}
-	}
-	e.Provenance = json.RawMessage(prov)
-	return e, nil
-}
+// Entry, EntryVersion and EntryFilter have the fields of their sqlstore
+// namesakes in the same order, so that the index's rows convert to them;
+// they add the JSON form the API and the CLI print.
 
 // Entries lists the entries f selects, by scope and then in the order
 // they were created.
 func (e *Engine) Entries(ctx context.Context, f EntryFilter) ([]Entry, error) {
-	scopes, _ := json.Marshal(f.Scopes)
-	statuses, _ := json.Marshal(f.Statuses)
-	rows, err := e.store.DB().QueryContext(ctx, `SELECT `+entryColumns+` FROM entries
-		WHERE (?1 = 'null' OR scope IN (SELECT value FROM json_each(?1)))
-		  AND (?2 = 'null' OR status IN (SELECT value FROM json_each(?2)))
-		ORDER BY scope, created_seq, id`, string(scopes), string(statuses))
+	rows, err := e.store.Entries(ctx, sqlstore.EntryFilter(f))
 	if err != nil {
-		return nil, fmt.Errorf("read entries: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	var out []Entry
-	for rows.Next() {
-		en, err := scanEntry(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read entries: %w", err)
-		}
-		out = append(out, en)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read entries: %w", err)
+	for _, r := range rows {
+		out = append(out, Entry(r))
 	}
 	return out, nil
 }
 
 // Entry returns the entry with id, or an error wrapping ErrUnknownEntry.
 func (e *Engine) Entry(ctx context.Context, id string) (Entry, error) {
-	en, err := scanEntry(e.store.DB().QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	en, ok, err := e.store.Entry(ctx, id)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !ok {
 		return Entry{}, fmt.Errorf("%w: %s (list the ids with 'dshmem entries')", ErrUnknownEntry, id)
 	}
-	if err != nil {
-		return Entry{}, fmt.Errorf("read entry %s: %w", id, err)
-	}
-	return en, nil
+	return Entry(en), nil
 }
 
 // History returns every version of entry id, oldest first, each with the
@@ -175,31 +147,13 @@ func (e *Engine) History(ctx context.Context, id string) ([]EntryVersion, error)
 	if _, err := e.Entry(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := e.store.DB().QueryContext(ctx, `SELECT v.entry_id, v.version, v.op, v.stream, v.seq, v.event_id,
-			coalesce(ev.type, ''), coalesce(CASE WHEN json_valid(ev.data) THEN ev.data ->> 'checkpoint' END, ''),
-			v.time, v.type, v.title, v.description, v.terms, v.content, v.tags, v.importance, v.confidence, v.status, v.reason
-		FROM entry_versions v LEFT JOIN events ev ON ev.stream = v.stream AND ev.seq = v.seq
-		WHERE v.entry_id = ? ORDER BY v.version`, id)
+	vs, err := e.store.EntryHistory(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("read history of %s: %w", id, err)
+		return nil, err
 	}
-	defer rows.Close()
 	var out []EntryVersion
-	for rows.Next() {
-		var v EntryVersion
-		var tags string
-		if err := rows.Scan(&v.EntryID, &v.Version, &v.Op, &v.Stream, &v.Seq, &v.EventID, &v.EventType, &v.Checkpoint,
-			&v.Time, &v.Type, &v.Title, &v.Description, &v.Terms, &v.Content, &tags, &v.Importance, &v.Confidence,
-			&v.Status, &v.Reason); err != nil {
-			return nil, fmt.Errorf("read history of %s: %w", id, err)
-		}
-		if json.Unmarshal([]byte(tags), &v.Tags) != nil || v.Tags == nil {
-			v.Tags = []string{}
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read history of %s: %w", id, err)
+	for _, v := range vs {
+		out = append(out, EntryVersion(v))
 	}
 	return out, nil
 }
