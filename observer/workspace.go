@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -92,14 +93,14 @@ func (e *Engine) HasStream(stream string) bool {
 // ScopeDir returns the directory of a workspace stream as scope.json
 // records it (the scopes table), or "" when the index knows none.
 func (e *Engine) ScopeDir(stream string) string {
-	var dir string
 	if e.store == nil || !IsWorkspaceStream(stream) {
 		return ""
 	}
-	if err := e.store.DB().QueryRow(`SELECT cwd FROM scopes WHERE stream = ?`, stream).Scan(&dir); err != nil {
+	d, err := e.store.Reader().Scope(context.Background(), stream)
+	if err != nil {
 		return ""
 	}
-	return NormalizeCwd(dir)
+	return NormalizeCwd(d.Cwd)
 }
 
 // registerEvent is the scope/register event intake writes first into a
