@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -275,20 +274,18 @@ func Maintenance(ctx context.Context, eng *observer.Engine, scope string, now ti
 
 func (e engine) maintenance(ctx context.Context, scope string, now time.Time) ([]string, error) {
 	var out []string
-	var last, first sql.NullString
-	err := e.Store().DB().QueryRowContext(ctx,
-		`SELECT (SELECT max(time) FROM events WHERE type = ?), (SELECT min(time) FROM events)`,
-		events.TypeMaintenanceBackup).Scan(&last, &first)
+	// Intake refuses an event without an RFC 3339 time, so "" is none.
+	times, err := e.Store().EventTimes(ctx, events.TypeMaintenanceBackup)
 	if err != nil {
 		return nil, fmt.Errorf("read the last backup: %w", err)
 	}
 	switch {
-	case last.Valid:
-		if t, err := time.Parse(time.RFC3339Nano, last.String); err == nil && now.Sub(t) >= BackupDueAfter {
+	case times.LastOfType != "":
+		if t, err := time.Parse(time.RFC3339Nano, times.LastOfType); err == nil && now.Sub(t) >= BackupDueAfter {
 			out = append(out, fmt.Sprintf("backup due: the last backup was on %s (more than %d days ago)", t.UTC().Format(time.DateOnly), int(BackupDueAfter.Hours()/24)))
 		}
-	case first.Valid:
-		if t, err := time.Parse(time.RFC3339Nano, first.String); err == nil && now.Sub(t) >= BackupDueAfter {
+	case times.First != "":
+		if t, err := time.Parse(time.RFC3339Nano, times.First); err == nil && now.Sub(t) >= BackupDueAfter {
 			out = append(out, fmt.Sprintf("backup due: no backup recorded, and memory goes back to %s", t.UTC().Format(time.DateOnly)))
 		}
 	}
