@@ -2,9 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
-	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -12,6 +9,7 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/distill"
 	"dshmem/projector"
+	"dshmem/sqlstore"
 )
 
 // Checkpoint triggers (ARCHITECTURE §7): a session's pending work is
@@ -114,32 +112,18 @@ func (e engine) pending(ctx context.Context, stream, session string) ([]Pending,
 	}
 	// Sessions that never had a user turn cannot be due: skip them
 	// without reading their events.
-	rows, err := e.Store().DB().QueryContext(ctx, `SELECT session, stream, cwd, origin, first_seq, last_seq
-		FROM sessions WHERE user_turns > 0 AND (?1 = '' OR stream = ?1) AND (?2 = '' OR session = ?2)
-		ORDER BY stream, session`, stream, session)
+	spans, err := e.Store().SessionsWithTurns(ctx, stream, session)
 	if err != nil {
-		return nil, fmt.Errorf("read sessions: %w", err)
-	}
-	var cands []Pending
-	for rows.Next() {
-		var p Pending
-		var first, last int64
-		if err := rows.Scan(&p.Session, &p.Stream, &p.Cwd, &p.Origin, &first, &last); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read sessions: %w", err)
-		}
-		p.Claimed = claims[claimKey{p.Stream, p.Session}]
-		p.From, p.To = max(p.Claimed+1, uint64(first)), uint64(last)
-		if p.From <= p.To {
-			cands = append(cands, p)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read sessions: %w", err)
+		return nil, err
 	}
 	var out []Pending
-	for _, p := range cands {
+	for _, s := range spans {
+		p := Pending{Stream: s.Stream, Session: s.Session, Cwd: s.Cwd, Origin: s.Origin}
+		p.Claimed = claims[claimKey{p.Stream, p.Session}]
+		p.From, p.To = max(p.Claimed+1, s.FirstSeq), s.LastSeq
+		if p.From > p.To {
+			continue
+		}
 		if err := e.scanPending(ctx, &p, nil); err != nil {
 			return nil, err
 		}
@@ -157,27 +141,13 @@ type claimKey struct{ stream, session string }
 // (found through the partial index events_memory_ops), for the sessions
 // of stream and session ("" for any).
 func (e engine) claims(ctx context.Context, stream, session string) (map[claimKey]uint64, error) {
-	rows, err := e.Store().DB().QueryContext(ctx, `SELECT stream, data ->> 'session', max(data ->> 'to')
-		FROM events WHERE type = 'memory/ops' AND (?1 = '' OR stream = ?1) AND json_valid(data)
-		  AND data ->> 'session' IS NOT NULL AND data ->> 'session' <> '' AND (?2 = '' OR data ->> 'session' = ?2)
-		GROUP BY 1, 2`, stream, session)
+	cs, err := e.Store().CheckpointClaims(ctx, stream, session)
 	if err != nil {
-		return nil, fmt.Errorf("read checkpoint claims: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[claimKey]uint64{}
-	for rows.Next() {
-		var k claimKey
-		var to sql.NullInt64
-		if err := rows.Scan(&k.stream, &k.session, &to); err != nil {
-			return nil, fmt.Errorf("read checkpoint claims: %w", err)
-		}
-		if to.Valid && to.Int64 > 0 {
-			out[k] = uint64(to.Int64)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read checkpoint claims: %w", err)
+	out := make(map[claimKey]uint64, len(cs))
+	for _, c := range cs {
+		out[claimKey{c.Stream, c.Session}] = c.To
 	}
 	return out, nil
 }
@@ -201,32 +171,20 @@ func (e engine) claimedTo(ctx context.Context, stream, session string) (uint64, 
 // text cut to maxContextRunes, injected ones left out. The counts
 // (UserTurns, UserChars) never include injected text either.
 func (e engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Message) error {
-	rows, err := e.Store().DB().QueryContext(ctx, `SELECT seq, id, type, time, data FROM events
-		WHERE stream = ? AND seq BETWEEN ? AND ? AND session = ? ORDER BY seq`,
-		p.Stream, int64(p.From), int64(p.To), p.Session)
-	if err != nil {
-		return fmt.Errorf("read pending events of session %s: %w", p.Session, err)
-	}
-	defer rows.Close()
 	p.Events, p.UserTurns, p.UserChars = 0, 0, 0
 	p.TaskEnd, p.Compaction, p.SessionEnd = false, false, false
 	p.LastActivity = time.Time{}
 	var first uint64
-	for rows.Next() {
-		var seq int64
-		var id, typ, at string
-		var data sql.NullString
-		if err := rows.Scan(&seq, &id, &typ, &at, &data); err != nil {
-			return fmt.Errorf("read pending events of session %s: %w", p.Session, err)
-		}
+	err := e.Store().ScanSessionEvents(ctx, p.Stream, p.Session, p.From, p.To, func(ev sqlstore.Event) error {
+		typ := ev.Type
 		if typ == events.TypeMemoryOps {
-			continue // a checkpoint's own output is not the session's work
+			return nil // a checkpoint's own output is not the session's work
 		}
 		if p.Events == 0 {
-			first = uint64(seq)
+			first = ev.Seq
 		}
 		p.Events++
-		if t, err := time.Parse(time.RFC3339Nano, at); err == nil && t.After(p.LastActivity) {
+		if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil && t.After(p.LastActivity) {
 			p.LastActivity = t
 		}
 		switch typ {
@@ -237,11 +195,11 @@ func (e engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Mes
 		case events.TypeSessionEnd:
 			p.SessionEnd = true
 		}
-		text, injected, ok := projector.EpisodeText(typ, json.RawMessage(data.String))
+		text, injected, ok := projector.EpisodeText(typ, ev.Data)
 		if !ok {
-			continue
+			return nil
 		}
-		m := distill.Message{EventID: id, Seq: uint64(seq), Text: text, Time: at, Injected: injected}
+		m := distill.Message{EventID: ev.ID, Seq: ev.Seq, Text: text, Time: ev.Time, Injected: injected}
 		switch typ {
 		case events.TypeUserMessage:
 			m.Role = distill.RoleUser
@@ -254,7 +212,7 @@ func (e engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Mes
 		case events.TypeToolResult:
 			m.Role = distill.RoleTool
 		default:
-			continue
+			return nil
 		}
 		if msgs == nil || injected {
 			// Text the host or dshmem injected (runtime-context snapshots,
@@ -262,15 +220,16 @@ func (e engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Mes
 			// distilled: it is not given to the distiller at all, so it
 			// can neither be learnt nor take the input budget that the
 			// user's words need.
-			continue
+			return nil
 		}
 		if m.Role != distill.RoleUser {
 			m.Text = distill.TruncateRunes(m.Text, maxContextRunes)
 		}
 		*msgs = append(*msgs, m)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read pending events of session %s: %w", p.Session, err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if p.Events > 0 {
 		p.From = first
@@ -281,21 +240,16 @@ func (e engine) scanPending(ctx context.Context, p *Pending, msgs *[]distill.Mes
 // newestEventTime is the newest event time of any session in the index:
 // the clock of the automatic path's idle trigger.
 func (e engine) newestEventTime(ctx context.Context) (time.Time, error) {
-	rows, err := e.Store().DB().QueryContext(ctx, `SELECT last_time FROM sessions`)
+	times, err := e.Store().SessionLastTimes(ctx)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read session times: %w", err)
+		return time.Time{}, err
 	}
-	defer rows.Close()
 	var newest time.Time
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return time.Time{}, fmt.Errorf("read session times: %w", err)
-		}
+	for _, s := range times {
 		// Times carry their own offsets, so they are compared parsed.
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.After(newest) {
 			newest = t
 		}
 	}
-	return newest, rows.Err()
+	return newest, nil
 }
