@@ -85,7 +85,7 @@ func (e engine) sync(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("sync: %w", err)
 	}
-	rows, err := projector.Files(ctx, e.Store().DB())
+	rows, err := e.Projector().Files(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -157,7 +157,7 @@ func (e engine) sync(ctx context.Context) (Report, error) {
 			c.log = true
 			f.Action, f.Detail = NotRead, "a view, not a source: the text is kept in a file/edit event and the file rendered again; edit the entries in global.md or knowledge/"
 		case projector.KindDay:
-			r, ok, err := projector.Render(ctx, e.Store().DB(), row.Path)
+			r, ok, err := e.Projector().Render(ctx, row.Path)
 			if err != nil {
 				return rep, err
 			}
@@ -285,9 +285,9 @@ func (e engine) compareWritten(f *File, abs string, written, disk []byte) (d mar
 // scopeEntryIDs lists the ids of the entries of a stream that ops can
 // still reach (not forgotten).
 func (e engine) scopeEntryIDs(ctx context.Context, scope string) (map[string]bool, error) {
-	var ids []string
-	if err := e.Store().DB().SelectContext(ctx, &ids, `SELECT id FROM entries WHERE scope = ? AND status <> ?`, scope, payload.StatusForgotten); err != nil {
-		return nil, fmt.Errorf("sync: read entries of %s: %w", scope, err)
+	ids, err := e.Store().ReachableEntryIDs(ctx, scope)
+	if err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
 	}
 	m := make(map[string]bool, len(ids))
 	for _, id := range ids {
