@@ -80,9 +80,7 @@ package importer
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -354,7 +352,7 @@ func (e engine) importLegacyFile(ctx context.Context, lf *LegacyFile, opts Optio
 	for _, fg := range lf.Forgets {
 		seq, ok := seqs[fg.RememberID]
 		if !ok {
-			if seq, ok, err = e.eventSeq(ctx, fg.Stream, fg.RememberID); err != nil {
+			if seq, ok, err = e.Store().EventSeq(ctx, fg.Stream, fg.RememberID); err != nil {
 				return f, fmt.Errorf("import %s: %w", lf.Path, err)
 			}
 		}
@@ -371,17 +369,4 @@ func (e engine) importLegacyFile(ctx context.Context, lf *LegacyFile, opts Optio
 	f.Events += len(forgets)
 	_, err = e.ingestBatches(ctx, forgets, &f, opts)
 	return f, err
-}
-
-// eventSeq looks up the seq of event id in stream.
-func (e engine) eventSeq(ctx context.Context, stream, id string) (uint64, bool, error) {
-	var seq int64
-	err := e.Store().DB().QueryRowContext(ctx, `SELECT seq FROM events WHERE stream = ? AND id = ?`, stream, id).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("look up event %s in %s: %w", id, stream, err)
-	}
-	return uint64(seq), true, nil
 }
