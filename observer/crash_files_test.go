@@ -94,11 +94,11 @@ func TestCrashBeforeFiles(t *testing.T) {
 	eng, err := observer.Open(ctx, root, observer.Options{})
 	require.NoError(t, err)
 	defer eng.Close()
-	var queued int
-	eng.Store().DB().Get(&queued, `SELECT count(*) FROM projection_queue`)
+	queued, err := eng.Store().QueuedFiles(ctx)
+	require.NoError(t, err)
 	assert.EqualValues(t, 0, queued, "open left %d groups of files queued", queued)
 	for _, rel := range []string{projector.GlobalFile, projector.IndexFile, projector.SummaryPath(observer.StreamForCwd("/home/u/crash-files"))} {
-		r, ok, err := projector.Render(ctx, eng.Store().DB(), rel)
+		r, ok, err := eng.Projector().Render(ctx, rel)
 		require.NoError(t, err, "render %s: %v %v", rel, ok, err)
 		require.True(t, ok, "render %s: %v %v", rel, ok, err)
 		disk, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))

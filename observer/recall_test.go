@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,24 +27,24 @@ func TestRecordShown(t *testing.T) {
 	at := time.Date(2026, 8, 18, 10, 0, 0, 123, time.UTC)
 	t.Run("OK", func(t *testing.T) {
 		require.NoError(t, eng.RecordShown(ctx, "s1", "/work/shown", "recall", []string{"m-0000000000000001", "m-0000000000000002"}, at))
-		var id, typ, stream, when, mode, session string
-		var n int
-		err := eng.Store().DB().QueryRowContext(ctx, `SELECT id, type, stream, time, data ->> 'mode', data ->> 'session',
-			json_array_length(data -> 'entries') FROM events WHERE session = 's1'`).Scan(&id, &typ, &stream, &when, &mode, &session, &n)
+		evs, err := eng.Store().Events(ctx, sqlstore.EventFilter{Session: "s1"})
 		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		ev := evs[0]
+		var shown payload.Shown
+		require.NoError(t, payload.Unmarshal(ev.Data, &shown))
 		want := []string{"shown:s1:1787047200000000123", events.TypeMemoryShown, observer.StreamForCwd("/work/shown"), "2026-08-18T10:00:00.000000123Z", "recall", "s1"}
-		got := []string{id, typ, stream, when, mode, session}
+		got := []string{ev.ID, ev.Type, ev.Stream, ev.Time, shown.Mode, shown.Session}
 		for i := range want {
 			assert.Equal(t, want[i], got[i], "got %q, want %q", got[i], want[i])
 		}
-		assert.EqualValues(t, 2, n, "got %d entries, want 2", n)
+		assert.Len(t, shown.Entries, 2)
 	})
 	t.Run("NothingForNoIDs", func(t *testing.T) {
 		require.NoError(t, eng.RecordShown(ctx, "s2", "", "recall", nil, at))
-		var n int
-		err := eng.Store().DB().QueryRowContext(ctx, `SELECT count(*) FROM events WHERE session = 's2'`).Scan(&n)
-		require.NoError(t, err, "got %d events (%v), want 0", n, err)
-		require.EqualValues(t, 0, n, "got %d events (%v), want 0", n, err)
+		evs, err := eng.Store().Events(ctx, sqlstore.EventFilter{Session: "s2"})
+		require.NoError(t, err)
+		require.Empty(t, evs)
 	})
 	require.NoError(t, eng.Close())
 	t.Run("ErrReadOnly", func(t *testing.T) {
