@@ -19,6 +19,7 @@ import (
 	"dshmem/observer/distill"
 	"dshmem/observer/dsh"
 	"dshmem/observer/internal/enginetest"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,9 +81,14 @@ func ckCheckpoint(t *testing.T, eng *observer.Engine, req Request) []Result {
 // ckOpsEvents lists the memory/ops events of the index as "stream from-to nops".
 func ckOpsEvents(t *testing.T, eng *observer.Engine) []string {
 	t.Helper()
+	evs, err := eng.Store().Events(context.Background(), sqlstore.EventFilter{Type: events.TypeMemoryOps})
+	require.NoError(t, err)
 	var out []string
-	require.NoError(t, eng.Store().DB().Select(&out, `SELECT stream || ' ' || (data ->> 'from') || '-' || (data ->> 'to') || ' ' ||
-		json_array_length(data -> 'ops') FROM events WHERE type = 'memory/ops' ORDER BY stream, seq`))
+	for _, ev := range evs {
+		var ops payload.Ops
+		require.NoError(t, payload.Unmarshal(ev.Data, &ops), "memory/ops %s", ev.ID)
+		out = append(out, fmt.Sprintf("%s %d-%d %d", ev.Stream, ops.From, ops.To, len(ops.Ops)))
+	}
 	return out
 }
 
@@ -502,11 +508,15 @@ func TestRulesLearnNothingInjectedFromDSHFixtures(t *testing.T) {
 		for _, o := range r.Ops {
 			ops++
 			for _, id := range o.EvidenceEventIDs {
-				var typ string
-				var injected bool
-				err := eng.Store().DB().QueryRowContext(ctx, `SELECT type, coalesce(data ->> 'injected', 0) FROM events
-					WHERE stream = ? AND id = ?`, r.Stream, id).Scan(&typ, &injected)
-				assert.False(t, err != nil || typ != events.TypeUserMessage || injected, "op %q rests on %s (%s, injected %v, %v): not a message the user typed", o.Title, id, typ, injected, err)
+				evs, err := eng.Store().Events(ctx, sqlstore.EventFilter{Stream: r.Stream, ID: id})
+				require.NoError(t, err)
+				if !assert.Len(t, evs, 1, "op %q rests on %s, which is not an event of %s", o.Title, id, r.Stream) {
+					continue
+				}
+				typ := evs[0].Type
+				var m payload.UserMessage
+				err = payload.Unmarshal(evs[0].Data, &m)
+				assert.False(t, err != nil || typ != events.TypeUserMessage || m.Injected, "op %q rests on %s (%s, injected %v, %v): not a message the user typed", o.Title, id, typ, m.Injected, err)
 			}
 		}
 	}
