@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/projector"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,10 +54,33 @@ func writeFile(t *testing.T, root, rel, s string) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), []byte(s), 0o644))
 }
 
-func statusOf(t *testing.T, eng *observer.Engine, where string, args ...any) []string {
+// statusOf lists the entries keep selects as "status title | content",
+// by scope and then in the order they were created.
+func statusOf(t *testing.T, eng *observer.Engine, keep func(observer.Entry) bool) []string {
 	t.Helper()
+	es, err := eng.Entries(context.Background(), observer.EntryFilter{})
+	require.NoError(t, err)
 	var out []string
-	require.NoError(t, eng.Store().DB().Select(&out, `SELECT status || ' ' || title || ' | ' || content FROM entries WHERE `+where+` ORDER BY created_seq`, args...))
+	for _, e := range es {
+		if keep(e) {
+			out = append(out, e.Status+" "+e.Title+" | "+e.Content)
+		}
+	}
+	return out
+}
+
+// fileEdits returns the data of the file/edit events of the index, by
+// stream and seq.
+func fileEdits(t *testing.T, eng *observer.Engine) []payload.FileEdit {
+	t.Helper()
+	evs, err := eng.Store().Events(context.Background(), sqlstore.EventFilter{Type: events.TypeFileEdit})
+	require.NoError(t, err)
+	var out []payload.FileEdit
+	for _, ev := range evs {
+		var fe payload.FileEdit
+		require.NoError(t, payload.Unmarshal(ev.Data, &fe), "file/edit %s", ev.ID)
+		out = append(out, fe)
+	}
 	return out
 }
 
@@ -90,7 +115,7 @@ func TestSync(t *testing.T) {
 		require.Len(t, rep.Files, 1, "got %+v, want global.md captured with 3 ops", rep.Files)
 		require.Equal(t, Captured, rep.Files[0].Action, "got %+v, want global.md captured with 3 ops", rep.Files)
 		require.EqualValues(t, 3, rep.Files[0].Ops, "got %+v, want global.md captured with 3 ops", rep.Files)
-		got := strings.Join(statusOf(t, eng, "scope = 'global'"), "\n")
+		got := strings.Join(statusOf(t, eng, func(e observer.Entry) bool { return e.Scope == observer.GlobalStream }), "\n")
 		for _, want := range []string{
 			"active Use pnpm | Install dependencies with pnpm, even in CI.",
 			"forgotten Tabs, not spaces. | Tabs, not spaces.",
@@ -100,8 +125,12 @@ func TestSync(t *testing.T) {
 		}
 		after := readFile(t, root, "global.md")
 		assert.False(t, !strings.Contains(after, "even in CI") || strings.Contains(after, "Tabs, not spaces") || !strings.Contains(after, "## Rules"), "global.md was not rendered again from the edit:\n%s", after)
-		var n int
-		eng.Store().DB().Get(&n, `SELECT count(*) FROM events WHERE type = 'file/edit' AND data ->> 'path' = 'global.md'`)
+		n := 0
+		for _, fe := range fileEdits(t, eng) {
+			if fe.Path == "global.md" {
+				n++
+			}
+		}
 		assert.EqualValues(t, 1, n, "got %d file/edit events, want 1", n)
 		if rep, err := Sync(ctx, eng); err != nil || len(rep.Files) != 0 {
 			t.Errorf("second sync: got %+v, %v; want nothing to do", rep, err)
@@ -129,21 +158,22 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		writeFile(t, root, "global.md", edited)
-		db := eng.Store().DB()
-		if _, err := db.Exec(`UPDATE files SET sha256 = ? WHERE path = 'global.md'`, projector.SHA256([]byte(base))); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`UPDATE file_texts SET content = ? WHERE path = 'global.md'`, base); err != nil {
-			t.Fatal(err)
-		}
+		// Put back the files row and text of what dshmem wrote before.
+		rows, err := eng.Store().Reader().Files(ctx)
+		require.NoError(t, err)
+		i := slices.IndexFunc(rows, func(r sqlstore.FileRow) bool { return r.Path == "global.md" })
+		require.NotEqual(t, -1, i, "no files row for global.md: %+v", rows)
+		r := rows[i]
+		require.NoError(t, eng.Store().RecordFiles(ctx, []sqlstore.FileWrite{{Path: r.Path, SHA256: projector.SHA256([]byte(base)),
+			Bytes: r.Bytes, Stream: r.Stream, Seq: r.Seq, Positions: r.Positions, Time: r.Time, KeepText: true, Text: base}}, nil))
 		rep, err := Sync(ctx, eng)
 		require.NoError(t, err, "got %+v, %v; want global.md captured again", rep.Files, err)
 		require.Len(t, rep.Files, 1, "got %+v, %v; want global.md captured again", rep.Files, err)
 		require.Equal(t, Captured, rep.Files[0].Action, "got %+v, %v; want global.md captured again", rep.Files, err)
-		var n int
-		if err := db.Get(&n, `SELECT count(*) FROM events WHERE type IN ('file/edit', 'memory/ops')`); err != nil || n != 2 {
-			t.Errorf("got %d file/edit and memory/ops events (%v), want 2: the second sync logged again", n, err)
-		}
+		ops, err := eng.Store().Events(ctx, sqlstore.EventFilter{Type: events.TypeMemoryOps})
+		require.NoError(t, err)
+		n := len(fileEdits(t, eng)) + len(ops)
+		assert.Equal(t, 2, n, "got %d file/edit and memory/ops events, want 2: the second sync logged again", n)
 		got := readFile(t, root, "global.md")
 		assert.Contains(t, got, "gofmt and go vet", "global.md lost the edit:\n%s", got)
 		if rep, err := Sync(ctx, eng); err != nil || len(rep.Files) != 0 {
@@ -170,7 +200,7 @@ func TestSync(t *testing.T) {
 		}
 		got := readFile(t, root, "knowledge/database.md")
 		assert.False(t, !strings.Contains(got, "port 5434") || !strings.Contains(got, "Replica is on 5435"), "after sync the file lacks the edit or the newer entry:\n%s", got)
-		ids := statusOf(t, eng, "status = 'forgotten'")
+		ids := statusOf(t, eng, func(e observer.Entry) bool { return e.Status == payload.StatusForgotten })
 		assert.Len(t, ids, 0, "the entry added while the file was held was forgotten: %v", ids)
 	})
 
@@ -190,7 +220,7 @@ func TestSync(t *testing.T) {
 		if got := readFile(t, root, "global.md"+DamagedSuffix); got != cut {
 			t.Errorf("damaged bytes not kept: %q", got)
 		}
-		if got := statusOf(t, eng, "status <> 'active'"); len(got) != 0 {
+		if got := statusOf(t, eng, func(e observer.Entry) bool { return e.Status != payload.StatusActive }); len(got) != 0 {
 			t.Errorf("damage changed entries: %v", got)
 		}
 	})
@@ -239,8 +269,7 @@ func TestSync(t *testing.T) {
 		assert.False(t, readFile(t, root, sum) != origSum || strings.Contains(readFile(t, root, "index.md"), "# mine"), "views were not rendered again")
 		assert.Contains(t, readFile(t, root, "sessions/2026-08-18.md"), "TWO", "a record was changed by sync")
 		assert.Contains(t, readFile(t, root, "knowledge/database.md"), "5433", "a deleted file was not rendered again")
-		var n int
-		eng.Store().DB().Get(&n, `SELECT count(*) FROM events WHERE type = 'file/edit'`)
+		n := len(fileEdits(t, eng))
 		assert.EqualValues(t, 2, n, "got %d file/edit events, want 2 (the summary and index.md)", n)
 	})
 }
