@@ -17,6 +17,7 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/dsh"
 	"dshmem/observer/dsh/dshtest"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,19 +33,15 @@ func openImportEngine(t *testing.T) *observer.Engine {
 	return e
 }
 
-// eventRows returns every event of the index as "stream seq id type time
+// eventRows returns every event of the index as "stream id type time
 // session data", in (stream, seq) order.
 func eventRows(t *testing.T, e *observer.Engine) []string {
 	t.Helper()
-	rows, err := e.Store().DB().Query(`SELECT stream, seq, id, type, time, session, coalesce(data, '') FROM events ORDER BY stream, seq`)
+	evs, err := e.Store().Events(context.Background(), sqlstore.EventFilter{})
 	require.NoError(t, err)
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var stream, id, typ, tm, sess, data string
-		var seq int64
-		require.NoError(t, rows.Scan(&stream, &seq, &id, &typ, &tm, &sess, &data))
-		out = append(out, strings.Join([]string{stream, id, typ, tm, sess, data}, " "))
+	for _, ev := range evs {
+		out = append(out, strings.Join([]string{ev.Stream, ev.ID, ev.Type, ev.Time, ev.Session, string(ev.Data)}, " "))
 	}
 	return out
 }
@@ -144,11 +141,11 @@ func TestImportDSHFixturesAsIs(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 3, placeholders, "got %d {{sessionId}} files, want 3", placeholders)
-	var data string
-	err := e.Store().DB().QueryRow(`SELECT data FROM events WHERE id = 'dsh:33333333-3333-4333-8333-333333333333:header'`).Scan(&data)
+	hdr, err := e.Store().Events(context.Background(), sqlstore.EventFilter{ID: "dsh:33333333-3333-4333-8333-333333333333:header"})
 	require.NoError(t, err)
+	require.Len(t, hdr, 1, "the sub-agent session's session/start")
 	var start payload.SessionStart
-	require.NoError(t, payload.Unmarshal([]byte(data), &start))
+	require.NoError(t, payload.Unmarshal(hdr[0].Data, &start))
 	assert.False(t, start.Origin != "subagent" || start.Parent != "11111111-1111-4111-8111-111111111111" || start.HostCwd != "{{cwd}}", "sub-agent session/start: got %+v, want origin subagent, its parent, hostCwd {{cwd}}", start)
 	first := rep.Total
 	checkReimport(t, mustImportDSH(t, e, dshFixtures), first.Appended+first.Duplicates)
@@ -193,18 +190,12 @@ func TestImportDSHTree(t *testing.T) {
 	t.Run("InjectedNeverUserSaid", func(t *testing.T) {
 		plugin := pluginTexts(t, fx)
 		require.NotEqualValues(t, 0, len(plugin), "no plugin-injected text in the fixtures; the check below would prove nothing")
-		rows, err := ej.Store().DB().Query(`SELECT data FROM events WHERE type = 'user/message'`)
+		msgs, err := ej.Store().Events(context.Background(), sqlstore.EventFilter{Type: events.TypeUserMessage})
 		require.NoError(t, err)
-		defer rows.Close()
 		injected, said := 0, 0
-		for rows.Next() {
-			var data string
-			require.NoError(t, rows.Scan(&data))
-			var d struct {
-				Text     string
-				Injected bool
-			}
-			require.NoError(t, json.Unmarshal([]byte(data), &d))
+		for _, ev := range msgs {
+			var d payload.UserMessage
+			require.NoError(t, payload.Unmarshal(ev.Data, &d), "user/message %s", ev.ID)
 			if d.Injected {
 				injected++
 				continue

@@ -13,6 +13,7 @@ import (
 	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/observer"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,16 +218,12 @@ type entryRow struct {
 
 func entryByEvent(t *testing.T, e *observer.Engine, eventID string) (entryRow, bool) {
 	t.Helper()
-	var r entryRow
-	var tags string
-	err := e.Store().DB().QueryRow(`SELECT en.scope, en.status, en.type, en.title, en.tags, en.importance
-		FROM entries en JOIN entry_versions v ON v.entry_id = en.id AND v.op = 'add'
-		WHERE v.event_id = ?`, eventID).Scan(&r.Scope, &r.Status, &r.Type, &r.Title, &tags, &r.Importance)
-	if err != nil {
-		return r, false
+	en, ok, err := e.Store().EntryAddedBy(context.Background(), eventID)
+	require.NoError(t, err)
+	if !ok {
+		return entryRow{}, false
 	}
-	json.Unmarshal([]byte(tags), &r.Tags)
-	return r, true
+	return entryRow{Scope: en.Scope, Status: en.Status, Type: en.Type, Title: en.Title, Tags: en.Tags, Importance: en.Importance}, true
 }
 
 // logBytes reads every file under the root's log directory.
@@ -292,14 +289,14 @@ func TestImportLegacy(t *testing.T) {
 			}
 			assert.True(t, reflect.DeepEqual(got, tc.want), "%s: got %+v, want %+v", tc.id, got, tc.want)
 		}
-		var n int
-		e.Store().DB().QueryRow(`SELECT count(*) FROM entries WHERE status = 'active' AND scope = ?`, wsProj).Scan(&n)
-		assert.EqualValues(t, 3, n, "got %d active entries in %s, want 3", n, wsProj)
+		active, err := e.Entries(ctx, observer.EntryFilter{Scopes: []string{wsProj}, Statuses: []string{payload.StatusActive}})
+		require.NoError(t, err)
+		assert.Len(t, active, 3, "active entries in %s", wsProj)
 	})
 	t.Run("SessionDaysOnGlobal", func(t *testing.T) {
-		var n int
-		e.Store().DB().QueryRow(`SELECT count(*) FROM events WHERE stream = 'global' AND type = 'compaction/summary' AND id LIKE 'legacy:%'`).Scan(&n)
-		assert.EqualValues(t, 3, n, "got %d legacy compaction summaries on global, want 3", n)
+		sums, err := e.Store().Events(ctx, sqlstore.EventFilter{Stream: observer.GlobalStream, Type: events.TypeCompactionSummary, IDPrefix: "legacy:"})
+		require.NoError(t, err)
+		assert.Len(t, sums, 3, "legacy compaction summaries on global")
 	})
 }
 
