@@ -1,14 +1,19 @@
 package httpapi
 
 import (
-	"dshmem/observer"
-	"dshmem/observer/broker"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"dshmem/events"
+	"dshmem/events/payload"
+	"dshmem/observer"
+	"dshmem/observer/broker"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/require"
 )
@@ -124,10 +129,16 @@ func TestPackets(t *testing.T) {
 	})
 	t.Run("ShownLogged", func(t *testing.T) {
 		ts.srv.intakeWG.Wait()
-		var count int
-		err := ts.eng.Store().DB().QueryRowContext(t.Context(), `SELECT count(*) FROM events WHERE type = 'memory/shown' AND session = 'a'
-			AND data ->> 'mode' IN ('hint','checklist','prefetch') AND data ->> 'session' = 'a' AND json_array_length(data -> 'entries') > 0`).Scan(&count)
+		evs, err := ts.eng.Store().Events(t.Context(), sqlstore.EventFilter{Type: events.TypeMemoryShown, Session: "a"})
 		require.NoError(t, err)
+		count := 0
+		for _, ev := range evs {
+			var shown payload.Shown
+			require.NoError(t, payload.Unmarshal(ev.Data, &shown), "memory/shown %s", ev.ID)
+			if slices.Contains([]string{"hint", "checklist", "prefetch"}, shown.Mode) && shown.Session == "a" && len(shown.Entries) > 0 {
+				count++
+			}
+		}
 		require.NotEqualValues(t, 0, count, "no memory/shown event for the served packet")
 	})
 }

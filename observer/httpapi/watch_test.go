@@ -13,6 +13,7 @@ import (
 	"dshmem/observer/dsh"
 	"dshmem/observer/dsh/dshtest"
 	"dshmem/observer/importer"
+	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,14 +51,11 @@ func hostFrame(t *testing.T, lines ...[]byte) []byte {
 // dshIDs counts the events of the root's index by id, for the ids of sid.
 func dshIDs(t *testing.T, eng *observer.Engine, sid string) map[string]int {
 	t.Helper()
-	rows, err := eng.Store().DB().QueryContext(context.Background(), `SELECT id FROM events WHERE id LIKE ?`, "dsh:"+sid+":%")
+	evs, err := eng.Store().Events(context.Background(), sqlstore.EventFilter{IDPrefix: "dsh:" + sid + ":"})
 	require.NoError(t, err)
-	defer rows.Close()
 	got := map[string]int{}
-	for rows.Next() {
-		var id string
-		rows.Scan(&id)
-		got[id]++
+	for _, ev := range evs {
+		got[ev.ID]++
 	}
 	return got
 }
