@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // querier is what a Reader runs its queries on: the pool, a read
@@ -25,12 +23,6 @@ type Reader struct{ q querier }
 
 // Reader reads the index as it stands, each query on its own.
 func (s *Store) Reader() Reader { return Reader{s.db} }
-
-// ReaderOn reads through db, a pool DB handed out.
-//
-// Deprecated: for callers that still hold DB() (the observer package,
-// through projector.Render and projector.Files); it goes with DB().
-func ReaderOn(db *sqlx.DB) Reader { return Reader{db} }
 
 // ReadTx is a read-only snapshot of the index: every read of its Reader
 // sees the same moment.

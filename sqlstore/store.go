@@ -147,13 +147,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// DB returns the underlying pool.
-//
-// Deprecated: only observer and its subpackages still call it, until
-// its queries move to the named methods listed for it (issue 11); then
-// it is unexported. Every other package calls named methods.
-func (s *Store) DB() *sqlx.DB { return s.db }
-
 // Path returns the file the store was opened from.
 func (s *Store) Path() string { return s.path }
 
