@@ -103,9 +103,9 @@ func TestGroupCommitIO(t *testing.T) {
 		l := openLog(t, dir, Options{MaxBatch: 3, FS: counter})
 		mustAppend(t, l, "global", testEvents(0, 10))
 		// New stream: sync of the log directory, the segment, the stream directory.
-		if w, s := counter.Counts(); w != 1 || s != 3 {
-			t.Fatalf("first Append: got %d writes and %d syncs, want 1 and 3", w, s)
-		}
+		w, s := counter.Counts()
+		require.EqualValues(t, 1, w, "first Append: got %d writes and %d syncs, want 1 and 3", w, s)
+		require.EqualValues(t, 3, s, "first Append: got %d writes and %d syncs, want 1 and 3", w, s)
 		mustAppend(t, l, "global", testEvents(10, 10))
 		if w, s := counter.Counts(); w != 2 || s != 4 {
 			t.Fatalf("second Append: got %d writes and %d syncs in all, want 2 and 4", w, s)

@@ -34,9 +34,8 @@ func TestAppendScan(t *testing.T) {
 	mustAppend(t, l, "ws-0123456789abcdef0123", testEvents(100, 2))
 	checkEvents(t, scanAll(t, l, "global", 0), want)
 	checkEvents(t, scanAll(t, l, "global", 7), want[6:])
-	if got := l.Streams(); strings.Join(got, ",") != "global,ws-0123456789abcdef0123" {
-		t.Fatalf("Streams: got %v", got)
-	}
+	got := l.Streams()
+	require.EqualValues(t, "global,ws-0123456789abcdef0123", strings.Join(got, ","), "Streams: got %v", got)
 	if got := l.LastSeq("global"); got != 15 {
 		t.Fatalf("LastSeq: got %d, want 15", got)
 	}
@@ -140,9 +139,9 @@ func TestConcurrentAppend(t *testing.T) {
 	require.Equal(t, len(all), n, "log holds %d events, %d were acknowledged", len(all), n)
 	segs := segmentPaths(t, dir, "global")
 	require.False(t, len(segs) < 3, "got %d segments, want several (SegmentSize 4 KiB)", len(segs))
-	if problems, err := Verify(dir); err != nil || len(problems) != 0 {
-		t.Fatalf("Verify: got %v, %v", problems, err)
-	}
+	problems, err := Verify(dir)
+	require.NoError(t, err, "Verify: got %v, %v", problems, err)
+	require.Len(t, problems, 0, "Verify: got %v, %v", problems, err)
 }
 
 func TestSegmentRoll(t *testing.T) {

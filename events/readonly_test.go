@@ -106,9 +106,9 @@ func TestOpenLogReadOnly(t *testing.T) {
 		}
 		// The writer's open still finds the torn tail and cuts it off.
 		l := openLog(t, dir, Options{})
-		if reps := l.Repairs(); len(reps) != 1 || reps[0].Offset != last.Offset {
-			t.Fatalf("OpenLog after the read-only opens: got repairs %+v, want one at %d", reps, last.Offset)
-		}
+		reps := l.Repairs()
+		require.Len(t, reps, 1, "OpenLog after the read-only opens: got repairs %+v, want one at %d", reps, last.Offset)
+		require.Equal(t, last.Offset, reps[0].Offset, "OpenLog after the read-only opens: got repairs %+v, want one at %d", reps, last.Offset)
 	})
 
 	t.Run("TornNewSegment", func(t *testing.T) {
@@ -147,9 +147,8 @@ func TestOpenLogReadOnly(t *testing.T) {
 		l := openReadOnly(t, missing, Options{})
 		s := l.Streams()
 		require.Len(t, s, 0, "a missing directory: got streams %v, want none", s)
-		if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("a read-only open created %s (%v)", missing, err)
-		}
+		_, err := os.Stat(missing)
+		require.ErrorIs(t, err, fs.ErrNotExist, "a read-only open created %s (%v)", missing, err)
 
 		dir, all := writeBatches(t, Options{SegmentSize: 600}, 3, 3, 3, 3, 3)
 		n := len(segmentPaths(t, dir, "global"))
@@ -249,9 +248,8 @@ func TestSkimMatchesWalk(t *testing.T) {
 	full := openReadOnly(t, dir, Options{})
 	for _, trusted := range []uint64{1, 5, uint64(n / 2), uint64(n - 20), uint64(n), 1 << 40} {
 		l := openReadOnly(t, dir, Options{Trusted: map[string]uint64{"global": trusted}})
-		if got, want := l.LastSeq("global"), full.LastSeq("global"); got != want {
-			t.Errorf("Trusted %d: LastSeq %d, want %d", trusted, got, want)
-		}
+		got, want := l.LastSeq("global"), full.LastSeq("global")
+		assert.Equal(t, want, got, "Trusted %d: LastSeq %d, want %d", trusted, got, want)
 		if got, want := l.TornTails(), full.TornTails(); len(got) != 1 || len(want) != 1 || got[0] != want[0] {
 			t.Errorf("Trusted %d: torn tails %v, want %v", trusted, got, want)
 		}
@@ -316,7 +314,7 @@ func TestReadOnlyBesideWriter(t *testing.T) {
 	}
 	t.Logf("%d read-only opens beside the writer, %d saw a batch being written", opens, torn)
 	w.Close()
-	if p, err := Verify(dir); err != nil || len(p) != 0 {
-		t.Fatalf("Verify after the run: %v, %v", p, err)
-	}
+	p, err := Verify(dir)
+	require.NoError(t, err, "Verify after the run: %v, %v", p, err)
+	require.Len(t, p, 0, "Verify after the run: %v, %v", p, err)
 }

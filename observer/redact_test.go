@@ -245,9 +245,10 @@ func TestRedactEnvelopeErrors(t *testing.T) {
 		assert.Error(t, err, "Envelope(%s) gave %s, want an error", data, e.Data)
 	}
 	e := events.Envelope{}
-	if kinds, err := NewRedactor().Envelope(&e); err != nil || kinds != nil || e.Data != nil {
-		t.Fatalf("empty data: got %v %v %s, want nothing", kinds, err, e.Data)
-	}
+	kinds, err := NewRedactor().Envelope(&e)
+	require.NoError(t, err, "empty data: got %v %v %s, want nothing", kinds, err, e.Data)
+	require.Nil(t, kinds, "empty data: got %v %v %s, want nothing", kinds, err, e.Data)
+	require.Nil(t, e.Data, "empty data: got %v %v %s, want nothing", kinds, err, e.Data)
 }
 
 func FuzzRedact(f *testing.F) {

@@ -215,9 +215,8 @@ func TestSplitLinesOversizeLine(t *testing.T) {
 	require.NoError(t, err, "got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
 	require.Len(t, got, 1, "got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
 	require.Len(t, got[0].line, MaxEventBytes, "got %d lines, %v; want one line of %d bytes", len(got), err, MaxEventBytes)
-	if _, lerr := Validate([]byte(got[0].line), 1); lerr != nil {
-		t.Fatalf("line of exactly MaxEventBytes: got %v, want no error", lerr)
-	}
+	_, lerr := Validate([]byte(got[0].line), 1)
+	require.Nil(t, lerr, "line of exactly MaxEventBytes: got %v, want no error", lerr)
 }
 
 func TestSplitLinesIngestLimit(t *testing.T) {

@@ -81,9 +81,8 @@ func TestResolver(t *testing.T) {
 		// Home is not a scope yet; a scope and a repository above it
 		// still do not take it.
 		r := observer.Resolver{Known: func(s string) bool { return s == ws(base+"/home") }, Home: home}
-		if got := r.Resolve(home); got.Dir != home {
-			t.Fatalf("Resolve(home) = %+v, want home itself", got)
-		}
+		got := r.Resolve(home)
+		require.Equal(t, home, got.Dir, "Resolve(home) = %+v, want home itself", got)
 		if got := r.Resolve(home + "/loose/a"); got.Dir != home+"/loose/a" {
 			t.Fatalf("Resolve(home/loose/a) = %+v, want itself", got)
 		}
@@ -94,9 +93,8 @@ func TestResolver(t *testing.T) {
 	})
 	t.Run("KnownWindowsScopeKeepsItsKey", func(t *testing.T) {
 		r := observer.Resolver{Known: func(s string) bool { return s == ws("c:/users/u/proj") }, Home: home}
-		if got := r.Resolve(`C:\Users\U\Proj`); got.Stream != ws("c:/users/u/proj") {
-			t.Fatalf("got %+v", got)
-		}
+		got := r.Resolve(`C:\Users\U\Proj`)
+		require.Equal(t, ws("c:/users/u/proj"), got.Stream, "got %+v", got)
 		// Not local: no ancestor is looked at.
 		if got := r.Resolve(`C:\Users\U\Proj\src`); got.Dir != "c:/users/u/proj/src" {
 			t.Fatalf("got %+v, want the cwd itself", got)
@@ -181,9 +179,8 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 		enginetest.Mkdirs(t, base, "later/.git")
 		enginetest.Ingest(t, eng, enginetest.Conv("s5", sub, "after git init"))
 		enginetest.Ingest(t, eng, enginetest.Conv("s6", base+"/later", "at the root"))
-		if got := eng.Log().LastSeq(observer.StreamForCwd(sub)); got != 6 {
-			t.Fatalf("stream of %s ends at %d, want 6", sub, got)
-		}
+		got := eng.Log().LastSeq(observer.StreamForCwd(sub))
+		require.EqualValues(t, 6, got, "stream of %s ends at %d, want 6", sub, got)
 		if got := eng.Log().LastSeq(observer.StreamForCwd(base + "/later")); got != 3 {
 			t.Fatalf("stream of the repository root ends at %d, want 3", got)
 		}
@@ -209,9 +206,8 @@ func TestSubdirectoryReachesProject(t *testing.T) {
 			got, want := ro.Scope(cwd), eng.Scope(cwd)
 			assert.Equal(t, want, got, "read-only Scope(%s) = %+v, want %+v", cwd, got, want)
 		}
-		if got := ro.ScopeDir(pstream); got != proj {
-			t.Errorf("ScopeDir = %q, want %q", got, proj)
-		}
+		got := ro.ScopeDir(pstream)
+		assert.Equal(t, proj, got, "ScopeDir = %q, want %q", got, proj)
 	})
 }
 

@@ -119,9 +119,9 @@ func TestFilesHeld(t *testing.T) {
 	edited := "# Global memory\n\nmy own words\n"
 	os.WriteFile(path, []byte(edited), 0o644)
 	mustFold(t, p, []events.Envelope{rememberEv("global", 2, "Prefer short names.", "preference")})
-	if got, _ := fileAt(t, root, GlobalFile); got != edited || !slices.Equal(held, []string{GlobalFile}) {
-		t.Fatalf("held %v; global.md:\n%s", held, got)
-	}
+	got, _ := fileAt(t, root, GlobalFile)
+	require.Equal(t, edited, got, "held %v; global.md:\n%s", held, got)
+	require.True(t, slices.Equal(held, []string{GlobalFile}), "held %v; global.md:\n%s", held, got)
 	require.NoError(t, p.Rewrite(context.Background(), map[string]string{GlobalFile: "not the bytes on disk"}))
 	if got, _ := fileAt(t, root, GlobalFile); got != edited {
 		t.Fatal("Rewrite replaced bytes it was not told about")

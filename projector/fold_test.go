@@ -128,9 +128,8 @@ func TestFoldAtomic(t *testing.T) {
 	}
 	// The same call without the bad event goes through.
 	mustFold(t, p, batch[:len(batch)-1])
-	if c, _ := s.Cursor("ws-bbbb"); c != 60 {
-		t.Errorf("got cursor %d after the good part, want 60", c)
-	}
+	c, _ := s.Cursor("ws-bbbb")
+	assert.EqualValues(t, 60, c, "got cursor %d after the good part, want 60", c)
 }
 
 func TestFoldErrBadPosition(t *testing.T) {

@@ -85,9 +85,8 @@ func TestOpsSupersede(t *testing.T) {
 	assert.False(t, o.Status != "superseded" || o.SupersededBy != neu || o.Version != 2 || o.UpdatedSeq != 3 || o.Content != "Database: MySQL 8", "old entry: got %+v", o)
 	assert.False(t, n.Status != "active" || n.Supersedes != old || n.Title != "Database: PostgreSQL" || n.Type != "decision" ||
 		n.Importance != 2 || n.Confidence != 0.9 || n.Version != 1, "new entry: got %+v", n)
-	if want := `{"eventIds":["t:ws-a:2","t:ws-a:3"],"reason":"rules: en-not-but","source":"distiller","checkpoint":"ck-00000000000000d0"}`; n.Provenance != want {
-		t.Errorf("provenance: got %s, want %s", n.Provenance, want)
-	}
+	want := `{"eventIds":["t:ws-a:2","t:ws-a:3"],"reason":"rules: en-not-but","source":"distiller","checkpoint":"ck-00000000000000d0"}`
+	assert.Equal(t, want, n.Provenance, "provenance: got %s, want %s", n.Provenance, want)
 	if got, want := versions(t, s, old), []string{"v1 add active ", "v2 supersede superseded rules: en-not-but; superseded by " + neu}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("old versions: got %q, want %q", got, want)
 	}
@@ -247,9 +246,8 @@ func TestOpsDeterministic(t *testing.T) {
 	}
 	// Re-delivery changes nothing.
 	mustFold(t, New(one), log)
-	if got := dump(t, one); got != want {
-		t.Errorf("folded one event at a time:\n%s\nwant\n%s", got, want)
-	}
+	got := dump(t, one)
+	assert.Equal(t, want, got, "folded one event at a time:\n%s\nwant\n%s", got, want)
 	chunked := openStore(t)
 	pc := New(chunked)
 	pc.ChunkSize = 1

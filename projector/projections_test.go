@@ -105,9 +105,8 @@ func TestEntries(t *testing.T) {
 			int64(e.Importance), e.Version, int64(e.CreatedSeq), int64(e.UpdatedSeq)}
 	}
 	t1 := ev("ws-a", 1, "", "", nil).Time
-	if got, want := get(id1), (entryRow{id1, "preference", "用 pnpm 不用 npm", `["tools","pnpm"]`, "active", `{"eventIds":["t:ws-a:1"]}`, t1, t1, 3, 1, 1, 1}); got != want {
-		t.Errorf("entry 1:\n got  %+v\n want %+v", got, want)
-	}
+	got, want := get(id1), (entryRow{id1, "preference", "用 pnpm 不用 npm", `["tools","pnpm"]`, "active", `{"eventIds":["t:ws-a:1"]}`, t1, t1, 3, 1, 1, 1})
+	assert.Equal(t, want, got, "entry 1:\n got  %+v\n want %+v", got, want)
 	if got := get(id2); got.Type != "fact" || got.Title != strings.Repeat("很长的标题", 32) || got.Tags != "[]" || got.Importance != 1 {
 		t.Errorf("entry 2: got %+v", got)
 	}
@@ -126,9 +125,8 @@ func TestEntries(t *testing.T) {
 			ev("ws-a", 8, events.TypeMemoryForget, "s", json.RawMessage(`"garbage"`)),
 		})
 		t5 := ev("ws-a", 5, "", "", nil).Time
-		if got := get(id1); got.Status != "forgotten" || got.Version != 2 || got.UpdatedAt != t5 || got.UpdatedSeq != 5 || got.CreatedAt != t1 {
-			t.Errorf("forgotten entry: got %+v", got)
-		}
+		got := get(id1)
+		assert.False(t, got.Status != "forgotten" || got.Version != 2 || got.UpdatedAt != t5 || got.UpdatedSeq != 5 || got.CreatedAt != t1, "forgotten entry: got %+v", got)
 		if got := get(id2); got.Status != "active" || got.Version != 1 {
 			t.Errorf("entry forgotten from another stream: got %+v", got)
 		}

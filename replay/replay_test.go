@@ -106,9 +106,8 @@ func TestRebuildEqualsLive(t *testing.T) {
 					t.Errorf("live files table differs from replay: %s", dumpDifference(t, projector.DumpFiles, st, rs))
 				}
 				want := dumpOf(t, rs)
-				if got := dumpOf(t, st); got != want {
-					t.Errorf("live index dump differs from replay: %s", dumpDifference(t, projector.Dump, st, rs))
-				}
+				got := dumpOf(t, st)
+				assert.Equal(t, want, got, "live index dump differs from replay: %s", dumpDifference(t, projector.Dump, st, rs))
 				if got := dumpOf(t, st2); got != want {
 					t.Errorf("reordered live index dump differs from replay: %s", dumpDifference(t, projector.Dump, st2, rs))
 				}

@@ -73,9 +73,8 @@ func TestMigrations(t *testing.T) {
 
 	t.Run("StatusDoesNotApply", func(t *testing.T) {
 		p := filepath.Join(dir, "fresh.db")
-		if got := applied(t, p); len(got) != 0 {
-			t.Errorf("got applied %v on a fresh file, want none", got)
-		}
+		got := applied(t, p)
+		assert.Len(t, got, 0, "got applied %v on a fresh file, want none", got)
 		if got := schema(t, p); got != "" {
 			t.Errorf("MigrationStatus created schema:\n%s", got)
 		}
@@ -85,9 +84,8 @@ func TestMigrations(t *testing.T) {
 		p := filepath.Join(dir, "roundtrip.db")
 		require.NoError(t, MigrateUp(p))
 		require.NoError(t, MigrateDownTo(p, 1))
-		if got := applied(t, p); len(got) != 1 || got[0] != 1 {
-			t.Errorf("after down-to 1: got applied %v, want [1]", got)
-		}
+		got := applied(t, p)
+		assert.False(t, len(got) != 1 || got[0] != 1, "after down-to 1: got applied %v, want [1]", got)
 		mid := schema(t, p)
 		assert.False(t, strings.Contains(mid, "entries") || strings.Contains(mid, "table files") || !strings.Contains(mid, "table events"), "after down-to 1 the schema is wrong:\n%s", mid)
 		require.NoError(t, MigrateDownTo(p, 0))

@@ -121,9 +121,8 @@ func TestEntryQueries(t *testing.T) {
 		}
 	})
 	t.Run("EntryAddedBy", func(t *testing.T) {
-		if e, ok, err := s.EntryAddedBy(ctx, "ops1"); err != nil || !ok || e.ID != ops || e.Title != "Helm" {
-			t.Errorf("got %+v %v %v, want %s", e, ok, err, ops)
-		}
+		e, ok, err := s.EntryAddedBy(ctx, "ops1")
+		assert.False(t, err != nil || !ok || e.ID != ops || e.Title != "Helm", "got %+v %v %v, want %s", e, ok, err, ops)
 		if _, ok, err := s.EntryAddedBy(ctx, "f1"); ok || err != nil {
 			t.Errorf("a forget adds nothing: got %v, %v", ok, err)
 		}
@@ -135,9 +134,8 @@ func TestEntryQueries(t *testing.T) {
 		assert.False(t, err != nil || !slices.Equal(got, want), "got %v, %v; want %v (the forgotten one left out)", got, err, want)
 	})
 	t.Run("MatchEntries", func(t *testing.T) {
-		if got, err := s.MatchEntries(ctx, `body : "friday"`); err != nil || !slices.Equal(got, []string{staging}) {
-			t.Errorf("got %v, %v", got, err)
-		}
+		got, err := s.MatchEntries(ctx, `body : "friday"`)
+		assert.False(t, err != nil || !slices.Equal(got, []string{staging}), "got %v, %v", got, err)
 		if _, err := s.MatchEntries(ctx, `nocolumn : "x"`); err == nil {
 			t.Error("a bad expression: got no error")
 		}
@@ -172,9 +170,8 @@ func TestEventQueries(t *testing.T) {
 		assert.False(t, len(got) != 1 || json.Unmarshal(got[0].Data, &d) != nil || !d.Injected || got[0].Seq != 4 || got[0].Session != "s1", "got %+v", got)
 	})
 	t.Run("EventSeq", func(t *testing.T) {
-		if seq, ok, err := s.EventSeq(ctx, qWS, "r2"); err != nil || !ok || seq != 7 {
-			t.Errorf("got %d %v %v, want 7", seq, ok, err)
-		}
+		seq, ok, err := s.EventSeq(ctx, qWS, "r2")
+		assert.False(t, err != nil || !ok || seq != 7, "got %d %v %v, want 7", seq, ok, err)
 		if _, ok, err := s.EventSeq(ctx, qWS2, "r2"); ok || err != nil {
 			t.Errorf("another stream: got %v, %v", ok, err)
 		}
@@ -233,9 +230,8 @@ func TestSessionQueries(t *testing.T) {
 		assert.False(t, err != nil || len(got) != 2 || got[0].Session != "s1" || got[0].UserTurns != 2 || got[0].Events != 6 || got[0].StartedAt != evs[1].Time, "got %+v, %v", got, err)
 	})
 	t.Run("Scope", func(t *testing.T) {
-		if d, err := s.Reader().Scope(ctx, qWS); err != nil || d.Cwd != "/home/u/proj" || d.Seq != 1 || d.Time != evs[0].Time {
-			t.Errorf("got %+v, %v", d, err)
-		}
+		d, err := s.Reader().Scope(ctx, qWS)
+		assert.False(t, err != nil || d.Cwd != "/home/u/proj" || d.Seq != 1 || d.Time != evs[0].Time, "got %+v, %v", d, err)
 		if d, err := s.Reader().Scope(ctx, qWS2); err != nil || d != (sqlstore.ScopeDir{}) {
 			t.Errorf("no directory recorded: got %+v, %v", d, err)
 		}

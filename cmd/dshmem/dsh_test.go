@@ -178,9 +178,8 @@ func TestDSHHostBoots(t *testing.T) {
 		return out
 	}
 	dshmem("dsh", "install", "--dsh-home", home)
-	if out := dshmem("dsh", "install", "--dsh-home", home); !strings.HasPrefix(out, "already installed") {
-		t.Errorf("second install:\n%s", out)
-	}
+	out := dshmem("dsh", "install", "--dsh-home", home)
+	assert.True(t, strings.HasPrefix(out, "already installed"), "second install:\n%s", out)
 	src, _ := os.ReadFile(patch)
 	n := bytes.Count(src, []byte("id: dshmem"))
 	require.EqualValues(t, 1, n, "got %d dshmem rows, the user's rows kept %v:\n%s", n, bytes.HasPrefix(src, []byte(mine)), src)
@@ -190,9 +189,9 @@ func TestDSHHostBoots(t *testing.T) {
 	require.EqualValues(t, 1, strings.Count(dump.Output, "- id: dshmem"), "dump-config: exit %d, want one dshmem entry naming %s and %s:\n%s", dump.Code, plugin.PluginPath(home), bin, dump.Output)
 	require.Contains(t, dump.Output, plugin.PluginPath(home), "dump-config: exit %d, want one dshmem entry naming %s and %s:\n%s", dump.Code, plugin.PluginPath(home), bin, dump.Output)
 	require.Contains(t, dump.Output, bin, "dump-config: exit %d, want one dshmem entry naming %s and %s:\n%s", dump.Code, plugin.PluginPath(home), bin, dump.Output)
-	if r := host.RunOne(t, home, project, fake, "hello with dshmem"); r.Code != 0 || !strings.Contains(r.Output, "hello with dshmem") {
-		t.Fatalf("host with dshmem's row: exit %d\n%s", r.Code, r.Output)
-	}
+	r := host.RunOne(t, home, project, fake, "hello with dshmem")
+	require.EqualValues(t, 0, r.Code, "host with dshmem's row: exit %d\n%s", r.Code, r.Output)
+	require.Contains(t, r.Output, "hello with dshmem", "host with dshmem's row: exit %d\n%s", r.Code, r.Output)
 	b, _ := os.ReadFile(fake.Log)
 	assert.Contains(t, string(b), string([]byte("hello with dshmem")), "the prompt never reached the model")
 

@@ -40,17 +40,15 @@ func TestRememberForgetHistory(t *testing.T) {
 	require.EqualValues(t, "Database: PostgreSQL 16", es[0]["content"], "entries: got %v", es)
 	tags, _ := json.Marshal(es[0]["tags"])
 	assert.EqualValues(t, `["db","infra"]`, string(tags), "tags: got %s", tags)
-	if got := cliEntries(t, root, "--cwd", "/elsewhere"); len(got) != 0 {
-		t.Errorf("entries of another workspace: %v", got)
-	}
+	got := cliEntries(t, root, "--cwd", "/elsewhere")
+	assert.Len(t, got, 0, "entries of another workspace: %v", got)
 
 	t.Run("Forget", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "forget", id, "--reason", "moved to CockroachDB")
 		require.EqualValues(t, 0, code, "forget: exit %d, %q, %s", code, out, errs)
 		require.True(t, strings.HasPrefix(out, id+"\n"), "forget: exit %d, %q, %s", code, out, errs)
-		if got := cliEntries(t, root, "--status", "active"); len(got) != 0 {
-			t.Errorf("active after forget: %v", got)
-		}
+		got := cliEntries(t, root, "--status", "active")
+		assert.Len(t, got, 0, "active after forget: %v", got)
 		if got := cliEntries(t, root, "--status", "forgotten"); len(got) != 1 {
 			t.Errorf("forgotten: %v", got)
 		}

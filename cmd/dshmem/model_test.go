@@ -33,9 +33,9 @@ func TestModelCommand(t *testing.T) {
 		}
 		from := strings.Split(strings.Split(src, `"dir":"`)[1], `"`)[0]
 		t.Setenv("DSHMEM_MODELS", t.TempDir())
-		if code, out, errs := cli(t, "", "model", "install", "--from", from); code != 0 || !strings.Contains(out, "installed use-lite-en") {
-			t.Fatalf("install --from %s: exit %d, %q %q", from, code, out, errs)
-		}
+		code, out, errs := cli(t, "", "model", "install", "--from", from)
+		require.EqualValues(t, 0, code, "install --from %s: exit %d, %q %q", from, code, out, errs)
+		require.Contains(t, out, "installed use-lite-en", "install --from %s: exit %d, %q %q", from, code, out, errs)
 		if code, out, _ := cli(t, "", "model", "status"); code != 0 || !strings.Contains(out, "installed, verified") {
 			t.Errorf("status after install: exit %d, %q", code, out)
 		}

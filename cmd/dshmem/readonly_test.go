@@ -211,9 +211,8 @@ func TestReadsBesideServe(t *testing.T) {
 func tornRoot(t *testing.T) (root, seg string) {
 	t.Helper()
 	root = t.TempDir()
-	if code, _, errs := cli(t, aDayOfMemory(), "--root", root, "ingest"); code != 0 {
-		t.Fatal(errs)
-	}
+	code, _, errs := cli(t, aDayOfMemory(), "--root", root, "ingest")
+	require.EqualValues(t, 0, code, errs)
 	segs, _ := filepath.Glob(filepath.Join(root, "log", "global", "*.jsonl.zst"))
 	require.Len(t, segs, 1, "got segments %v, want one", segs)
 	seg = segs[0]
@@ -356,9 +355,8 @@ func TestReadsIndexBehind(t *testing.T) {
 // builds it.
 func TestReadsWithoutIndex(t *testing.T) {
 	root := t.TempDir()
-	if code, _, errs := cli(t, aDayOfMemory(), "--root", root, "ingest"); code != 0 {
-		t.Fatal(errs)
-	}
+	code, _, errs := cli(t, aDayOfMemory(), "--root", root, "ingest")
+	require.EqualValues(t, 0, code, errs)
 	global, _ := os.ReadFile(filepath.Join(root, "global.md"))
 	os.Remove(filepath.Join(root, sqlstore.IndexFile))
 	before := rootFiles(t, root, false)
@@ -394,9 +392,8 @@ func TestReadsOlderIndex(t *testing.T) {
 		code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
 		assert.False(t, code != 1 || !strings.Contains(errs, "of an older dshmem") || !strings.Contains(errs, "migrate up"), "%v: exit %d, stderr %q; want exit 1 saying what brings the index up to date", args, code, errs)
 	}
-	if code, out, errs := cli(t, "", "--root", root, "restore", "global.md"); code != 0 || out != string(global) {
-		t.Errorf("restore (from the log alone): exit %d\n%s%s", code, out, errs)
-	}
+	code, out, errs := cli(t, "", "--root", root, "restore", "global.md")
+	assert.False(t, code != 0 || out != string(global), "restore (from the log alone): exit %d\n%s%s", code, out, errs)
 	if code, out, _ := cli(t, "", "--root", root, "stats"); code != 0 || !strings.Contains(out, "not read: the index is of an older dshmem") {
 		t.Errorf("stats: exit %d\n%s", code, out)
 	}

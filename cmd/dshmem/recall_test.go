@@ -99,9 +99,8 @@ func TestRecallCommand(t *testing.T) {
 				t.Errorf("--kind semantic: got kinds %v", kinds)
 			}
 		}
-		if code, _, errs := cli(t, "", "--root", root, "search", "--kind", "nope", "x"); code != 2 || !strings.Contains(errs, "nope") {
-			t.Errorf("--kind nope: exit %d, %s", code, errs)
-		}
+		code, _, errs := cli(t, "", "--root", root, "search", "--kind", "nope", "x")
+		assert.False(t, code != 2 || !strings.Contains(errs, "nope"), "--kind nope: exit %d, %s", code, errs)
 	})
 	t.Run("BadFlags", func(t *testing.T) {
 		for _, args := range [][]string{{"recall"}, {"recall", "--limit", "0", "x"}, {"recall", "--bytes", "0", "x"}, {"recall", "--timeout", "-1s", "x"}} {

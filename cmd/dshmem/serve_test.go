@@ -176,9 +176,8 @@ func TestServeIdleExit(t *testing.T) {
 		t.Fatal("serve --idle-exit 300ms still runs after 30 s")
 	}
 	assert.False(t, !strings.Contains(stderr.String(), "idle for 300ms") || !strings.Contains(stderr.String(), "stopped"), "stderr does not say why it stopped:\n%s", stderr.String())
-	if _, err := os.Stat(filepath.Join(root, httpapi.ServeFile)); !os.IsNotExist(err) {
-		t.Fatalf("serve.json left behind: %v", err)
-	}
+	_, err := os.Stat(filepath.Join(root, httpapi.ServeFile))
+	require.True(t, os.IsNotExist(err), "serve.json left behind: %v", err)
 	code, _, errs := cli(t, "", "--root", root, "serve", "--no-watch", "--idle-exit", "-1s")
 	assert.False(t, code != 2 || !strings.Contains(errs, "negative"), "--idle-exit -1s: exit %d, stderr %s", code, errs)
 }

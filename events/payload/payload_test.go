@@ -24,9 +24,8 @@ func TestDecodeEveryType(t *testing.T) {
 			p, ok := payload.New(typ)
 			assert.False(t, !ok || p.EventType() != typ, "New(%q): got %T %v, want a payload of that type", typ, p, ok)
 		}
-		if _, ok := payload.New("memory/recall"); ok {
-			t.Error("New(memory/recall): got a payload, want none")
-		}
+		_, ok := payload.New("memory/recall")
+		assert.False(t, ok, "New(memory/recall): got a payload, want none")
 		_, err := payload.Decode("memory/recall", json.RawMessage(`{}`))
 		assert.ErrorIs(t, err, payload.ErrUnknownType, "Decode(memory/recall): got %v, want ErrUnknownType", err)
 	})

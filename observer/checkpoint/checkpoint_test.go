@@ -281,17 +281,15 @@ func TestDuplicateMessagesDistilOnce(t *testing.T) {
 	eng := enginetest.Open(t, t.TempDir())
 	c := (&ckConv{session: "s1", cwd: "/p"}).add("user: remember that builds need Go 1.26", "assistant: ok")
 	enginetest.Ingest(t, eng, c.lines)
-	if res := enginetest.Ingest(t, eng, c.lines); res.Duplicates != 2 {
-		t.Fatalf("got %+v, want 2 duplicates", res)
-	}
+	res := enginetest.Ingest(t, eng, c.lines)
+	require.EqualValues(t, 2, res.Duplicates, "got %+v, want 2 duplicates", res)
 	ckCheckpoint(t, eng, Request{Force: true})
 	enginetest.Ingest(t, eng, c.lines) // re-sent after the checkpoint
 	if res := ckCheckpoint(t, eng, Request{Force: true}); len(res) != 0 {
 		t.Errorf("second checkpoint: got %+v, want nothing pending", res)
 	}
-	if got := ckOpsEvents(t, eng); len(got) != 1 {
-		t.Errorf("memory/ops events: %q, want one", got)
-	}
+	got := ckOpsEvents(t, eng)
+	assert.Len(t, got, 1, "memory/ops events: %q, want one", got)
 	if got := ckEntries(t, eng, payload.StatusActive); len(got) != 1 {
 		t.Errorf("got %d entries, want 1", len(got))
 	}
@@ -349,9 +347,8 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 		require.NotNil(t, res[0].Err, "attempt %d: got %+v, want a distiller error", i+1, res)
 		require.EqualValues(t, "", res[0].Checkpoint, "attempt %d: got %+v, want a distiller error", i+1, res)
 		require.Equal(t, ReasonSessionEnd, res[0].Reason, "attempt %d: got %+v, want a distiller error", i+1, res)
-		if got := ckOpsEvents(t, eng); len(got) != 0 {
-			t.Fatalf("attempt %d: memory/ops written after a failure: %q", i+1, got)
-		}
+		got := ckOpsEvents(t, eng)
+		require.Len(t, got, 0, "attempt %d: memory/ops written after a failure: %q", i+1, got)
 		if got := ckEntries(t, eng, payload.StatusActive); len(got) != 0 {
 			t.Fatalf("attempt %d: entries written after a failure: %+v", i+1, got)
 		}
@@ -363,9 +360,8 @@ func TestDistillerFailsTwiceThenSucceeds(t *testing.T) {
 	require.Nil(t, res[0].Err, "third attempt: got %+v", res)
 	require.NotEqualValues(t, "", res[0].Checkpoint, "third attempt: got %+v", res)
 	assert.False(t, !strings.HasPrefix(res[0].Checkpoint, "ck-") || len(res[0].Checkpoint) != 19, "checkpoint id %q", res[0].Checkpoint)
-	if got := ckOpsEvents(t, eng); len(got) != 1 {
-		t.Errorf("memory/ops events: %q, want one", got)
-	}
+	got := ckOpsEvents(t, eng)
+	assert.Len(t, got, 1, "memory/ops events: %q, want one", got)
 	if got := ckEntries(t, eng, payload.StatusActive); len(got) != 1 {
 		t.Errorf("got %d entries, want 1", len(got))
 	}

@@ -98,21 +98,18 @@ func BenchmarkPending(b *testing.B) {
 		}
 		enginetest.Ingest(b, eng, c.lines)
 		if i%2 == 0 {
-			if _, err := Run(ctx, eng, Request{Session: c.session, Force: true}); err != nil {
-				b.Fatal(err)
-			}
+			_, err := Run(ctx, eng, Request{Session: c.session, Force: true})
+			require.NoError(b, err)
 		}
 	}
 	e := engine{eng}
 	ps, err := e.pending(ctx, "", "")
-	if err != nil || len(ps) != 20 {
-		b.Fatalf("got %d pending sessions (err %v), want 20", len(ps), err)
-	}
+	require.NoError(b, err, "got %d pending sessions (err %v), want 20", len(ps), err)
+	require.Len(b, ps, 20, "got %d pending sessions (err %v), want 20", len(ps), err)
 	b.Run("Scan", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := e.newestEventTime(ctx); err != nil {
-				b.Fatal(err)
-			}
+			_, err := e.newestEventTime(ctx)
+			require.NoError(b, err)
 			if _, err := e.pending(ctx, "", ""); err != nil {
 				b.Fatal(err)
 			}
@@ -122,9 +119,9 @@ func BenchmarkPending(b *testing.B) {
 		for b.Loop() {
 			p := ps[0]
 			var msgs []distill.Message
-			if err := e.scanPending(ctx, &p, &msgs); err != nil || len(msgs) != 150 {
-				b.Fatalf("got %d messages (err %v), want 150", len(msgs), err)
-			}
+			err := e.scanPending(ctx, &p, &msgs)
+			require.NoError(b, err, "got %d messages (err %v), want 150", len(msgs), err)
+			require.Len(b, msgs, 150, "got %d messages (err %v), want 150", len(msgs), err)
 		}
 	})
 }

@@ -308,9 +308,8 @@ func TestRetryAfter(t *testing.T) {
 		got := retryAfter(h)
 		assert.EqualValues(t, 0, got, "retryAfter(%q): got %v, want 0", h, got)
 	}
-	if got := retryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); got <= 0 {
-		t.Errorf("date an hour ahead: got %v, want > 0", got)
-	}
+	got := retryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+	assert.False(t, got <= 0, "date an hour ahead: got %v, want > 0", got)
 }
 
 func TestCancelDuringBackoff(t *testing.T) {

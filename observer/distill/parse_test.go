@@ -76,9 +76,8 @@ func TestParseResultErrors(t *testing.T) {
 		assert.ErrorIs(t, err, ErrMalformedAnswer, "ParseResult(%q): got %v, want ErrMalformedAnswer", in, err)
 	}
 	big := make([]byte, MaxAnswerBytes+1)
-	if _, err := ParseResult(big); !errors.Is(err, ErrMalformedAnswer) {
-		t.Errorf("oversized: got %v", err)
-	}
+	_, err := ParseResult(big)
+	assert.ErrorIs(t, err, ErrMalformedAnswer, "oversized: got %v", err)
 }
 
 // TestResultRoundTrip: what Validate writes reads back the same.

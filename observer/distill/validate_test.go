@@ -198,9 +198,8 @@ func TestValidateCaps(t *testing.T) {
 	got, why := validateOne(t, req, Op{Op: payload.OpAdd, Type: "Preferences", Title: text, Description: new(strings.Repeat(text, 3)), Content: "c",
 		Tags: append([]string{"", " "}, tags...), Terms: terms, Importance: new(9), Confidence: new(3.0), EvidenceEventIDs: []string{"e02", "e02"}})
 	require.EqualValues(t, "", why, why)
-	if n := len([]rune(got.Title)); n != MaxTitleRunes || !strings.HasPrefix(text, got.Title) {
-		t.Errorf("title: got %d runes, want a %d-rune prefix", n, MaxTitleRunes)
-	}
+	n := len([]rune(got.Title))
+	assert.False(t, n != MaxTitleRunes || !strings.HasPrefix(text, got.Title), "title: got %d runes, want a %d-rune prefix", n, MaxTitleRunes)
 	if n := len([]rune(value(got.Description))); n != MaxDescRunes {
 		t.Errorf("description: got %d runes, want %d", n, MaxDescRunes)
 	}

@@ -155,9 +155,11 @@ func TestFollowerStatsAndHeader(t *testing.T) {
 	}
 	writeRaw(t, dir, filepath.Base(path), b)
 	evs := poll(t, f)
-	if h := f.Header(); h == nil || h.ID != full.ID || f.Stats().Events != len(evs) || len(evs) != len(full.Events) {
-		t.Fatalf("whole log: got header %v, stats %v, %d events; want %s and %d", h, f.Stats(), len(evs), full.ID, len(full.Events))
-	}
+	h := f.Header()
+	require.NotNil(t, h, "whole log: got header %v, stats %v, %d events; want %s and %d", h, f.Stats(), len(evs), full.ID, len(full.Events))
+	require.Equal(t, full.ID, h.ID, "whole log: got header %v, stats %v, %d events; want %s and %d", h, f.Stats(), len(evs), full.ID, len(full.Events))
+	require.Equal(t, len(evs), f.Stats().Events, "whole log: got header %v, stats %v, %d events; want %s and %d", h, f.Stats(), len(evs), full.ID, len(full.Events))
+	require.Len(t, evs, len(full.Events), "whole log: got header %v, stats %v, %d events; want %s and %d", h, f.Stats(), len(evs), full.ID, len(full.Events))
 
 	r := NewFollower(path, starts[3])
 	rest := poll(t, r)

@@ -135,9 +135,8 @@ func TestGoldenEnvelopes(t *testing.T) {
 	}
 	// A failed tool result and a runtime-context snapshot.
 	var failed payload.ToolResult
-	if err := payload.Unmarshal(byID["dsh:{{sessionId}}:447"].Data, &failed); err != nil || failed.OK == nil || *failed.OK || failed.Name != "write" {
-		t.Errorf("tool/result 447: got %+v (%v), want ok=false name=write", failed, err)
-	}
+	err := payload.Unmarshal(byID["dsh:{{sessionId}}:447"].Data, &failed)
+	assert.False(t, err != nil || failed.OK == nil || *failed.OK || failed.Name != "write", "tool/result 447: got %+v (%v), want ok=false name=write", failed, err)
 	var snap payload.UserMessage
 	if err := payload.Unmarshal(byID["dsh:session-f89a0fe3-a8e2-43d3-89fc-ea47ed224b68:8"].Data, &snap); err != nil ||
 		!snap.Injected || snap.Source == nil || snap.Source.Kind != "plugin" || snap.Source.Form != "snapshot" {
@@ -182,9 +181,8 @@ func TestUnknownAndIgnorable(t *testing.T) {
 func TestNotSession(t *testing.T) {
 	dir := t.TempDir()
 	p := writeJSONLFile(t, dir, "x--session.jsonl", [][]byte{[]byte(`{"type":"user/message","seq":0}`)})
-	if _, err := ReadFile(p); !errors.Is(err, ErrNotSession) {
-		t.Fatalf("got %v, want ErrNotSession", err)
-	}
+	_, err := ReadFile(p)
+	require.ErrorIs(t, err, ErrNotSession, "got %v, want ErrNotSession", err)
 	empty := filepath.Join(dir, "e--session.jsonl.zstd")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
 	if _, err := ReadFile(empty); !errors.Is(err, ErrNoHeader) {

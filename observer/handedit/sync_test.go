@@ -188,9 +188,8 @@ func TestSync(t *testing.T) {
 		var held []string
 		eng.Projector().Held = func(p string) { held = append(held, p) }
 		in := `{"id":"r5","type":"memory/remember","time":"2026-08-18T11:00:00Z","data":{"content":"Replica is on 5435.","type":"fact","tags":["database"]}}`
-		if _, _, err := eng.IngestReader(ctx, strings.NewReader(in)); err != nil {
-			t.Fatal(err)
-		}
+		_, _, err := eng.IngestReader(ctx, strings.NewReader(in))
+		require.NoError(t, err)
 		require.NoError(t, eng.WriteFiles(ctx))
 		if got := readFile(t, root, "knowledge/database.md"); got != edited || len(held) == 0 {
 			t.Fatalf("a hand edit was overwritten before sync (held %v):\n%s", held, got)
@@ -214,9 +213,8 @@ func TestSync(t *testing.T) {
 		require.Len(t, rep.Files, 1, "got %+v, want global.md damaged", rep.Files)
 		require.Equal(t, Damaged, rep.Files[0].Action, "got %+v, want global.md damaged", rep.Files)
 		require.Contains(t, rep.Files[0].Detail, "more than half", "got %+v, want global.md damaged", rep.Files)
-		if got := readFile(t, root, "global.md"); got != orig {
-			t.Errorf("not rendered again:\n%s", got)
-		}
+		got := readFile(t, root, "global.md")
+		assert.Equal(t, orig, got, "not rendered again:\n%s", got)
 		if got := readFile(t, root, "global.md"+DamagedSuffix); got != cut {
 			t.Errorf("damaged bytes not kept: %q", got)
 		}
@@ -236,9 +234,8 @@ func TestSync(t *testing.T) {
 		require.Len(t, rep.Files, 1, "got %+v, want %s damaged and saved", rep.Files, day)
 		require.Equal(t, Damaged, rep.Files[0].Action, "got %+v, want %s damaged and saved", rep.Files, day)
 		require.Equal(t, day+DamagedSuffix, rep.Files[0].Saved, "got %+v, want %s damaged and saved", rep.Files, day)
-		if got := readFile(t, root, day); got != orig {
-			t.Errorf("not rendered again:\n%s", got)
-		}
+		got := readFile(t, root, day)
+		assert.Equal(t, orig, got, "not rendered again:\n%s", got)
 		if got := readFile(t, root, day+DamagedSuffix); got != cut {
 			t.Errorf("damaged bytes not kept: %q", got)
 		}

@@ -49,9 +49,8 @@ func TestPromptPacket(t *testing.T) {
 			code, b := ts.call("POST", "/v1/sessions/p2/prompt", body)
 			assert.Equal(t, http.StatusBadRequest, code, "%v: status %d %s, want 400", body, code, b)
 		}
-		if code, _ := ts.call("POST", "/v1/sessions/p2/prompt", map[string]any{"text": "  "}); code != http.StatusNoContent {
-			t.Errorf("empty prompt: status %d, want 204", code)
-		}
+		code, _ := ts.call("POST", "/v1/sessions/p2/prompt", map[string]any{"text": "  "})
+		assert.Equal(t, http.StatusNoContent, code, "empty prompt: status %d, want 204", code)
 	})
 }
 
@@ -156,9 +155,8 @@ func TestEndedSessionStaysEnded(t *testing.T) {
 	ts.must(200, "POST", "/v1/events", []any{ev("z:end", "session/end", 5, map[string]any{})}, nil)
 	// The watcher reads the host's last rows after the plugin's end.
 	ts.must(200, "POST", "/v1/events", []any{ev("z:2", "assistant/message", 4, map[string]any{"text": "late row"})}, nil)
-	if n := ts.srv.Broker().Sessions(); n != 0 {
-		t.Fatalf("%d runtimes after a row from before the end, want 0", n)
-	}
+	n := ts.srv.Broker().Sessions()
+	require.EqualValues(t, 0, n, "%d runtimes after a row from before the end, want 0", n)
 	// A resumed session's new events bring it back.
 	ts.must(200, "POST", "/v1/events", []any{ev("z:3", "user/message", 9, map[string]any{"text": "resumed"})}, nil)
 	if n := ts.srv.Broker().Sessions(); n != 1 {

@@ -101,9 +101,8 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 			require.EqualValues(t, 4, n, "got %d events, want still 4: half a frame yields nothing", n)
 		}
 		appendFile(t, path, f[len(f)/2:])
-		if n := scan(ts); n != 6 {
-			t.Fatalf("got %d, want 6 once the frame is whole", n)
-		}
+		n := scan(ts)
+		require.EqualValues(t, 6, n, "got %d, want 6 once the frame is whole", n)
 	})
 	t.Run("RestartResumes", func(t *testing.T) {
 		appendFile(t, path, next(2))
@@ -144,9 +143,8 @@ func TestWatcherFollowsLiveLog(t *testing.T) {
 		require.Equal(t, before+1, n, "got %d events, want %d: only the new one of the new generation", n, before+1)
 	})
 	// The host's files were only read.
-	if _, err := os.Stat(filepath.Join(dir, ".session.jsonl.zstd.tmp")); err == nil {
-		t.Fatal("the watcher wrote into the host's directory")
-	}
+	_, err := os.Stat(filepath.Join(dir, ".session.jsonl.zstd.tmp"))
+	require.Error(t, err, "the watcher wrote into the host's directory")
 	ents, _ := os.ReadDir(dir)
 	require.Len(t, ents, 2, "host dir holds %d files, want the host's 2", len(ents))
 }

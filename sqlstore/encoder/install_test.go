@@ -50,9 +50,8 @@ func TestInstall(t *testing.T) {
 		require.NoError(t, Install(dir, tgz, nil), "Install")
 		require.NoError(t, Verify(dir), "Verify after Install")
 		var log strings.Builder
-		if err := Install(dir, tgz, &log); err != nil || !strings.Contains(log.String(), "already installed") {
-			t.Errorf("second Install: %v, %q; want already installed", err, log.String())
-		}
+		err := Install(dir, tgz, &log)
+		assert.False(t, err != nil || !strings.Contains(log.String(), "already installed"), "second Install: %v, %q; want already installed", err, log.String())
 		// A --from that is not there is named, installed model or not.
 		if err := Install(dir, filepath.Join(t.TempDir(), "missing.tgz"), nil); err == nil || !strings.Contains(err.Error(), "missing.tgz") {
 			t.Errorf("Install --from a missing file over an installed model: %v; want an error naming it", err)
@@ -80,9 +79,8 @@ func TestInstall(t *testing.T) {
 		assert.ErrorIs(t, serr, os.ErrNotExist, "a refused install left %s behind", dir)
 	})
 	t.Run("ErrNotInstalled", func(t *testing.T) {
-		if err := Verify(t.TempDir()); !errors.Is(err, ErrNotInstalled) {
-			t.Errorf("got %v, want ErrNotInstalled", err)
-		}
+		err := Verify(t.TempDir())
+		assert.ErrorIs(t, err, ErrNotInstalled, "got %v, want ErrNotInstalled", err)
 		if _, err := Load(t.TempDir()); !errors.Is(err, ErrNotInstalled) {
 			t.Errorf("Load: got %v, want ErrNotInstalled", err)
 		}

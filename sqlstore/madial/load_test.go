@@ -21,9 +21,8 @@ func TestLoadSubset(t *testing.T) {
 		require.NoError(t, err, "Load")
 		require.Len(t, mems, 32, "got %d memories, %d cases, want 32, 7", len(mems), len(cases))
 		require.Len(t, cases, 7, "got %d memories, %d cases, want 32, 7", len(mems), len(cases))
-		if got := countUser(mems, 1); got != 19 {
-			t.Errorf("user 1 has %d memories, want 19", got)
-		}
+		got := countUser(mems, 1)
+		assert.EqualValues(t, 19, got, "user 1 has %d memories, want 19", got)
 		m := mems[0]
 		assert.False(t, m.ID != 1 || m.UserID != 1 || m.Text != "Bart在圣诞节晚会上跳舞，感觉非常开心。" ||
 			m.Time != "2023-12-25" || m.Scene != "活动类" || m.Emotion != "开心", "memory 0 = %+v", m)
@@ -50,9 +49,8 @@ func TestLoadSubset(t *testing.T) {
 		require.Len(t, mems, 30, "got %d memories, %d cases, want 30, 7", len(mems), len(cases))
 		require.Len(t, cases, 7, "got %d memories, %d cases, want 30, 7", len(mems), len(cases))
 		// en records have no user-id: borrowed from the zh file.
-		if got := countUser(mems, 1); got != 18 {
-			t.Errorf("user 1 has %d memories, want 18", got)
-		}
+		got := countUser(mems, 1)
+		assert.EqualValues(t, 18, got, "user 1 has %d memories, want 18", got)
 		if got := countUser(mems, 2); got != 12 {
 			t.Errorf("user 2 has %d memories, want 12", got)
 		}
@@ -169,9 +167,8 @@ func TestLoadBaselinesSubset(t *testing.T) {
 			assert.Len(t, r, 20, "%s case %d: %d ids, want 20", name, id, len(r))
 		}
 	}
-	if r := got["BGE-M3"][0][:3]; !slices.Equal(r, []int{105, 1, 51}) {
-		t.Errorf("BGE-M3 case 0 starts %v, want [105 1 51]", r)
-	}
+	r := got["BGE-M3"][0][:3]
+	assert.True(t, slices.Equal(r, []int{105, 1, 51}), "BGE-M3 case 0 starts %v, want [105 1 51]", r)
 	if r := got["OpenAI"][130]; r == nil {
 		t.Errorf("OpenAI has no case 130")
 	}
@@ -230,9 +227,8 @@ func TestRun(t *testing.T) {
 		assert.Equal(t, len(cases), m.N, "N = %d, want %d", m.N, len(cases))
 		// Case 0 is about performing at the New Year's party (元旦晚会);
 		// memory 105, labelled relevant, is the one sharing those words.
-		if got := ranked[0]; len(got) == 0 || got[0] != 105 {
-			t.Errorf("Lexical case 0 ranks %v, want memory 105 first", got)
-		}
+		got := ranked[0]
+		assert.False(t, len(got) == 0 || got[0] != 105, "Lexical case 0 ranks %v, want memory 105 first", got)
 		// Each user has fewer than 20 subset memories, so a full ranking
 		// holds every relevant id.
 		if got := m.Recall[20]; got != 1 {

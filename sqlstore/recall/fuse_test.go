@@ -11,9 +11,8 @@ func TestFuseDense(t *testing.T) {
 	w := DefaultWeights
 	lex := []Ranked[int]{{1, 4}, {2, 3}, {3, 1}, {4, 0.5}}
 	t.Run("NoDenseKeepsLexical", func(t *testing.T) {
-		if got := FuseDense(lex, nil, &w); !slices.Equal(got, lex) {
-			t.Errorf("got %v, want %v", got, lex)
-		}
+		got := FuseDense(lex, nil, &w)
+		assert.True(t, slices.Equal(got, lex), "got %v, want %v", got, lex)
 		off := w
 		off.DenseBlend = 0
 		if got := FuseDense(lex, []Ranked[int]{{4, 0.9}, {3, 0.1}}, &off); !slices.Equal(got, lex) {

@@ -243,9 +243,8 @@ func TestRecallSplitChars(t *testing.T) {
 		assert.True(t, slices.Equal(got, want), "recall %q: terms %q, want %q", tt.query, res.Terms, tt.want)
 	}
 	res := f.recall(recall.Query{Text: "checklist item 3"})
-	if got := ids(res); len(got) == 0 || got[0] != item3 || !slices.Contains(res.Terms, "3") {
-		t.Errorf("recall %q: got %v (terms %q), want %s first through the term 3", "checklist item 3", got, res.Terms, item3)
-	}
+	got := ids(res)
+	assert.False(t, len(got) == 0 || got[0] != item3 || !slices.Contains(res.Terms, "3"), "recall %q: got %v (terms %q), want %s first through the term 3", "checklist item 3", got, res.Terms, item3)
 }
 
 func TestRecallStatus(t *testing.T) {

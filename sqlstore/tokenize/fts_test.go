@@ -35,9 +35,8 @@ func openFTS(t testing.TB) *sql.DB {
 
 func insert(t testing.TB, db *sql.DB, rowid int, text string) {
 	t.Helper()
-	if _, err := db.Exec(`INSERT INTO raw(rowid, body) VALUES(?, ?)`, rowid, text); err != nil {
-		t.Fatalf("insert raw: %v", err)
-	}
+	_, err := db.Exec(`INSERT INTO raw(rowid, body) VALUES(?, ?)`, rowid, text)
+	require.NoError(t, err, "insert raw")
 	if _, err := db.Exec(`INSERT INTO tok(rowid, body) VALUES(?, ?)`, rowid, IndexText(text)); err != nil {
 		t.Fatalf("insert tok: %v", err)
 	}

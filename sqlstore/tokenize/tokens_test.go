@@ -112,9 +112,8 @@ func TestQuote(t *testing.T) {
 		got := Quote(tt.in)
 		assert.Equal(t, tt.want, got, "Quote(%q) = %s, want %s", tt.in, got, tt.want)
 	}
-	if got := Terms("?!… 😀"); len(got) != 0 {
-		t.Errorf("Terms of no tokens = %q, want none: recall must not MATCH an empty expression", got)
-	}
+	got := Terms("?!… 😀")
+	assert.Len(t, got, 0, "Terms of no tokens = %q, want none: recall must not MATCH an empty expression", got)
 }
 
 func TestNormalizeRune(t *testing.T) {

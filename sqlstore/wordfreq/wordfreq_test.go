@@ -51,7 +51,6 @@ func TestParseRejects(t *testing.T) {
 			assert.ErrorIs(t, err, ErrFormat, "Parse(%q) = %v, want ErrFormat", tt.text, err)
 		})
 	}
-	if _, err := Parse([]byte("not gzip")); err == nil {
-		t.Error("Parse of non-gzip bytes: no error")
-	}
+	_, err := Parse([]byte("not gzip"))
+	assert.Error(t, err, "Parse of non-gzip bytes: no error")
 }

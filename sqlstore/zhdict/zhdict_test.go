@@ -40,9 +40,8 @@ func TestWordInfo(t *testing.T) {
 	require.True(t, ok1, "WordInfo: 一起 known %v, 捉迷藏 known %v, want both known", ok1, ok2)
 	require.True(t, ok2, "WordInfo: 一起 known %v, 捉迷藏 known %v, want both known", ok1, ok2)
 	assert.False(t, common >= rare, "WordInfo(一起) = %v, WordInfo(捉迷藏) = %v, want the common word less informative", common, rare)
-	if _, ok := WordInfo("上跳"); ok {
-		t.Error("WordInfo(上跳): known, want unknown (no such word)")
-	}
+	_, ok := WordInfo("上跳")
+	assert.False(t, ok, "WordInfo(上跳): known, want unknown (no such word)")
 	if _, ok := WordInfo("晚会"); !ok {
 		t.Error("WordInfo(晚会): unknown, want known")
 	}

@@ -60,9 +60,8 @@ func BenchmarkHostStep(b *testing.B) {
 			out, err := bw.try("remember", "--cwd", proj, f)
 			require.NoError(b, err, "remember: %v\n%s", err, out)
 		}
-		if out, err := bw.try("dsh", "install", "--dsh-home", home, "--binary", dshmemBin); err != nil {
-			b.Fatalf("install: %v\n%s", err, out)
-		}
+		out, err := bw.try("dsh", "install", "--dsh-home", home, "--binary", dshmemBin)
+		require.NoError(b, err, "install: %v\n%s", err, out)
 		turnWith = append(turnWith, turnTimes(h.Play(b, home, proj, fake, steps, "DSHMEM_PLUGIN_TRACE="+tr))...)
 		bw.stopServer()
 		first := true

@@ -47,9 +47,8 @@ func TestInstall(t *testing.T) {
 		assert.False(t, rep.Entry.Config.Root != want || rep.Entry.Config.DSHHome != home, "got root %q home %q, want %q %q", rep.Entry.Config.Root, rep.Entry.Config.DSHHome, want, home)
 		got, _ := os.ReadFile(PluginPath(home))
 		assert.Equal(t, Source(), got, "plugin file is not the embedded plugin")
-		if m := mode(t, PatchPath(home)); m != 0o600 {
-			t.Errorf("patch file mode: got %o, want 600", m)
-		}
+		m := mode(t, PatchPath(home))
+		assert.EqualValues(t, 0o600, m, "patch file mode: got %o, want 600", m)
 		if m := mode(t, filepath.Dir(PluginPath(home))); m != 0o700 {
 			t.Errorf("plugin dir mode: got %o, want 700", m)
 		}
@@ -244,9 +243,8 @@ func TestInstallThroughSymlink(t *testing.T) {
 	if fi, err := os.Lstat(PatchPath(home)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the link was replaced by a file")
 	}
-	if b, _ := os.ReadFile(real); !bytes.Contains(b, []byte("id: dshmem")) {
-		t.Fatalf("the linked file lacks our row:\n%s", b)
-	}
+	b, _ := os.ReadFile(real)
+	require.Contains(t, string(b), string([]byte("id: dshmem")), "the linked file lacks our row:\n%s", b)
 	if _, err := Uninstall(Options{DSHHome: home}); err != nil {
 		t.Fatal(err)
 	}

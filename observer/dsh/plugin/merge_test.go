@@ -162,9 +162,8 @@ func TestQuote(t *testing.T) {
 			t.Errorf("%q in a flow sequence: got %+v, %v; want %+v\n%s", p, got, err, e, ed.Text)
 		}
 	}
-	if _, err := quote("/bad\xff"); err == nil {
-		t.Errorf("invalid UTF-8: got no error")
-	}
+	_, err := quote("/bad\xff")
+	assert.Error(t, err, "invalid UTF-8: got no error")
 }
 
 func TestVersion(t *testing.T) {
