@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,10 +73,8 @@ func BenchmarkAppend(b *testing.B) {
 					for i := range evs {
 						evs[i] = pool[(n+i)%len(pool)]
 					}
-					if _, err := l.Append(context.Background(), "global", evs); err != nil {
-						b.Error(err)
-						return
-					}
+					_, err := l.Append(context.Background(), "global", evs)
+					assert.NoError(b, err)
 				}
 			})
 			b.StopTimer()

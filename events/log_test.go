@@ -103,8 +103,7 @@ func TestConcurrentAppend(t *testing.T) {
 				n := 1 + (w+c)%3
 				evs := testEvents(w*10000+c*10, n)
 				got, err := l.Append(context.Background(), "global", evs)
-				if err != nil {
-					t.Errorf("Append: %v", err)
+				if !assert.NoError(t, err, "Append") {
 					return
 				}
 				for i := 1; i < len(got); i++ {

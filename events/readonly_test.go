@@ -276,8 +276,7 @@ func TestReadOnlyBesideWriter(t *testing.T) {
 		for i := 0; i < 400; i++ {
 			k := 1 + i%5
 			got, err := w.Append(context.Background(), "global", testEvents(n, k))
-			if err != nil {
-				t.Error(err)
+			if !assert.NoError(t, err) {
 				return
 			}
 			n += k

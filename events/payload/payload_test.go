@@ -33,8 +33,7 @@ func TestDecodeEveryType(t *testing.T) {
 		seen := map[string]bool{}
 		for _, l := range readLines(t, "payload/v1.jsonl") {
 			p, err := payload.Decode(l.Type, l.Data)
-			if err != nil {
-				t.Errorf("%s (%s): %v", l.ID, l.Type, err)
+			if !assert.NoError(t, err, "%s (%s)", l.ID, l.Type) {
 				continue
 			}
 			assert.Equal(t, l.Type, p.EventType(), "%s: got a %T (%s), want %s", l.ID, p, p.EventType(), l.Type)
@@ -62,8 +61,7 @@ func TestDecodeEveryType(t *testing.T) {
 		require.NotEqualValues(t, 0, len(evs), "no events in the golden segments")
 		for _, e := range evs {
 			p, err := payload.Decode(e.Type, e.Data)
-			if err != nil {
-				t.Errorf("%s seq %d (%s): %v", e.Stream, e.Seq, e.Type, err)
+			if !assert.NoError(t, err, "%s seq %d (%s)", e.Stream, e.Seq, e.Type) {
 				continue
 			}
 			switch d := p.(type) {
@@ -122,8 +120,7 @@ func TestUpcastOlderShapes(t *testing.T) {
 	require.Len(t, lines, len(want), "older.jsonl has %d lines, the test pins %d", len(lines), len(want))
 	for _, l := range lines {
 		got, err := payload.Decode(l.Type, l.Data)
-		if err != nil {
-			t.Errorf("%s: %v", l.ID, err)
+		if !assert.NoError(t, err, "%s", l.ID) {
 			continue
 		}
 		assert.True(t, reflect.DeepEqual(got, want[l.ID]), "%s: got %s, want %s", l.ID, show(got), show(want[l.ID]))

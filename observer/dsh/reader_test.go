@@ -127,8 +127,7 @@ func TestGoldenEnvelopes(t *testing.T) {
 		var want events.Envelope
 		require.NoError(t, json.Unmarshal([]byte(g), &want))
 		got, ok := byID[want.ID]
-		if !ok {
-			t.Errorf("missing %s", want.ID)
+		if !assert.True(t, ok, "missing %s", want.ID) {
 			continue
 		}
 		assert.Equal(t, envKey(want), envKey(got), "got  %s\nwant %s", envKey(got), envKey(want))

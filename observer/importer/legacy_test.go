@@ -143,8 +143,7 @@ func TestReadLegacyMarkdownTree(t *testing.T) {
 				got = &f
 			}
 		}
-		if got == nil {
-			t.Errorf("no fact starting %q", tc.prefix)
+		if !assert.NotNil(t, got, "no fact starting %q", tc.prefix) {
 			continue
 		}
 		assert.False(t, got.Type != tc.typ || !reflect.DeepEqual(got.Tags, tc.tags) || got.Title != tc.title, "%q: got type %s tags %q title %q, want %s %q %q", tc.prefix, got.Type, got.Tags, got.Title, tc.typ, tc.tags, tc.title)
@@ -283,8 +282,7 @@ func TestImportLegacy(t *testing.T) {
 			{notes, "n-1", entryRow{Scope: wsNotes, Status: "active", Type: "procedure", Title: "Publishing notes", Tags: []string{"publish"}, Importance: 1}},
 		} {
 			got, ok := entryByEvent(t, e, legacyID(tc.file, tc.id))
-			if !ok {
-				t.Errorf("%s: no entry", tc.id)
+			if !assert.True(t, ok, "%s: no entry", tc.id) {
 				continue
 			}
 			assert.True(t, reflect.DeepEqual(got, tc.want), "%s: got %+v, want %+v", tc.id, got, tc.want)
