@@ -102,10 +102,7 @@ func TestServeProcessSIGTERM(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatal("the go tool is needed to build the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "dshmem")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildDshmem(t)
 	root := t.TempDir()
 	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch")
 	stderr, _ := cmd.StderrPipe()
@@ -157,10 +154,7 @@ func TestServeProcessSIGTERM(t *testing.T) {
 // with no request and no session it stops by itself, exit 0, serve.json
 // removed; a server started without the flag does not.
 func TestServeIdleExit(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "dshmem")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildDshmem(t)
 	root := t.TempDir()
 	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--idle-exit", "300ms")
 	var stderr strings.Builder
@@ -186,10 +180,7 @@ func TestServeIdleExit(t *testing.T) {
 // as two hosts' plugins may: the writer lock lets one serve; the other
 // exits 1 naming the holder.
 func TestServeTwoAtOnce(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "dshmem")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildDshmem(t)
 	root := t.TempDir()
 	type result struct {
 		err    error
