@@ -34,6 +34,8 @@ var layers = []struct {
 	// The MADial harness folds memories as ingest does, so it takes the
 	// projector; nothing of the engine imports it.
 	{"sqlstore/madial", []string{"events/...", "projector", "sqlstore/...", "markdown"}},
+	// Shared by sqlstore's tests; it folds its fixture with the projector.
+	{"sqlstore/internal/storetest", []string{"events/...", "projector", "sqlstore"}},
 	{"sqlstore/recall", []string{"events/...", "sqlstore/...", "markdown"}},
 	{"projector", []string{"events/...", "markdown", "sqlstore/..."}},
 	{"replay", []string{"events/...", "markdown", "projector", "sqlstore/..."}},

@@ -2,7 +2,6 @@ package recall_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -12,46 +11,19 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/internal/storetest"
 	"dshmem/sqlstore/recall"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func msg(stream string, seq uint64, typ, session string, data map[string]any) events.Envelope {
-	b, _ := json.Marshal(data)
-	return events.Envelope{V: 1, Stream: stream, Seq: seq, ID: fmt.Sprintf("dsh:%s:%d", session, seq), Type: typ,
-		Time: fmt.Sprintf("2026-08-18T10:%02d:00Z", seq%60), Session: session, Data: b}
-}
-
-// searchFixture folds a small conversation plus filler, so that bm25 has
-// something to weigh against.
-func searchFixture(t *testing.T) *sqlstore.Store {
-	t.Helper()
-	s, err := sqlstore.Open(filepath.Join(t.TempDir(), "index.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	evs := []events.Envelope{
-		msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "我们的记忆注入逻辑需要修复"}),
-		msg("ws-a", 2, events.TypeAssistantMessage, "s1", map[string]any{"text": "The handler calls parseHTTPRequest before the cache"}),
-		msg("ws-a", 3, events.TypeToolResult, "s1", map[string]any{"name": "bash", "text": "go_build.sh: ok"}),
-		msg("ws-a", 4, events.TypeUserMessage, "s1", map[string]any{"text": "<memory>记忆条目</memory>", "injected": true}),
-		msg("ws-a", 5, events.TypeTaskEnd, "s1", map[string]any{"request": "整理日志", "result": "已完成"}),
-	}
-	for i := uint64(1); i <= 200; i++ {
-		evs = append(evs, msg("ws-b", i, events.TypeAssistantMessage, "s2", map[string]any{"text": fmt.Sprintf("无关的填充文本 number %d about the weather", i)}))
-	}
-	evs = append(evs, msg("ws-b", 201, events.TypeUserMessage, "s2", map[string]any{"text": "另一个工作区也谈到记忆"}))
-	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
-	return s
-}
-
 // TestSearchEpisodes checks the episodic search of `dshmem search`
 // (Recall over observed messages, no score floor) on the things only
 // the episodic index holds: bigrams inside a run, word parts, task-end
 // text, injected flags, streams.
 func TestSearchEpisodes(t *testing.T) {
-	s := searchFixture(t)
+	s := storetest.SearchFixture(t)
 	search := func(t *testing.T, q recall.Query) []recall.Item {
 		t.Helper()
 		q.Kind, q.Bytes, q.NoFloor, q.Timeout = recall.KindEpisodic, -1, true, 10*time.Second
@@ -150,13 +122,13 @@ func TestInjectedDoNotTakeCandidateBudget(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	w := recall.DefaultWeights
-	evs := []events.Envelope{msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "we deploy with helm charts"})}
+	evs := []events.Envelope{storetest.Msg("ws-a", 1, events.TypeUserMessage, "s1", map[string]any{"text": "we deploy with helm charts"})}
 	for i := uint64(2); i < uint64(2+4*w.PoolCap); i++ {
 		d := map[string]any{"text": fmt.Sprintf("Current runtime context %d: remember that we deploy with helm", i), "injected": true}
-		evs = append(evs, msg("ws-a", i, events.TypeUserMessage, "s1", d))
+		evs = append(evs, storetest.Msg("ws-a", i, events.TypeUserMessage, "s1", d))
 	}
 	for i, end := uint64(len(evs)+1), uint64(len(evs)+1+4*w.SmallCorpus); i < end; i++ {
-		evs = append(evs, msg("ws-a", i, events.TypeAssistantMessage, "s1", map[string]any{"text": fmt.Sprintf("filler %d about the weather", i)}))
+		evs = append(evs, storetest.Msg("ws-a", i, events.TypeAssistantMessage, "s1", map[string]any{"text": fmt.Sprintf("filler %d about the weather", i)}))
 	}
 	require.NoError(t, projector.New(s).Fold(context.Background(), evs))
 	for _, scopes := range [][]string{nil, {"ws-a"}} {
