@@ -53,10 +53,10 @@ func (l *Log) Drop(stream, to string) error {
 		<-s.done // the writer committed what was queued and closed its segment
 	}
 
+	if _, err := l.fs.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
+		return nil // the stream never reached the disk
+	}
 	if err := l.fs.Rename(s.dir, to); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // the stream never reached the disk
-		}
 		err = fmt.Errorf("drop stream %s: %w", stream, err)
 		// Put the stream back as it is on disk, failed: its writer is
 		// stopped, and a fresh one must not write seq 1 into the old

@@ -106,6 +106,7 @@ func (e *Engine) purgeLocked(ctx context.Context, key, trash string) (PurgeRepor
 	}
 	purgeStep("drop")
 	if err := e.log.Drop(key, trash); err != nil {
+		_ = os.Remove(filepath.Dir(trash)) // only if empty
 		return rep, fmt.Errorf("purge %s: take its stream out of the log: %w", key, err)
 	}
 	e.forgetStream(key)
@@ -212,8 +213,14 @@ func interruptedPurges(root string) ([]interruptedPurge, error) {
 // stream) and returns them for finishRecords.
 func (e *Engine) finishPurges(ctx context.Context, proj *projector.Projector) ([]interruptedPurge, error) {
 	ps, err := interruptedPurges(e.root)
-	if err != nil || len(ps) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(ps) == 0 {
+		// A purge killed before its stream left the log leaves only
+		// the empty directory; anything else in it is not ours to remove.
+		_ = os.Remove(filepath.Join(e.root, PurgingDir))
+		return nil, nil
 	}
 	saved := e.proj
 	e.proj = proj
