@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"dshmem/events"
+	"dshmem/observer/secretrules"
 )
 
 // Kinds of credential the Redactor knows. Each match is replaced by
@@ -163,6 +164,9 @@ func (r *Redactor) redact(s string, found map[string]bool) string {
 			}
 			changed = changed || did
 		}
+		var did bool
+		s, did = applyRuleSet(s, low, found)
+		changed = changed || did
 		if !changed {
 			break
 		}
@@ -266,6 +270,45 @@ func (ru *rule) replace(s string, found map[string]bool) (string, bool) {
 		b.WriteString(placeholder(ru.kind))
 		last, changed = end, true
 		found[ru.kind] = true
+	}
+	if !changed {
+		return s, false
+	}
+	b.WriteString(s[last:])
+	return b.String(), true
+}
+
+// ruleSet is the maintained rule set (observer/secretrules); it runs
+// after the rules above, so a shape both know is named by our kind.
+func ruleSet() *secretrules.Set {
+	set, err := secretrules.Default()
+	if err != nil {
+		// The rules are embedded data that TestRuleSet compiles: this is
+		// a broken build, not bad input.
+		panic("redact: " + err.Error())
+	}
+	return set
+}
+
+// applyRuleSet replaces what the rule set finds in s, as rule.replace
+// does for one of ours: never inside or from the start of a placeholder.
+func applyRuleSet(s, low string, found map[string]bool) (string, bool) {
+	fs := ruleSet().Find(s, low)
+	if len(fs) == 0 {
+		return s, false
+	}
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
+	holders := placeholderRe.FindAllStringIndex(s, -1)
+	var b strings.Builder
+	last, changed := 0, false
+	for _, f := range fs {
+		if f.Start < last || !opaqueFree(f.Start, f.End, holders) {
+			continue // overlaps a finding already replaced, or a placeholder
+		}
+		b.WriteString(s[last:f.Start])
+		b.WriteString(placeholder(f.Rule))
+		last, changed = f.End, true
+		found[f.Rule] = true
 	}
 	if !changed {
 		return s, false
