@@ -106,8 +106,11 @@ type Server struct {
 	metrics *metrics.Metrics
 	broker  *broker.Broker
 	watcher *importer.Watcher
-	http    *http.Server
-	slots   chan struct{}
+	// redactor redacts what reaches the broker without intake (a
+	// claimed prompt).
+	redactor observer.Redactor
+	http     *http.Server
+	slots    chan struct{}
 
 	ctx    context.Context // background work; cancelled by Shutdown
 	cancel context.CancelFunc
