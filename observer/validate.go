@@ -110,7 +110,10 @@ var envelopeFields = []string{"v", "seq", "id", "type", "time", "session", "cwd"
 //     events.Marshal writes for an envelope without one): any other seq is
 //     refused, because seq is assigned by dshmem;
 //   - id is a non-blank string of at most 512 bytes; type is a known event
-//     type; time parses as RFC 3339 (time.RFC3339Nano) and is kept as sent;
+//     type; time parses as RFC 3339 (time.RFC3339Nano), lies in the
+//     years 1970–2199 (MinEventTime, MaxEventTime: times in nanoseconds
+//     overflow outside 1678–2262, and restore --at compares them) and is
+//     kept as sent;
 //   - session, cwd and stream are strings when present; cwd is absolute
 //     (POSIX or a Windows drive path); stream is a stream name and, when
 //     cwd is present, the key of cwd or of one of its parent directories
@@ -174,8 +177,13 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 	if e.Time, err = requiredString(fields, "time"); err != nil {
 		return fail("time", "%v", err)
 	}
-	if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
+	t, err := time.Parse(time.RFC3339Nano, e.Time)
+	if err != nil {
 		return fail("time", "not RFC 3339: %s (want e.g. 2026-08-18T10:00:00Z)", QuoteClip(e.Time))
+	}
+	if t.Before(MinEventTime) || !t.Before(MaxEventTime) {
+		return fail("time", "%s is outside the years %d–%d an event may carry: send the event's own time (e.g. 2026-08-18T10:00:00Z)",
+			QuoteClip(e.Time), MinEventTime.Year(), MaxEventTime.Year()-1)
 	}
 	if e.Session, err = optionalString(fields, "session"); err != nil {
 		return fail("session", "%v", err)
@@ -394,6 +402,12 @@ var dataRules = map[string][]dataField{
 
 // checkData applies dataRules and the value rules of session/start and
 // memory/remember to e.Data, which is a JSON object or absent.
+// MinEventTime and MaxEventTime bound an event's time: [1970, 2200).
+var (
+	MinEventTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxEventTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 func checkData(e *events.Envelope, lineNo int) *LineError {
 	fail := func(field, format string, args ...any) *LineError {
 		return &LineError{Line: lineNo, Field: "data." + field, Msg: fmt.Sprintf(format, args...)}

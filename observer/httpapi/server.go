@@ -474,11 +474,11 @@ func (s *Server) recordShown(session, cwd, mode string, ids []string) {
 	s.enqueue(&intakeJob{lines: [][]byte{line}, size: len(line)})
 }
 
-// authorized checks the bearer token in constant time.
+// authorized checks the bearer token in constant time. The scheme is
+// matched without regard to case (RFC 9110 §11.1): "bearer" is Bearer.
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) == 1

@@ -139,6 +139,30 @@ func event(id, typ, session, cwd string, data any) map[string]any {
 	return m
 }
 
+// TestAuthorizationScheme: the scheme is matched without regard to
+// case; a wrong scheme, a missing token or extra words are refused.
+func TestAuthorizationScheme(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	for h, want := range map[string]int{
+		"Bearer " + ts.token:                   200,
+		"bearer " + ts.token:                   200,
+		"BEARER  " + ts.token + "  ":           200,
+		"Basic " + ts.token:                    401,
+		"Bearer":                               401,
+		ts.token:                               401,
+		"Bearer " + ts.token + " x":            401,
+		"Bearer " + ts.token[:len(ts.token)-1]: 401,
+	} {
+		req, err := http.NewRequest("GET", ts.url+"/v1/healthz", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, "Authorization: %q", h)
+	}
+}
+
 func TestServerRoutes(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{})
 	const cwd = "/home/u/proj"
