@@ -330,14 +330,19 @@ func TestServerRoutes(t *testing.T) {
 	})
 }
 
+// TestServerTooManyRequests: with every slot taken a request is 429;
+// health and metrics still answer.
 func TestServerTooManyRequests(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{MaxInFlight: 1})
 	ts.srv.slots <- struct{}{} // one request in flight
-	code, out := ts.call("GET", "/v1/healthz", nil)
+	code, out := ts.call("POST", "/v1/search", map[string]any{"query": "x"})
+	hcode, hout := ts.call("GET", "/v1/healthz", nil)
+	mcode, _ := ts.call("GET", "/v1/metrics", nil)
 	<-ts.srv.slots
-	if code != http.StatusTooManyRequests || errCode(t, out) != CodeTooMany {
-		t.Fatalf("got %d %s, want 429", code, out)
-	}
+	require.Equal(t, http.StatusTooManyRequests, code, "%s", out)
+	require.Equal(t, CodeTooMany, errCode(t, out))
+	require.Equal(t, 200, hcode, "healthz while the slots are full: %s", hout)
+	require.Equal(t, 200, mcode, "metrics while the slots are full")
 }
 
 type failingDistiller struct{}
@@ -628,7 +633,7 @@ func TestServerReadTimeout(t *testing.T) {
 	got, err := io.ReadAll(conn)
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the stalled connection open (read so far: %q)", got)
-	require.False(t, len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400"), "got %q, want the connection closed, or a 400 before it", got)
+	require.False(t, len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 408"), "got %q, want the connection closed, or a 408 before it", got)
 	var r EventsResponse
 	ts.must(200, "POST", "/v1/events", []any{event("slow:1", "user/message", "slow", "/p", map[string]any{"text": "now whole"})}, &r)
 	require.EqualValues(t, 1, r.Appended, "got %+v: the stalled body must not have been ingested", r)
