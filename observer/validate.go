@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -400,14 +401,14 @@ var dataRules = map[string][]dataField{
 	events.TypeMemoryOps:         {{"ops", arrayOfAny}},
 }
 
-// checkData applies dataRules and the value rules of session/start and
-// memory/remember to e.Data, which is a JSON object or absent.
 // MinEventTime and MaxEventTime bound an event's time: [1970, 2200).
 var (
 	MinEventTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 	MaxEventTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
+// checkData applies dataRules and the value rules of session/start and
+// memory/remember to e.Data, which is a JSON object or absent.
 func checkData(e *events.Envelope, lineNo int) *LineError {
 	fail := func(field, format string, args ...any) *LineError {
 		return &LineError{Line: lineNo, Field: "data." + field, Msg: fmt.Sprintf(format, args...)}
@@ -454,6 +455,21 @@ func checkData(e *events.Envelope, lineNo int) *LineError {
 		if OnlySecret(content) {
 			return fail("content", "is nothing but a credential; dshmem does not store secrets as memories (remember where the secret is kept instead)")
 		}
+	case events.TypeFileEdit:
+		var p string
+		_ = json.Unmarshal(obj["path"], &p) // checked above
+		if !rootRelative(p) {
+			return fail("path", "%s is not a path inside the memory root: give it relative to the root, with / and no .. (e.g. global.md or scopes/ws-…/memory_summary.md)", QuoteClip(p))
+		}
 	}
 	return nil
+}
+
+// rootRelative reports whether p names a file inside the root: relative,
+// slash-separated, clean (no ., .., empty or backslash parts), no drive.
+func rootRelative(p string) bool {
+	if p == "" || strings.ContainsAny(p, "\\\x00:") || path.IsAbs(p) || path.Clean(p) != p {
+		return false
+	}
+	return p != ".." && !strings.HasPrefix(p, "../")
 }
