@@ -133,8 +133,9 @@ func (f *crashFile) Sync() error {
 // in the next Ingest); when a segment write is half done ("torn": the
 // reopen must cut the torn tail); and right after an fsync, before the
 // acknowledgement ("synced": durable events nobody was told of, which a
-// retry must not double). The seed is fixed (DSHMEM_CRASH_SEED picks another); kills
-// defaults to 50 (DSHMEM_CRASH_KILLS for a longer run).
+// retry must not double). The seed is fixed (DSHMEM_CRASH_SEED picks
+// another); there are 50 kills, 200 under CI=true, and DSHMEM_CRASH_KILLS
+// sets another count for a longer run.
 func TestCrashKill9(t *testing.T) {
 	kills := 50
 	if os.Getenv("CI") == "true" {
