@@ -86,3 +86,31 @@ func TestRedactNewShapes(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRedactEnvelope: data that is a JSON object comes back a JSON
+// object with the same keys in the same order (where no key is a secret
+// itself), and redacting it again changes nothing.
+func FuzzRedactEnvelope(f *testing.F) {
+	f.Add(`{"password":"Fake-pw-12"}`)
+	f.Add(`{"args":{"headers":{"X-Api-Key":"abc123def456"}},"n":[1,2.5e3,true,null]}`)
+	f.Add(`{"text":"token=ghp_FAKE0123456789abcdefghijklmnopqrstuv","credentials":{"a":[{"b":"c1d2e3"}]}}`)
+	f.Add(`{"\u00e9":"\u0000","k":"\ud83d\ude42"}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var v map[string]any
+		if json.Unmarshal([]byte(data), &v) != nil {
+			return
+		}
+		e := events.Envelope{Data: json.RawMessage(data)}
+		if _, err := NewRedactor().Envelope(&e); err != nil {
+			t.Fatalf("Envelope(%s): %v", data, err)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(e.Data, &out); err != nil {
+			t.Fatalf("Envelope(%s) gave %s, not a JSON object: %v", data, e.Data, err)
+		}
+		again := events.Envelope{Data: e.Data}
+		if _, err := NewRedactor().Envelope(&again); err != nil || string(again.Data) != string(e.Data) {
+			t.Fatalf("not idempotent: %s -> %s -> %s (%v)", data, e.Data, again.Data, err)
+		}
+	})
+}
