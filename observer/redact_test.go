@@ -31,15 +31,21 @@ type corpusSample struct {
 	Keep    []string `json:"keep"`
 }
 
+// corpusFiles are the credential corpora: corpus.jsonl written by hand,
+// corpus-more.jsonl by testdata/secrets/gen/more_corpus.py.
+var corpusFiles = []string{"corpus.jsonl", "corpus-more.jsonl"}
+
 func readCorpus(t testing.TB) []corpusSample {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(secretsDir, "corpus.jsonl"))
-	require.NoError(t, err)
 	var out []corpusSample
-	for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
-		var s corpusSample
-		require.NoError(t, json.Unmarshal(line, &s), "corpus.jsonl line %d", i+1)
-		out = append(out, s)
+	for _, name := range corpusFiles {
+		raw, err := os.ReadFile(filepath.Join(secretsDir, name))
+		require.NoError(t, err)
+		for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+			var s corpusSample
+			require.NoError(t, json.Unmarshal(line, &s), "%s line %d", name, i+1)
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -64,7 +70,7 @@ func readTexts(t testing.TB, name string) []string {
 
 func TestRedactCorpus(t *testing.T) {
 	samples := readCorpus(t)
-	require.False(t, len(samples) < 40, "corpus has %d samples, want at least 40", len(samples))
+	require.GreaterOrEqual(t, len(samples), 150, "the corpus has %d samples", len(samples))
 	kinds := map[string]int{}
 	r := NewRedactor()
 	for _, s := range samples {
@@ -85,9 +91,11 @@ func TestRedactCorpus(t *testing.T) {
 	}
 	for _, k := range []string{kindPrivateKey, kindAnthropicKey, kindOpenAIKey, kindGitHubToken, kindSlackToken,
 		kindGoogleAPIKey, kindAWSSecretKey, kindAWSAccessKeyID, kindJWT, kindBearerToken, kindBasicAuth,
-		kindURLCredentials, kindPassword} {
+		kindURLCredentials, kindPassword, kindCLIPassword, kindAuthorization, kindCookie, kindURLSecretParam,
+		kindConnectionString, kindSecretLabelChinese} {
 		assert.NotEqualValues(t, 0, kinds[k], "corpus has no sample of kind %s", k)
 	}
+	assert.GreaterOrEqual(t, len(kinds), 25, "the corpus covers %d kinds: %v", len(kinds), kinds)
 }
 
 func TestRedactExact(t *testing.T) {
@@ -123,19 +131,32 @@ func TestRedactNearMisses(t *testing.T) {
 	}
 }
 
+// sharedMADial is the full MADial-Bench beside the repository
+// (../shared/data/madial of the repository root).
+const sharedMADial = "../../shared/data/madial"
+
 // TestRedactOrdinaryText measures false positives on ordinary dialogue:
-// testdata/secrets/ordinary.txt and the MADial-Bench subset in
-// testdata/madial, always; and every dialogue and memory string of the
-// full MADial-Bench when DSHMEM_MADIAL_DIR names a folder with its *.json
-// files.
+// testdata/secrets/ordinary.txt, the MADial-Bench subset in
+// testdata/madial, and every dialogue and memory string of the full
+// MADial-Bench beside the repository (or in DSHMEM_MADIAL_DIR). Under
+// CI=true the full set must be there.
 func TestRedactOrdinaryText(t *testing.T) {
 	texts := readTexts(t, "ordinary.txt")
 	require.False(t, len(texts) < 500, "ordinary.txt has %d texts, want at least 500", len(texts))
 	texts = append(texts, madialTexts(t, "../testdata/madial")...)
-	if dir := os.Getenv("DSHMEM_MADIAL_DIR"); dir != "" {
+	dir := os.Getenv("DSHMEM_MADIAL_DIR")
+	if dir == "" {
+		dir = sharedMADial
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MADial-Bench-en-dialogue.json")); err == nil {
 		full := madialTexts(t, dir)
-		t.Logf("DSHMEM_MADIAL_DIR=%s: %d texts", dir, len(full))
-		texts = full
+		t.Logf("%s: %d texts", dir, len(full))
+		require.Greater(t, len(full), 5000, "the full MADial-Bench has over 5,000 texts")
+		texts = append(texts, full...)
+	} else if os.Getenv("CI") == "true" {
+		t.Fatalf("the full MADial-Bench is not at %s (CI=true needs it): %v", dir, err)
+	} else {
+		t.Logf("the full MADial-Bench is not at %s: measured on the bundled texts only", dir)
 	}
 	r := NewRedactor()
 	changed := 0
@@ -146,6 +167,50 @@ func TestRedactOrdinaryText(t *testing.T) {
 		}
 	}
 	t.Logf("false positives: %d of %d texts", changed, len(texts))
+}
+
+// ownSourceFalsePositiveRate bounds the share of the repository's Go
+// source lines the redactor changes. Measured on 2026-12-02: 24 of 38,665
+// lines (0.06%), most in its own documentation and kind names
+// ("password=hunter2" in a comment, kindGitHubToken = "github-token").
+// The source grows, so the bound is a rate.
+const ownSourceFalsePositiveRate = 0.001
+
+// TestRedactOwnSource measures false positives on this repository's own
+// Go source (test files left out: they hold fake credentials on purpose)
+// and holds them under ownSourceFalsePositiveRate.
+func TestRedactOwnSource(t *testing.T) {
+	r := NewRedactor()
+	files, lines, changed := 0, 0, 0
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for i, line := range strings.Split(string(raw), "\n") {
+			lines++
+			if got, kinds := r.String(line); got != line {
+				changed++
+				t.Logf("%s:%d: false positive %v: %q -> %q", path, i+1, kinds, line, got)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, files, 100, "walked %d Go files", files)
+	t.Logf("false positives: %d of %d lines in %d Go files", changed, lines, files)
+	assert.LessOrEqual(t, float64(changed)/float64(lines), ownSourceFalsePositiveRate,
+		"%d false positives in %d lines: over the %.2f%% measured", changed, lines, 100*ownSourceFalsePositiveRate)
 }
 
 // madialTexts returns every string of MADial-Bench's JSON-lines files:

@@ -1,13 +1,13 @@
 package observer
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"dshmem/events"
@@ -23,23 +23,8 @@ import (
 // every decompressed segment line and in the raw bytes of index.db and
 // its WAL.
 func TestSecretsNeverReachDisk(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "testdata", "secrets", "corpus.jsonl"))
-	require.NoError(t, err)
-	defer f.Close()
-	type sample struct {
-		Kind    string   `json:"kind"`
-		Text    string   `json:"text"`
-		Secrets []string `json:"secrets"`
-	}
-	var samples []sample
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var s sample
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &s))
-		samples = append(samples, s)
-	}
-	require.False(t, len(samples) < 40, "corpus has %d samples, want at least 40", len(samples))
+	samples := readCorpus(t)
+	require.GreaterOrEqual(t, len(samples), 150, "corpus has %d samples", len(samples))
 
 	root := t.TempDir()
 	ctx := context.Background()
@@ -94,6 +79,18 @@ func TestSecretsNeverReachDisk(t *testing.T) {
 			disk.Write(b)
 		}
 	}
+	// And every projection.
+	md := 0
+	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			b, err := os.ReadFile(path)
+			disk.Write(b)
+			md++
+			return err
+		}
+		return err
+	}))
+	require.Greater(t, md, 0, "no Markdown projection was written")
 	for _, s := range samples {
 		for _, secret := range s.Secrets {
 			assert.NotContains(t, string(disk.Bytes()), string([]byte(secret)), "%s: secret %q reached the disk", s.Kind, secret)

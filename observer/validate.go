@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,10 @@ var envelopeFields = []string{"v", "seq", "id", "type", "time", "session", "cwd"
 //     events.Marshal writes for an envelope without one): any other seq is
 //     refused, because seq is assigned by dshmem;
 //   - id is a non-blank string of at most 512 bytes; type is a known event
-//     type; time parses as RFC 3339 (time.RFC3339Nano) and is kept as sent;
+//     type; time parses as RFC 3339 (time.RFC3339Nano), lies in the
+//     years 1970–2199 (MinEventTime, MaxEventTime: times in nanoseconds
+//     overflow outside 1678–2262, and restore --at compares them) and is
+//     kept as sent;
 //   - session, cwd and stream are strings when present; cwd is absolute
 //     (POSIX or a Windows drive path); stream is a stream name and, when
 //     cwd is present, the key of cwd or of one of its parent directories
@@ -174,8 +178,13 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 	if e.Time, err = requiredString(fields, "time"); err != nil {
 		return fail("time", "%v", err)
 	}
-	if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
+	t, err := time.Parse(time.RFC3339Nano, e.Time)
+	if err != nil {
 		return fail("time", "not RFC 3339: %s (want e.g. 2026-08-18T10:00:00Z)", QuoteClip(e.Time))
+	}
+	if t.Before(MinEventTime) || !t.Before(MaxEventTime) {
+		return fail("time", "%s is outside the years %d–%d an event may carry: send the event's own time (e.g. 2026-08-18T10:00:00Z)",
+			QuoteClip(e.Time), MinEventTime.Year(), MaxEventTime.Year()-1)
 	}
 	if e.Session, err = optionalString(fields, "session"); err != nil {
 		return fail("session", "%v", err)
@@ -392,6 +401,12 @@ var dataRules = map[string][]dataField{
 	events.TypeMemoryOps:         {{"ops", arrayOfAny}},
 }
 
+// MinEventTime and MaxEventTime bound an event's time: [1970, 2200).
+var (
+	MinEventTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxEventTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // checkData applies dataRules and the value rules of session/start and
 // memory/remember to e.Data, which is a JSON object or absent.
 func checkData(e *events.Envelope, lineNo int) *LineError {
@@ -440,6 +455,21 @@ func checkData(e *events.Envelope, lineNo int) *LineError {
 		if OnlySecret(content) {
 			return fail("content", "is nothing but a credential; dshmem does not store secrets as memories (remember where the secret is kept instead)")
 		}
+	case events.TypeFileEdit:
+		var p string
+		_ = json.Unmarshal(obj["path"], &p) // checked above
+		if !rootRelative(p) {
+			return fail("path", "%s is not a path inside the memory root: give it relative to the root, with / and no .. (e.g. global.md or scopes/ws-…/memory_summary.md)", QuoteClip(p))
+		}
 	}
 	return nil
+}
+
+// rootRelative reports whether p names a file inside the root: relative,
+// slash-separated, clean (no ., .., empty or backslash parts), no drive.
+func rootRelative(p string) bool {
+	if p == "" || strings.ContainsAny(p, "\\\x00:") || path.IsAbs(p) || path.Clean(p) != p {
+		return false
+	}
+	return p != ".." && !strings.HasPrefix(p, "../")
 }

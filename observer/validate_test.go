@@ -45,6 +45,13 @@ func TestValidateOK(t *testing.T) {
 	}
 }
 
+func TestValidateTimeBounds(t *testing.T) {
+	for _, tm := range []string{"1970-01-01T00:00:00Z", "2199-12-31T23:59:59.999999999Z", "2026-08-18T10:00:00+08:00"} {
+		_, lerr := Validate([]byte(`{"id":"a","type":"session/end","time":"`+tm+`"}`), 1)
+		assert.Nil(t, lerr, "%s: %v", tm, lerr)
+	}
+}
+
 func TestValidateKeepsFields(t *testing.T) {
 	e, lerr := Validate([]byte(`{"id":"x:1","type":"user/message","time":"2026-08-18T10:00:00.5+02:00","session":"s","cwd":"/p/","data":{ "z":1, "text":"t", "a":{"b":[true,null,1.50]} }}`), 1)
 	require.Nil(t, lerr, lerr)
@@ -73,6 +80,14 @@ func TestValidateRejects(t *testing.T) {
 		{"UnknownField", `{"id":"a","type":"session/end","Time":"2026-08-18T10:00:00Z"}`, "Time", "unknown field"},
 		{"VersionNewer", `{"v":2,"id":"a","type":"session/end","time":"2026-08-18T10:00:00Z"}`, "v", "newer"},
 		{"VersionZero", `{"v":0,"id":"a","type":"session/end","time":"2026-08-18T10:00:00Z"}`, "v", "unsupported version"},
+		{"FileEditEscapesRoot", `{"id":"a","type":"file/edit","time":"2026-08-18T10:00:00Z","data":{"path":"../../etc/passwd","content":"x"}}`, "data.path", "not a path inside the memory root"},
+		{"FileEditAbsolute", `{"id":"a","type":"file/edit","time":"2026-08-18T10:00:00Z","data":{"path":"/etc/passwd","content":"x"}}`, "data.path", "inside the memory root"},
+		{"FileEditBackslash", `{"id":"a","type":"file/edit","time":"2026-08-18T10:00:00Z","data":{"path":"scopes\\..\\..\\x","content":"x"}}`, "data.path", "inside the memory root"},
+		{"FileEditUnclean", `{"id":"a","type":"file/edit","time":"2026-08-18T10:00:00Z","data":{"path":"scopes/./../global.md","content":"x"}}`, "data.path", "inside the memory root"},
+		{"TimeYear9999", `{"id":"a","type":"session/end","time":"9999-12-31T23:59:59Z"}`, "time", "outside the years 1970–2199"},
+		{"TimeYear2200", `{"id":"a","type":"session/end","time":"2200-01-01T00:00:00Z"}`, "time", "outside the years"},
+		{"TimeBefore1970", `{"id":"a","type":"session/end","time":"1969-12-31T23:59:59.999Z"}`, "time", "outside the years"},
+		{"TimeBefore1970ByZone", `{"id":"a","type":"session/end","time":"1970-01-01T00:30:00+01:00"}`, "time", "outside the years"},
 		{"VersionString", `{"v":"1","id":"a","type":"session/end","time":"2026-08-18T10:00:00Z"}`, "v", "integer"},
 		{"SeqPresent", `{"seq":42,"id":"a","type":"session/end","time":"2026-08-18T10:00:00Z"}`, "seq", "assigned by dshmem; remove it"},
 		{"IDMissing", `{"type":"session/end","time":"2026-08-18T10:00:00Z"}`, "id", "missing"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,7 +189,7 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 				return errStop
 			}
 			d, b, ok := projector.BlockOf(&ev)
-			if ok && d == day && (at.Time.IsZero() || b.At <= at.Time.UnixNano()) {
+			if ok && d == day && (at.Time.IsZero() || b.At <= unixNanoClamped(at.Time)) {
 				blocks = append(blocks, b)
 			}
 			return nil
@@ -208,4 +209,16 @@ func restoreDay(ctx context.Context, log Log, day string, at Point, opts Restore
 		return nil, fmt.Errorf("%w: %s has no compaction or session summary %s", ErrNoSuchFile, rel, when)
 	}
 	return projector.RenderDay(day, blocks).Data, nil
+}
+
+// unixNanoClamped is t.UnixNano without its overflow: a time past 2262
+// is after every event, one before 1678 before every event.
+func unixNanoClamped(t time.Time) int64 {
+	switch {
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"testing"
 
 	"dshmem/sqlstore/madial"
@@ -39,5 +41,52 @@ func TestEvalMADialSubset(t *testing.T) {
 	assert.False(t, !ours["zh"] || !ours["en"] || baselines != 2, "got rows %+v, want dshmem recall for zh and en and the BGE-M3 and OpenAI baselines", rows)
 	if code, _, _ := cli(t, "", "eval", "madial"); code != 2 {
 		t.Errorf("without --data: exit %d, want 2", code)
+	}
+}
+
+// TestREADMEMADialFigures pins README's MADial-Bench figures to what
+// `eval madial` measures on the full data beside the repository: every
+// R@10 the README quotes for dshmem recall, the lexical floor, the dense
+// baselines and (with the encoder installed) the fused English figure
+// must be what the command prints, rounded as README rounds it. Under
+// CI=true the data and the model must be there.
+func TestREADMEMADialFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the full MADial-Bench run takes ~20 s")
+	}
+	const dir = "../../../shared/data/madial"
+	if _, err := os.Stat(dir + "/MADial-Bench-en-dialogue.json"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the full MADial-Bench is not at %s: %v", dir, err)
+		}
+		t.Skipf("the full MADial-Bench is not at %s", dir)
+	}
+	code, out, errs := cli(t, "", "eval", "madial", "--data", dir, "--json")
+	require.Equal(t, 0, code, errs)
+	var rows []madial.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	r10 := map[string]string{}
+	for _, r := range rows {
+		r10[r.Lang+" "+r.Retriever] = fmt.Sprintf("%.3f", r.Recall["10"])
+	}
+	for _, k := range []string{"zh dshmem recall", "en dshmem recall", "zh lexical floor", "en lexical floor", "zh BGE-M3", "zh Stella", "zh Acge", "zh Dmeta", "zh OpenAI"} {
+		require.Contains(t, r10, k, "eval madial printed no %s row", k)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	text := string(readme)
+	want := []string{
+		"zh " + r10["zh dshmem recall"],
+		"en " + r10["en dshmem recall"],
+		"lexical floor " + r10["zh lexical floor"] + " / " + r10["en lexical floor"],
+		fmt.Sprintf("BGE-M3 %s, Stella %s, Acge %s, Dmeta %s, OpenAI %s", r10["zh BGE-M3"], r10["zh Stella"], r10["zh Acge"], r10["zh Dmeta"], r10["zh OpenAI"]),
+	}
+	if fused, ok := r10["en dshmem recall+dense"]; ok {
+		want = append(want, "fused with recall R@10 "+fused)
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("no fused English row: the encoder is not installed (CI installs it with dshmem model install)")
+	}
+	for _, w := range want {
+		assert.Contains(t, text, w, "README does not quote the measured figure %q", w)
 	}
 }

@@ -43,7 +43,8 @@ var layers = []struct {
 	// part of the engine, so the engine may use them.
 	{"observer/dsh", []string{"events/..."}},
 	{"observer/distill", []string{"events/...", "sqlstore/tokenize"}},
-	{"observer", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer/distill", "observer/dsh"}},
+	{"observer/secretrules", nil},
+	{"observer", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer/distill", "observer/dsh", "observer/secretrules"}},
 	{"observer/metrics", nil},
 	{"observer/broker", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/distill", "observer/metrics"}},
 	{"observer/checkpoint", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/distill"}},

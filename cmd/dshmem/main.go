@@ -103,6 +103,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	env := &cliEnv{root: resolveRoot(*root), rootFlag: *root, stdin: stdin, stdout: stdout, stderr: stderr}
+	if printsStoredText[name] {
+		env.stdout = termSafe(stdout)
+	}
 	err := c.run(ctx, env, rest[1:])
 	var ee exitError
 	var ue usageError

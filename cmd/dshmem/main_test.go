@@ -214,6 +214,7 @@ func TestUsageMistakes(t *testing.T) {
 		{"NoEntryID", []string{"history"}, []string{"needs exactly one entry ID", "dshmem entries"}},
 		{"TwoEntryIDs", []string{"forget", "m-1", "m-2"}, []string{"needs exactly one entry ID"}},
 		{"NoText", []string{"remember", "--global"}, []string{"needs the TEXT to remember"}},
+		{"RestoreAtFarFuture", []string{"restore", "global.md", "--at", "9999-12-31T00:00:00Z"}, []string{"outside the years 1970–2199", "leave --at out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := cli(t, "", append([]string{"--root", t.TempDir()}, tc.args...)...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dshmem/markdown"
+	"dshmem/observer"
 	"dshmem/replay"
 )
 
@@ -60,6 +61,9 @@ func runRestore(ctx context.Context, env *cliEnv, args []string) error {
 			}
 			at.Seq = n
 		} else if t, err := time.Parse(time.RFC3339Nano, *atFlag); err == nil {
+			if t.Before(observer.MinEventTime) || !t.Before(observer.MaxEventTime) {
+				return usageError{fmt.Sprintf("--at %s is outside the years %d–%d events carry: leave --at out for the end of the log", *atFlag, observer.MinEventTime.Year(), observer.MaxEventTime.Year()-1)}
+			}
 			at.Time = t
 		} else {
 			return usageError{fmt.Sprintf("--at %q is neither a seq (a positive integer) nor an RFC 3339 time such as 2026-08-18T18:00:00+08:00", *atFlag)}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -90,7 +91,14 @@ func TestWriteWithoutServerFailsClearly(t *testing.T) {
 }
 
 func TestServeRefusesRemoteAddr(t *testing.T) {
-	code, _, errs := cli(t, "", "--root", t.TempDir(), "serve", "--addr", "0.0.0.0:0", "--no-watch")
+	// Were the refusal broken, serve would run: the deadline stops it, so
+	// the test fails at once instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"--root", t.TempDir(), "serve", "--addr", "0.0.0.0:0", "--no-watch"}, strings.NewReader(""), &out, &errb)
+	errs := errb.String()
+	require.NoError(t, ctx.Err(), "serve did not refuse the address: it ran until the deadline (stderr %s)", errs)
 	require.EqualValues(t, 2, code, "exit %d, stderr %s", code, errs)
 	require.Contains(t, errs, "not loopback", "exit %d, stderr %s", code, errs)
 	require.Contains(t, errs, "--allow-remote", "exit %d, stderr %s", code, errs)

@@ -39,6 +39,10 @@ type PacketOptions struct {
 	// recall cut short by it yields what it found by then, which may be
 	// nothing: that version of the session then gets no packet.
 	RecallTimeout time.Duration
+	// MaxSessions bounds the live runtimes (0: 1024); beyond it the one
+	// seen least recently is freed, so a flood of new sessions keeps
+	// memory flat. A freed session that comes back starts afresh.
+	MaxSessions int
 }
 
 func (o PacketOptions) withDefaults() PacketOptions {
@@ -65,6 +69,9 @@ func (o PacketOptions) withDefaults() PacketOptions {
 	}
 	if o.RecallTimeout <= 0 {
 		o.RecallTimeout = 100 * time.Millisecond
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1024
 	}
 	return o
 }
@@ -151,8 +158,7 @@ func (b *Broker) Observe(evs []events.Envelope) {
 			if b.endedBefore(ev) {
 				continue // a row the host wrote before the session ended, read late
 			}
-			rt = &sessionRuntime{session: ev.Session, shownAt: map[string]int{}}
-			b.sessions[ev.Session] = rt
+			rt = b.addSessionLocked(ev.Session)
 		}
 		if ev.Stream != "" {
 			rt.stream = ev.Stream
@@ -451,6 +457,29 @@ func (b *Broker) TakeContext(session string) SessionInfo {
 	si := SessionInfo{Origin: rt.origin, Compacted: rt.compacted}
 	rt.compacted = false
 	return si
+}
+
+// addSessionLocked makes the runtime of a new session, first freeing the
+// runtime seen least recently when MaxSessions are live.
+func (b *Broker) addSessionLocked(session string) *sessionRuntime {
+	for len(b.sessions) >= b.opts.MaxSessions {
+		oldest := ""
+		var at time.Time
+		for id, rt := range b.sessions {
+			if oldest == "" || rt.seen.Before(at) || rt.seen.Equal(at) && id < oldest {
+				oldest, at = id, rt.seen
+			}
+		}
+		b.sessions[oldest].wakeLocked()
+		delete(b.sessions, oldest)
+		delete(b.queued, oldest)
+		if b.metrics != nil {
+			b.metrics.SessionsEvicted.Add(1)
+		}
+	}
+	rt := &sessionRuntime{session: session, shownAt: map[string]int{}, seen: b.now()}
+	b.sessions[session] = rt
+	return rt
 }
 
 // Sweep frees the runtimes idle for longer than Idle; it returns how many.

@@ -25,8 +25,7 @@ func (b *Broker) Claim(ctx context.Context, session, stream, cwd, origin, messag
 	b.mu.Lock()
 	rt := b.sessions[session]
 	if rt == nil {
-		rt = &sessionRuntime{session: session, shownAt: map[string]int{}}
-		b.sessions[session] = rt
+		rt = b.addSessionLocked(session)
 		delete(b.ended, session) // a resumed session
 	}
 	if stream != "" {

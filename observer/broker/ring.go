@@ -26,6 +26,23 @@ type segment struct {
 	correction bool
 }
 
+// Held returns every text the broker holds for a session: its ring's
+// texts and tool arguments and a claimed prompt. It is what an audit (and
+// the secrets test) checks: all of it came through redaction.
+func (b *Broker) Held(session string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rt := b.sessions[session]
+	if rt == nil {
+		return nil
+	}
+	var out []string
+	for _, seg := range rt.ring {
+		out = append(out, seg.text, seg.args)
+	}
+	return append(out, rt.claimed)
+}
+
 // sessionRuntime is the state of one live session.
 type sessionRuntime struct {
 	session string

@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"dshmem/events"
 	"dshmem/events/payload"
+	"dshmem/observer/metrics"
+	"dshmem/sqlstore/recall"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,4 +73,46 @@ func TestObserveOriginAndStep(t *testing.T) {
 	assert.Equal(t, 7, rt.step, "the host's step")
 	b.Observe([]events.Envelope{envelope(t, payload.ToolResult{Name: "bash", Text: "x", Step: 5})})
 	assert.Equal(t, 7, rt.step, "an older step does not go back")
+}
+
+// TestSessionCap: beyond MaxSessions the runtime seen least recently is
+// freed, whichever way a session arrived (an event or a claimed prompt),
+// and a session seen again moves to the back of the line.
+func TestSessionCap(t *testing.T) {
+	clock := time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
+	m := metrics.New()
+	b := New(noRecall{}, PacketOptions{MaxSessions: 3}, m, func() time.Time { return clock }, nil)
+	observe := func(session string) {
+		clock = clock.Add(time.Second)
+		ev := envelope(t, payload.UserMessage{Text: "hello " + session})
+		ev.Session = session
+		b.Observe([]events.Envelope{ev})
+	}
+	for _, s := range []string{"s1", "s2", "s3"} {
+		observe(s)
+	}
+	observe("s1") // s1 is now the newest; s2 the oldest
+	observe("s4")
+	assert.Equal(t, 3, b.Sessions())
+	assert.Nil(t, b.sessions["s2"], "the least recently seen session was not freed")
+	for _, s := range []string{"s1", "s3", "s4"} {
+		assert.NotNil(t, b.sessions[s], "%s was freed", s)
+	}
+	clock = clock.Add(time.Second)
+	b.Claim(context.Background(), "s5", "global", "", "", "", "a prompt", 1)
+	assert.Equal(t, 3, b.Sessions())
+	assert.Nil(t, b.sessions["s3"], "a claimed prompt's new session did not free the oldest")
+	assert.EqualValues(t, 2, m.SessionsEvicted.Load())
+	// A flood stays at the cap.
+	for i := range 5000 {
+		observe(fmt.Sprintf("flood-%d", i))
+	}
+	assert.Equal(t, 3, b.Sessions())
+}
+
+// noRecall finds nothing.
+type noRecall struct{}
+
+func (noRecall) Recall(context.Context, recall.Query) (*recall.Result, error) {
+	return &recall.Result{}, nil
 }

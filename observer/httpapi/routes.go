@@ -27,6 +27,7 @@ const (
 	CodeConflict     = "conflict"
 	CodeTooLarge     = "too_large"
 	CodeTooMany      = "too_many_requests"
+	CodeTimeout      = "request_timeout"
 	CodeUnavailable  = "unavailable"
 	CodeDistiller    = "distiller_failed"
 	CodeIndex        = "index_unavailable"
@@ -93,9 +94,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		code, _ = writeError(w, http.StatusMethodNotAllowed, CodeMethod, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, rt.method, r.Method))
 		return
 	}
+	limit := int64(MaxRequestBytes)
+	if rt.name == "events" {
+		limit = observer.MaxIngestBytes
+	}
+	// Health checks and metrics take no slot: a server whose slots are
+	// all busy still answers them.
+	exempt := rt.name == "healthz" || rt.name == "metrics"
+	// The body is read before a slot is taken, with a deadline and a
+	// bound of its own, so clients that send slowly cannot hold the
+	// slots every other request needs.
+	if !exempt && hasBody(r) {
+		body, c, ok := s.readBodyFirst(w, r, limit)
+		if !ok {
+			code = c
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	// A packet long poll waits without a slot: it has a cap of its own
 	// (MaxPacketWaiters), and holding slots it would starve the rest.
-	if longPoll := rt.name == "packet" && r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0"; !longPoll {
+	if longPoll := rt.name == "packet" && r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0"; !longPoll && !exempt {
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
@@ -104,10 +123,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 			code, _ = writeError(w, http.StatusTooManyRequests, CodeTooMany, fmt.Sprintf("more than %d requests in flight; retry shortly", cap(s.slots)))
 			return
 		}
-	}
-	limit := int64(MaxRequestBytes)
-	if rt.name == "events" {
-		limit = observer.MaxIngestBytes
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	var err error

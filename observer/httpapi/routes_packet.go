@@ -158,6 +158,10 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) (int, erro
 		w.WriteHeader(http.StatusNoContent)
 		return http.StatusNoContent, nil
 	}
+	// The prompt reaches the broker before the log has it: it is
+	// redacted here as intake would, so no credential is held or
+	// searched for.
+	text, _ = s.redactor.String(text)
 	s.broker.Claim(r.Context(), session, stream, req.Cwd, req.Origin, req.MessageID, text, req.Step)
 	return s.writePacket(w, session, s.broker.Fetch(session, 0, false, req.Step, true))
 }

@@ -31,6 +31,8 @@ const (
 	// DefaultMaxInFlight is how many requests run at once before the
 	// server answers 429.
 	DefaultMaxInFlight = 256
+	// DefaultMaxBodyReads is how many request bodies are read at once.
+	DefaultMaxBodyReads = 1024
 )
 
 // ServerOptions configure a Server. The zero value works (with a random
@@ -53,6 +55,12 @@ type ServerOptions struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxInFlight caps concurrent requests (0: DefaultMaxInFlight).
 	MaxInFlight int
+	// A request body is read before the request takes one of those
+	// slots, so a client sending slowly holds none: at most MaxBodyReads
+	// bodies are read at once (0: DefaultMaxBodyReads), each within
+	// BodyTimeout (0: 10s), after which it is answered 408.
+	MaxBodyReads int
+	BodyTimeout  time.Duration
 	// Now is the clock of contexts, packets and idle sessions (nil:
 	// time.Now).
 	Now func() time.Time
@@ -106,8 +114,12 @@ type Server struct {
 	metrics *metrics.Metrics
 	broker  *broker.Broker
 	watcher *importer.Watcher
-	http    *http.Server
-	slots   chan struct{}
+	// redactor redacts what reaches the broker without intake (a
+	// claimed prompt).
+	redactor observer.Redactor
+	http     *http.Server
+	slots    chan struct{}
+	bodies   chan struct{} // bodies being read (MaxBodyReads)
 
 	ctx    context.Context // background work; cancelled by Shutdown
 	cancel context.CancelFunc
@@ -161,11 +173,20 @@ func NewServer(e *observer.Engine, opts ServerOptions) (*Server, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.MaxBodyReads <= 0 {
+		opts.MaxBodyReads = DefaultMaxBodyReads
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 10 * time.Second
+	}
+	// The body deadline replaces the connection's read deadline: never
+	// later than the read timeout would have been.
+	opts.BodyTimeout = min(opts.BodyTimeout, orDefault(opts.ReadTimeout, 30*time.Second))
 	if opts.AutoCheckpoint == 0 {
 		opts.AutoCheckpoint = time.Minute
 	}
 	s := &Server{eng: e, index: opts.index, opts: opts, token: []byte(opts.Token), metrics: metrics.New(),
-		slots: make(chan struct{}, opts.MaxInFlight), life: newLifecycle(opts.Now()),
+		slots: make(chan struct{}, opts.MaxInFlight), bodies: make(chan struct{}, opts.MaxBodyReads), life: newLifecycle(opts.Now()),
 		waiters: make(chan struct{}, MaxPacketWaiters), quit: make(chan struct{})}
 	if s.index == nil {
 		s.index = engineIndex{e}
@@ -471,11 +492,11 @@ func (s *Server) recordShown(session, cwd, mode string, ids []string) {
 	s.enqueue(&intakeJob{lines: [][]byte{line}, size: len(line)})
 }
 
-// authorized checks the bearer token in constant time.
+// authorized checks the bearer token in constant time. The scheme is
+// matched without regard to case (RFC 9110 §11.1): "bearer" is Bearer.
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) == 1

@@ -139,6 +139,30 @@ func event(id, typ, session, cwd string, data any) map[string]any {
 	return m
 }
 
+// TestAuthorizationScheme: the scheme is matched without regard to
+// case; a wrong scheme, a missing token or extra words are refused.
+func TestAuthorizationScheme(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	for h, want := range map[string]int{
+		"Bearer " + ts.token:                   200,
+		"bearer " + ts.token:                   200,
+		"BEARER  " + ts.token + "  ":           200,
+		"Basic " + ts.token:                    401,
+		"Bearer":                               401,
+		ts.token:                               401,
+		"Bearer " + ts.token + " x":            401,
+		"Bearer " + ts.token[:len(ts.token)-1]: 401,
+	} {
+		req, err := http.NewRequest("GET", ts.url+"/v1/healthz", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, "Authorization: %q", h)
+	}
+}
+
 func TestServerRoutes(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{})
 	const cwd = "/home/u/proj"
@@ -306,14 +330,19 @@ func TestServerRoutes(t *testing.T) {
 	})
 }
 
+// TestServerTooManyRequests: with every slot taken a request is 429;
+// health and metrics still answer.
 func TestServerTooManyRequests(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{MaxInFlight: 1})
 	ts.srv.slots <- struct{}{} // one request in flight
-	code, out := ts.call("GET", "/v1/healthz", nil)
+	code, out := ts.call("POST", "/v1/search", map[string]any{"query": "x"})
+	hcode, hout := ts.call("GET", "/v1/healthz", nil)
+	mcode, _ := ts.call("GET", "/v1/metrics", nil)
 	<-ts.srv.slots
-	if code != http.StatusTooManyRequests || errCode(t, out) != CodeTooMany {
-		t.Fatalf("got %d %s, want 429", code, out)
-	}
+	require.Equal(t, http.StatusTooManyRequests, code, "%s", out)
+	require.Equal(t, CodeTooMany, errCode(t, out))
+	require.Equal(t, 200, hcode, "healthz while the slots are full: %s", hout)
+	require.Equal(t, 200, mcode, "metrics while the slots are full")
 }
 
 type failingDistiller struct{}
@@ -604,7 +633,7 @@ func TestServerReadTimeout(t *testing.T) {
 	got, err := io.ReadAll(conn)
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the stalled connection open (read so far: %q)", got)
-	require.False(t, len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 400"), "got %q, want the connection closed, or a 400 before it", got)
+	require.False(t, len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 408"), "got %q, want the connection closed, or a 408 before it", got)
 	var r EventsResponse
 	ts.must(200, "POST", "/v1/events", []any{event("slow:1", "user/message", "slow", "/p", map[string]any{"text": "now whole"})}, &r)
 	require.EqualValues(t, 1, r.Appended, "got %+v: the stalled body must not have been ingested", r)

@@ -54,6 +54,7 @@ type Metrics struct {
 	ShownErrors      atomic.Uint64
 	IntakeCalls      atomic.Uint64 // Engine.Ingest calls (joined requests count once)
 	PacketsDiscarded atomic.Uint64 // packets computed for a version that moved on meanwhile
+	SessionsEvicted  atomic.Uint64 // session runtimes freed because MaxSessions were live
 
 	Ingest *Histogram // one intake call
 	Recall *Histogram // one recall or search
@@ -114,6 +115,7 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 		{"dshmem_shown_errors_total", "memory/shown events that could not be written.", &m.ShownErrors},
 		{"dshmem_intake_calls_total", "Intake calls; concurrent event posts and memory/shown writes share one.", &m.IntakeCalls},
 		{"dshmem_packets_discarded_total", "Packets dropped because their session moved on while they were computed.", &m.PacketsDiscarded},
+		{"dshmem_sessions_evicted_total", "Session runtimes freed, least recently seen first, because the broker's cap of live sessions was reached.", &m.SessionsEvicted},
 	} {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v.Load())
 	}

@@ -14,15 +14,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// sharedDir is the complete published data beside the repository
+// (../shared/data/madial of the repository root).
+const sharedDir = "../../../shared/data/madial"
+
 // fullDir returns the directory of the complete published data: $MADIAL_DIR,
-// or /work/shared/data/madial. The tests that need it skip when it is absent.
+// or sharedDir. Under CI=true a test that needs it fails when it is absent;
+// elsewhere it skips.
 func fullDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("MADIAL_DIR")
 	if dir == "" {
-		dir = "/work/shared/data/madial"
+		dir = sharedDir
 	}
 	if _, err := os.Stat(filepath.Join(dir, "MADial-Bench-zh-dialogue.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("full MADial-Bench data not found in %s (CI=true needs it beside the repository, or MADIAL_DIR): %v", dir, err)
+		}
 		t.Skipf("full MADial-Bench data not found in %s (set MADIAL_DIR): %v", dir, err)
 	}
 	return dir

@@ -34,8 +34,8 @@ func evalTestModel(t *testing.T) *encoder.Model {
 func TestFusedChineseUnchanged(t *testing.T) {
 	m := evalTestModel(t)
 	dirs := []string{"../../testdata/madial"}
-	if _, err := os.Stat("../../../shared/data/madial/MADial-Bench-zh-dialogue.json"); err == nil && !testing.Short() {
-		dirs = append(dirs, "../../../shared/data/madial")
+	if !testing.Short() {
+		dirs = append(dirs, fullDir(t))
 	}
 	for _, dir := range dirs {
 		memories, cases, err := Load(dir, "zh")
