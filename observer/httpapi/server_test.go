@@ -230,6 +230,14 @@ func TestServerRoutes(t *testing.T) {
 		}
 		code, out = ts.call("POST", "/v1/recall", bytes.Repeat([]byte(" "), MaxRequestBytes+1))
 		require.Equal(t, http.StatusRequestEntityTooLarge, code, "recall: got %d %s, want 413", code, out)
+		// The cap is 1 MiB, by value: a body of exactly 1 MiB is read and
+		// answered, one byte more is refused.
+		exact := append([]byte(`{"query":"x"}`), bytes.Repeat([]byte(" "), 1<<20-len(`{"query":"x"}`))...)
+		code, out = ts.call("POST", "/v1/recall", exact)
+		require.Equal(t, 200, code, "a 1 MiB recall body: %d %s", code, out)
+		code, out = ts.call("POST", "/v1/recall", append(exact, ' '))
+		require.Equal(t, http.StatusRequestEntityTooLarge, code, "1 MiB + 1: %d %s", code, out)
+		require.Contains(t, string(out), "over 1048576 bytes")
 	})
 	var entry observer.Entry
 	t.Run("Remember", func(t *testing.T) {

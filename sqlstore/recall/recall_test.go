@@ -363,6 +363,31 @@ func TestRecallDeadline(t *testing.T) {
 		require.NotEqualValues(t, "", res.Note, "got partial %v note %q, want a partial result with a note", res.Partial, res.Note)
 		assert.NotEqualValues(t, 0, len(res.Items), "got no items, want what the first probes found")
 	})
+	t.Run("DefaultIs250ms", func(t *testing.T) {
+		// With no Timeout the deadline is 250 ms after the start: a clock
+		// that stays at start+249ms gives a whole result, one at
+		// start+251ms a partial one. No real time passes.
+		w := recall.DefaultWeights
+		w.SmallCorpus = 0
+		for _, tc := range []struct {
+			after   time.Duration
+			partial bool
+		}{{249 * time.Millisecond, false}, {251 * time.Millisecond, true}} {
+			base := time.Now()
+			first := true
+			clock := func() time.Time {
+				if first {
+					first = false
+					return base
+				}
+				return base.Add(tc.after)
+			}
+			// recall.Find directly: the fixture's helper sets a long Timeout.
+			res, err := recall.Find(context.Background(), f.s, recall.Query{Text: "walrus migration plan index schema", Clock: clock, Weights: &w, Now: recallNow})
+			require.NoError(t, err)
+			assert.Equal(t, tc.partial, res.Partial, "a clock %v past the start: partial %v (%q)", tc.after, res.Partial, res.Note)
+		}
+	})
 	t.Run("TinyTimeoutNoError", func(t *testing.T) {
 		res, err := recall.Find(context.Background(), f.s, recall.Query{Text: "walrus migration", Timeout: time.Nanosecond, Now: recallNow})
 		require.NoError(t, err, "got error %v, want a partial result", err)
