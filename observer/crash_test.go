@@ -59,7 +59,7 @@ func crashChild(root string) {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)
 	}
-	syn := bench.NewSynth(seed)
+	texts := crashTexts{syn: bench.NewSynth(1)}
 	fmt.Println("ready") // the parent kills only after this
 	for n := start; ; {
 		size := 1 + rng.IntN(100)
@@ -67,7 +67,7 @@ func crashChild(root string) {
 		for i := range lines {
 			id := n + i
 			lines[i] = []byte(fmt.Sprintf(`{"id":"crash:%d","type":"user/message","time":"2026-08-18T10:00:00Z","session":"s%d","cwd":"/crash/ws%d","data":{"text":%q}}`,
-				id, id%3, id%3, syn.Text(200)))
+				id, id%3, id%3, texts.text(id)))
 		}
 		res, _, err := eng.Ingest(ctx, lines)
 		if err != nil {
@@ -83,6 +83,21 @@ func crashChild(root string) {
 		fmt.Printf("ack %d %d\n", n, n+size-1)
 		n += size
 	}
+}
+
+// crashTexts gives each event id the same text in every life of the
+// child: a re-sent id is the same event (a duplicate), never another
+// event under a used id (which intake refuses).
+type crashTexts struct {
+	syn   *bench.Synth
+	cache []string
+}
+
+func (c *crashTexts) text(id int) string {
+	for len(c.cache) <= id {
+		c.cache = append(c.cache, c.syn.Text(200))
+	}
+	return c.cache[id]
 }
 
 // crashFS is the child's file system: in mode "torn" its at-th write to a

@@ -66,8 +66,8 @@ type Engine struct {
 	folding    bool                 // guarded by foldMu: a caller is folding
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
-	pendingIDs map[string]map[string]bool // stream → ids appended, not yet folded
-	pendingCwd map[string]string          // session → cwd appended, not yet folded
+	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
+	pendingCwd map[string]string            // session → cwd appended, not yet folded
 
 	// mu serializes intake: dedupe, append and fold happen as one step
 	// so that two callers can never both append the same id.
@@ -104,7 +104,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
-		pendingIDs: map[string]map[string]bool{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
+		pendingIDs: map[string]map[string]string{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
 	if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 		e.Close()
@@ -525,40 +525,56 @@ func (e *Engine) stage(ctx context.Context, items []intakeItem, out []Outcome, r
 		// Pending first, then the index: a fold commits before it takes
 		// its ids out of the pending set, so an id missing from the
 		// snapshot is already visible in the index.
-		var pending []string
+		pending := map[string]string{}
 		e.pendMu.Lock()
 		for _, id := range ids {
-			if e.pendingIDs[stream][id] {
-				pending = append(pending, id)
+			if c, ok := e.pendingIDs[stream][id]; ok {
+				pending[id] = c
 			}
 		}
 		e.pendMu.Unlock()
-		seen, err := e.store.ExistingIDs(ctx, stream, ids)
+		stored, err := e.store.ExistingEvents(ctx, stream, ids)
 		if err != nil {
 			return qs, fmt.Errorf("dedupe stream %s: %w", stream, err)
 		}
-		for _, id := range pending {
-			seen[id] = true
+		// seen: id → the content the log holds (or this call appends)
+		// under it, and where.
+		seen := map[string]heldID{}
+		for id, ev := range stored {
+			seen[id] = heldID{content: eventContent(ev.Type, ev.Time, ev.Session, ev.Data), seq: ev.Seq, stored: &ev}
+		}
+		for id, c := range pending {
+			seen[id] = heldID{content: c}
 		}
 		var batch []events.Envelope
 		var batchItems []int
 		for _, i := range idx {
-			if dir, ok := created[stream]; ok && len(batch) == 0 && !seen[items[i].env.ID] && NormalizeCwd(items[i].env.Cwd) != dir {
-				// The stream's first event does not name the scope's
-				// directory (a session started in a subdirectory, or an
-				// event without a cwd): record it first.
-				batch = append(batch, registerEvent(stream, dir, items[i].env.Time))
+			env := &items[i].env
+			if _, dup := seen[env.ID]; !dup {
+				if dir, ok := created[stream]; ok && len(batch) == 0 && NormalizeCwd(env.Cwd) != dir {
+					// The stream's first event does not name the scope's
+					// directory (a session started in a subdirectory, or
+					// an event without a cwd): record it first.
+					batch = append(batch, registerEvent(stream, dir, env.Time))
+				}
 			}
-			id := items[i].env.ID
 			n := items[i].outcome
-			if seen[id] {
+			content := eventContent(env.Type, env.Time, env.Session, string(env.Data))
+			if held, dup := seen[env.ID]; dup {
+				if !ownOperationID(env.ID) && !e.sameContent(held, content) {
+					// An id is the idempotency key of one event: another
+					// event under it would be silently dropped as a
+					// duplicate. Refuse it, saying where the id is used.
+					out[n].Status, out[n].Error = StatusRejected, reusedID(items[i].line, env.ID, stream, held.seq)
+					continue
+				}
 				out[n].Status = StatusDuplicate
 				out[n].Stream = stream
 				res.Duplicates++
 				continue
 			}
-			seen[id] = true
-			batch = append(batch, items[i].env)
+			seen[env.ID] = heldID{content: content}
+			batch = append(batch, *env)
 			batchItems = append(batchItems, i)
 		}
 		if len(batch) == 0 {
@@ -580,11 +596,11 @@ func (e *Engine) markPending(stream string, evs []events.Envelope) {
 	defer e.pendMu.Unlock()
 	ids := e.pendingIDs[stream]
 	if ids == nil {
-		ids = map[string]bool{}
+		ids = map[string]string{}
 		e.pendingIDs[stream] = ids
 	}
 	for _, ev := range evs {
-		ids[ev.ID] = true
+		ids[ev.ID] = eventContent(ev.Type, ev.Time, ev.Session, string(ev.Data))
 		if ev.Session != "" && ev.Cwd != "" {
 			if _, ok := e.pendingCwd[ev.Session]; !ok {
 				e.pendingCwd[ev.Session] = ev.Cwd

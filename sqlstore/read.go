@@ -45,11 +45,18 @@ func (s *Store) Cursors() (map[string]uint64, error) {
 	return out, nil
 }
 
-// ExistingIDs reports which of ids are already events of stream, in one
-// query whatever the number of ids (they travel as one JSON array). The
-// result holds only the ids found.
-func (s *Store) ExistingIDs(ctx context.Context, stream string, ids []string) (map[string]bool, error) {
-	found := map[string]bool{}
+// StoredEvent is what the index holds of an event that dedupe compares a
+// re-sent one with: where it is, and its content.
+type StoredEvent struct {
+	Seq                 uint64
+	Type, Time, Session string
+	Data                string // the data object as logged; "" when absent
+}
+
+// ExistingEvents returns which of ids are already events of stream, with
+// what they hold, in one query.
+func (s *Store) ExistingEvents(ctx context.Context, stream string, ids []string) (map[string]StoredEvent, error) {
+	found := map[string]StoredEvent{}
 	if len(ids) == 0 {
 		return found, nil
 	}
@@ -58,7 +65,7 @@ func (s *Store) ExistingIDs(ctx context.Context, stream string, ids []string) (m
 		return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id FROM events WHERE stream = ? AND id IN (SELECT value FROM json_each(?))`,
+		`SELECT id, seq, type, time, session, coalesce(data, '') FROM events WHERE stream = ? AND id IN (SELECT value FROM json_each(?))`,
 		stream, string(arr))
 	if err != nil {
 		return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)
@@ -66,10 +73,11 @@ func (s *Store) ExistingIDs(ctx context.Context, stream string, ids []string) (m
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var ev StoredEvent
+		if err := rows.Scan(&id, &ev.Seq, &ev.Type, &ev.Time, &ev.Session, &ev.Data); err != nil {
 			return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)
 		}
-		found[id] = true
+		found[id] = ev
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)

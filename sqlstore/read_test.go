@@ -14,17 +14,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestExistingIDs(t *testing.T) {
+func TestExistingEvents(t *testing.T) {
 	s := storetest.SearchFixture(t)
 	ctx := context.Background()
 	ids := []string{"dsh:s1:1", "dsh:s1:3", "dsh:s1:99", "dsh:s2:5", `quote"d`}
 	for range 3000 { // more ids than SQLite allows parameters in older builds
 		ids = append(ids, "dsh:none")
 	}
-	got, err := s.ExistingIDs(ctx, "ws-a", ids)
+	got, err := s.ExistingEvents(ctx, "ws-a", ids)
 	require.NoError(t, err)
-	assert.False(t, len(got) != 2 || !got["dsh:s1:1"] || !got["dsh:s1:3"], "got %v, want dsh:s1:1 and dsh:s1:3 (dsh:s2:5 is in another stream)", got)
-	if got, err := s.ExistingIDs(ctx, "ws-a", nil); err != nil || len(got) != 0 {
+	require.Len(t, got, 2, "got %v, want dsh:s1:1 and dsh:s1:3 (dsh:s2:5 is in another stream)", got)
+	for _, id := range []string{"dsh:s1:1", "dsh:s1:3"} {
+		ev, ok := got[id]
+		require.True(t, ok, "%s missing", id)
+		assert.NotZero(t, ev.Seq, "%s: no seq", id)
+		assert.NotEmpty(t, ev.Type, "%s: no type", id)
+		assert.NotEmpty(t, ev.Time, "%s: no time", id)
+	}
+	if got, err := s.ExistingEvents(ctx, "ws-a", nil); err != nil || len(got) != 0 {
 		t.Errorf("no ids: got %v, %v", got, err)
 	}
 }

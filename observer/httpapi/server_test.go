@@ -206,7 +206,8 @@ func TestServerRoutes(t *testing.T) {
 		require.EqualValues(t, 2, resp.Sessions["s1"], "got contextVersion %d, want 2", resp.Sessions["s1"])
 	})
 	t.Run("EventsJSONLDuplicates", func(t *testing.T) {
-		b1, _ := json.Marshal(event("r:2", "user/message", "s1", "", map[string]any{"text": "again"}))
+		// r:2 again, as first sent: a duplicate.
+		b1, _ := json.Marshal(event("r:2", "user/message", "s1", "", map[string]any{"text": "the deploy uses blue green rollout"}))
 		b2, _ := json.Marshal(event("r:4", "assistant/message", "s1", "", map[string]any{"text": "ok"}))
 		var r EventsResponse
 		ts.must(200, "POST", "/v1/events", string(b1)+"\n\n"+string(b2)+"\n", &r)

@@ -230,7 +230,7 @@ func (e engine) importSession(ctx context.Context, path string, seen map[string]
 	f.Malformed = nonEmptyCounts(s.Stats.Malformed)
 	f.TornBytes, f.TailReason = s.TornBytes, s.TailReason
 	if first, ok := seen[s.ID]; ok {
-		f.Notes = append(f.Notes, fmt.Sprintf("session id %q was already read from %s in this import; events with the same seq have the same id and count as duplicates", s.ID, first))
+		f.Notes = append(f.Notes, fmt.Sprintf("session id %q was already read from %s in this import; events with the same seq have the same id: the same event again is a duplicate, another one under that id is refused", s.ID, first))
 	} else {
 		seen[s.ID] = path
 	}

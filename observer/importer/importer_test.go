@@ -122,9 +122,19 @@ func TestImportDSHFixturesAsIs(t *testing.T) {
 	rep := mustImportDSH(t, e, dshFixtures)
 	require.EqualValues(t, 6, rep.Total.Files, "got %d files, want 6 (5 snapshots + live)", rep.Total.Files)
 	require.EqualValues(t, 0, rep.Total.Failed, "got %d unreadable, %d rejected; want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
-	require.EqualValues(t, 0, rep.Total.Rejected, "got %d unreadable, %d rejected; want 0: %+v", rep.Total.Failed, rep.Total.Rejected, rep.Files)
 	// Three snapshots share the placeholder id "{{sessionId}}": the
-	// second and third are noted and their events are duplicates by id.
+	// second and third are noted; their events with an id the first
+	// used are duplicates when they are the same event, and refused
+	// when they are another (their session/start headers differ).
+	var refused []string
+	for _, f := range rep.Files {
+		refused = append(refused, f.Rejections...)
+	}
+	require.Len(t, refused, rep.Total.Rejected)
+	require.EqualValues(t, 2, rep.Total.Rejected, "got %d rejected: %v", rep.Total.Rejected, refused)
+	for _, r := range refused {
+		assert.Contains(t, r, `"dsh:{{sessionId}}:header" is already the id of another event in stream global`, "rejection %q", r)
+	}
 	placeholders := 0
 	for _, f := range rep.Files {
 		live := strings.Contains(f.Path, "live")
@@ -148,7 +158,10 @@ func TestImportDSHFixturesAsIs(t *testing.T) {
 	require.NoError(t, payload.Unmarshal(hdr[0].Data, &start))
 	assert.False(t, start.Origin != "subagent" || start.Parent != "11111111-1111-4111-8111-111111111111" || start.HostCwd != "{{cwd}}", "sub-agent session/start: got %+v, want origin subagent, its parent, hostCwd {{cwd}}", start)
 	first := rep.Total
-	checkReimport(t, mustImportDSH(t, e, dshFixtures), first.Appended+first.Duplicates)
+	again := mustImportDSH(t, e, dshFixtures)
+	assert.EqualValues(t, 0, again.Total.Appended, "re-import appended %d", again.Total.Appended)
+	assert.Equal(t, first.Appended+first.Duplicates, again.Total.Duplicates, "re-import duplicates")
+	assert.Equal(t, first.Rejected, again.Total.Rejected, "re-import refuses the same reused ids again")
 }
 
 func TestImportDSHTree(t *testing.T) {
