@@ -60,6 +60,7 @@ func (s *Server) Handler() http.Handler {
 	add("/v1/checkpoint", route{"checkpoint", http.MethodPost, s.handleCheckpoint})
 	add("/v1/remember", route{"remember", http.MethodPost, s.handleRemember})
 	add("/v1/forget", route{"forget", http.MethodPost, s.handleForget})
+	add("/v1/scrub", route{"scrub", http.MethodPost, s.handleScrub})
 	add("/v1/sessions/{id}/packet", route{"packet", http.MethodGet, s.handlePacket})
 	add("/v1/sessions/{id}/prompt", route{"prompt", http.MethodPost, s.handlePrompt})
 	add("/v1/healthz", route{"healthz", http.MethodGet, s.handleHealthz})

@@ -45,6 +45,11 @@ type plan struct {
 	Sources bool                   `json:"sources"`
 	Streams map[string]*streamPlan `json:"streams"`
 	Entries []string               `json:"entries"` // forgotten entry ids, sorted
+	// Files are the sha256s of the projection files as dshmem had
+	// written them, recorded just before the rebuilt index replaces the
+	// live one: after a crash between that and the files being
+	// replaced, these bytes are still dshmem's, not a hand edit.
+	Files map[string][]string `json:"files,omitempty"`
 	seen    map[string]map[string]bool
 	ids     map[string]bool // Entries as a set
 }
@@ -87,6 +92,14 @@ func (p *plan) stream(name string) *streamPlan {
 		p.Streams[name] = sp
 	}
 	return sp
+}
+
+// addFile records sums as bytes dshmem wrote at path.
+func (p *plan) addFile(path string, sums ...string) {
+	if p.Files == nil {
+		p.Files = map[string][]string{}
+	}
+	p.Files[path] = appendNew(p.Files[path], sums...)
 }
 
 // empty reports whether the plan removes nothing.
@@ -156,6 +169,9 @@ func (p *plan) addEntry(en observer.Entry, vs []observer.EntryVersion) {
 // merge adds what an earlier, interrupted scrub planned (its journal).
 func (p *plan) merge(old *plan) {
 	p.Sources = p.Sources || old.Sources
+	for path, sums := range old.Files {
+		p.addFile(path, sums...)
+	}
 	for _, id := range old.Entries {
 		if !slices.Contains(p.Entries, id) {
 			p.Entries = append(p.Entries, id)

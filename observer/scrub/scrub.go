@@ -133,7 +133,7 @@ func Run(ctx context.Context, eng *observer.Engine, opts Options) (Report, error
 	if p.empty() && old == nil {
 		return rep, nil
 	}
-	held, err := heldFiles(ctx, eng)
+	held, err := heldFiles(ctx, eng, p)
 	if err != nil {
 		return rep, err
 	}
@@ -175,7 +175,7 @@ func Run(ctx context.Context, eng *observer.Engine, opts Options) (Report, error
 	}
 	step("log")
 
-	if err := rebuild(ctx, eng, &rep, progress, step); err != nil {
+	if err := rebuild(ctx, eng, p, &rep, progress, step); err != nil {
 		return rep, err
 	}
 	if info, err := os.Stat(filepath.Join(root, sqlstore.IndexFile)); err == nil {
@@ -220,7 +220,7 @@ func (r *Report) add(rr events.RewriteReport) {
 // the root, then, with intake held (Engine.Settled), folds what was
 // appended meanwhile, puts the index in place of the live one and the
 // files in place of the live ones, and VACUUMs the index.
-func rebuild(ctx context.Context, eng *observer.Engine, rep *Report, progress func(string, uint64, uint64), step func(string)) error {
+func rebuild(ctx context.Context, eng *observer.Engine, p *plan, rep *Report, progress func(string, uint64, uint64), step func(string)) error {
 	root := eng.Root()
 	dir := filepath.Join(root, rebuildDir)
 	if err := os.RemoveAll(dir); err != nil {
@@ -258,8 +258,16 @@ func rebuild(ctx context.Context, eng *observer.Engine, rep *Report, progress fu
 		if err := eng.WriteFiles(ctx); err != nil {
 			return fmt.Errorf("scrub: %w", err)
 		}
-		held, err := heldFiles(ctx, eng)
+		held, err := heldFiles(ctx, eng, p)
 		if err != nil {
+			return err
+		}
+		// Once the index is replaced, the files table names the new
+		// bytes: say in the journal which bytes on disk are dshmem's.
+		if err := recordFiles(eng.Root(), p, held); err != nil {
+			return err
+		}
+		if err := writeJournal(root, p); err != nil {
 			return err
 		}
 		if err := eng.Store().ReplaceWith(ctx, filepath.Join(dir, sqlstore.IndexFile)); err != nil {
@@ -281,9 +289,30 @@ func rebuild(ctx context.Context, eng *observer.Engine, rep *Report, progress fu
 	})
 }
 
+// recordFiles adds the sha256 of every projection file on disk but the
+// held ones to the plan's Files.
+func recordFiles(root string, p *plan, held []string) error {
+	have, err := replay.ProjectionFiles(root)
+	if err != nil {
+		return fmt.Errorf("scrub: %w", err)
+	}
+	for _, rel := range have {
+		if slices.Contains(held, rel) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			return fmt.Errorf("scrub: %w", err)
+		}
+		p.addFile(rel, projector.SHA256(b))
+	}
+	return nil
+}
+
 // heldFiles lists the projection files whose bytes on disk are not what
-// the index says dshmem wrote there: hand edits not synced yet.
-func heldFiles(ctx context.Context, eng *observer.Engine) ([]string, error) {
+// the index says dshmem wrote there, nor what an interrupted scrub's
+// journal says it had: hand edits not synced yet.
+func heldFiles(ctx context.Context, eng *observer.Engine, p *plan) ([]string, error) {
 	rows, err := eng.Projector().Files(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scrub: read the files table: %w", err)
@@ -297,7 +326,7 @@ func heldFiles(ctx context.Context, eng *observer.Engine) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scrub: %w", err)
 		}
-		if projector.SHA256(b) != f.SHA256 {
+		if sum := projector.SHA256(b); sum != f.SHA256 && !slices.Contains(p.Files[f.Path], sum) {
 			held = append(held, f.Path)
 		}
 	}
