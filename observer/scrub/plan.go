@@ -50,8 +50,8 @@ type plan struct {
 	// live one: after a crash between that and the files being
 	// replaced, these bytes are still dshmem's, not a hand edit.
 	Files map[string][]string `json:"files,omitempty"`
-	seen    map[string]map[string]bool
-	ids     map[string]bool // Entries as a set
+	seen  map[string]map[string]bool
+	ids   map[string]bool // Entries as a set
 }
 
 // streamPlan is the part of a plan for one stream.
