@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -275,4 +276,4 @@ func TestRunErrHandEdit(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "a refused scrub writes no journal")
 }
 
-func recallQuery(text string) recall.Query { return recall.Query{Text: text} }
+func recallQuery(text string) recall.Query { return recall.Query{Text: text, Timeout: time.Minute} }
