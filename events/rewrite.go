@@ -54,6 +54,9 @@ type RewriteReport struct {
 	Segments []RewrittenSegment
 	Events   int  // event lines changed, in all segments
 	Sealed   bool // the active segment was sealed so that it could be rewritten
+	// Broken counts the .broken copies (of torn tails a repair cut off)
+	// that held changed lines and were rewritten.
+	Broken int
 }
 
 // ErrRewrite is wrapped by Rewrite when a rewriter's line would change
@@ -95,6 +98,13 @@ func (l *Log) Rewrite(ctx context.Context, stream string, fn LineRewriter, opts 
 		}
 	}
 	segs, _ := s.snapshot()
+	if !opts.DryRun {
+		n, err := rewriteBrokenCopies(l.fs, s.dir, stream, fn)
+		if err != nil {
+			return rep, fmt.Errorf("rewrite stream %s: %w", stream, err)
+		}
+		rep.Broken = n
+	}
 	for i, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -356,6 +366,9 @@ func removeRewriteTemps(fsys FS, dir string) error {
 	for _, e := range ents {
 		name := e.Name()
 		if first, ok := strings.CutSuffix(name, rewriteSuffix); ok {
+			if i := strings.Index(first, segmentSuffix+brokenSuffix); i > 0 {
+				first = first[:i+len(segmentSuffix)] // a .broken copy's
+			}
 			if _, ok := parseSegmentName(first); ok {
 				if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return fmt.Errorf("remove %s: %w", name, err)
@@ -368,4 +381,125 @@ func removeRewriteTemps(fsys FS, dir string) error {
 		return syncDir(fsys, dir)
 	}
 	return nil
+}
+
+// rewriteBrokenCopies rewrites the .broken copies in a stream directory
+// that hold a line fn changes: a copy keeps the segment as it was when a
+// crash tore its tail, and so the text a scrub erases. The rewritten
+// copy holds the copy's whole batches (the changed ones as scrubbed
+// batches) and its seal if it had one; the torn bytes after them, which
+// no reader can decode and which could hold the text too, are dropped.
+// A copy whose whole batches hold nothing to change is left as it is.
+func rewriteBrokenCopies(fsys FS, dir, stream string, fn LineRewriter) (int, error) {
+	ents, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		i := strings.Index(name, segmentSuffix+brokenSuffix)
+		if i < 0 || !e.Type().IsRegular() || strings.HasSuffix(name, rewriteSuffix) {
+			continue
+		}
+		if _, ok := parseSegmentName(name[:i+len(segmentSuffix)]); !ok {
+			continue
+		}
+		changed, err := rewriteBroken(fsys, filepath.Join(dir, name), fn)
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func rewriteBroken(fsys FS, path string, fn LineRewriter) (bool, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	r := NewReader(f)
+	if _, err := r.Header(); err != nil {
+		return false, nil // not even a whole header: no line to rewrite
+	}
+	header := make([]byte, r.Offset())
+	if _, err := f.ReadAt(header, 0); err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	var out bytes.Buffer
+	out.Write(header)
+	changedAny := false
+	for {
+		b, err := r.NextRaw()
+		if err != nil {
+			break // the end, the torn tail, or damage: keep what was whole before it
+		}
+		h := b.Header
+		var content []byte
+		changed := false
+		for i, line := range b.Lines {
+			seq := h.FirstSeq + uint64(i)
+			nl, ch, err := fn(seq, line)
+			if err != nil {
+				return false, err
+			}
+			if ch {
+				if err := checkRewrite(seq, line, nl); err != nil {
+					return false, err
+				}
+				changed, line = true, nl
+			}
+			content = append(append(content, line...), '\n')
+		}
+		if !changed {
+			out.Write(appendRecord(nil, h, kindBatch))
+			out.Write(b.frame)
+			continue
+		}
+		changedAny = true
+		frame := sharedEncoder().EncodeAll(content, nil)
+		nh := h
+		if !nh.Scrubbed {
+			nh.Scrubbed, nh.OrigLength, nh.OrigChecksum = true, h.Length, h.Checksum
+		}
+		nh.Length, nh.Checksum = uint32(len(frame)), sha256.Sum256(frame)
+		out.Write(appendRecord(nil, nh, kindBatch))
+		out.Write(frame)
+	}
+	if !changedAny {
+		return false, nil
+	}
+	if s, ok := r.Seal(); ok {
+		out.Write(appendSeal(nil, s))
+	}
+	tmp := path + rewriteSuffix
+	w, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return false, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	_, err = w.Write(out.Bytes())
+	if err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = fsys.Remove(tmp)
+		return false, fmt.Errorf("rewrite %s: %w", path, err)
+	}
+	if err := syncDir(fsys, filepath.Dir(path)); err != nil {
+		return true, fmt.Errorf("sync %s: %w", filepath.Dir(path), err)
+	}
+	return true, nil
 }

@@ -251,3 +251,45 @@ func TestRewriteBesideReadOnly(t *testing.T) {
 	got = scanAll(t, l, "global", 1)
 	require.Len(t, got, len(all))
 }
+
+// TestRewriteBroken: a .broken copy a torn-tail repair kept holds the
+// text too; Rewrite rewrites its whole batches and drops its torn bytes.
+func TestRewriteBroken(t *testing.T) {
+	const token = "TOKEN-broken"
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{MaxBatch: 2})
+	mustAppend(t, l, "global", []Envelope{testEvent(0), secretEvent(1, token), testEvent(2)})
+	require.NoError(t, l.Close())
+	seg := segmentPaths(t, dir, "global")[0]
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0x5D, 0x2A, 0x4D, 0x18, 0x58, 0, 0}) // a torn record
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	l2 := openLog(t, dir, Options{})
+	require.Len(t, l2.Repairs(), 1)
+	broken := l2.Repairs()[0].Broken
+	rep, err := l2.Rewrite(context.Background(), "global", scrubToken(token), RewriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Broken, "the .broken copy held the token")
+	require.Equal(t, 1, rep.Events)
+	require.NoError(t, l2.Close())
+	bs := readBatches(t, broken)
+	require.Len(t, bs, 2, "the copy keeps its whole batches")
+	for _, b := range bs {
+		for _, e := range b.Events {
+			require.NotContains(t, string(e.Data), token)
+		}
+	}
+	require.Empty(t, grepDir(t, dir, token))
+	requireNoTemps := func() {
+		filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+			require.False(t, strings.HasSuffix(p, rewriteSuffix), "%s left behind", p)
+			return nil
+		})
+	}
+	requireNoTemps()
+	problems, err := Verify(dir)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}

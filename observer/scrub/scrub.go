@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,7 @@ type StreamReport struct {
 	BytesBefore int64  `json:"bytesBefore"`
 	BytesAfter  int64  `json:"bytesAfter"`
 	Sealed      bool   `json:"sealed"` // its active segment was sealed to be rewritten
+	Broken      int    `json:"broken"` // .broken copies of torn tails rewritten
 }
 
 // ErrHandEdit is returned (wrapped) when a projection holds a hand edit
@@ -201,10 +203,10 @@ func Run(ctx context.Context, eng *observer.Engine, opts Options) (Report, error
 }
 
 func (r *Report) add(rr events.RewriteReport) {
-	if len(rr.Segments) == 0 {
+	if len(rr.Segments) == 0 && rr.Broken == 0 {
 		return
 	}
-	sr := StreamReport{Stream: rr.Stream, Segments: len(rr.Segments), Events: rr.Events, Sealed: rr.Sealed}
+	sr := StreamReport{Stream: rr.Stream, Segments: len(rr.Segments), Events: rr.Events, Sealed: rr.Sealed, Broken: rr.Broken}
 	for _, s := range rr.Segments {
 		sr.BytesBefore += s.Before
 		sr.BytesAfter += s.After
@@ -280,6 +282,11 @@ func rebuild(ctx context.Context, eng *observer.Engine, p *plan, rep *Report, pr
 			return fmt.Errorf("scrub: %w", err)
 		}
 		rep.Files, rep.Held = n, held
+		d, err := scrubDamaged(root, p)
+		if err != nil {
+			return fmt.Errorf("scrub: %w", err)
+		}
+		rep.Files += d
 		step("files")
 		if err := eng.Store().Vacuum(ctx); err != nil {
 			return fmt.Errorf("scrub: %w", err)
@@ -380,4 +387,47 @@ func replaceFiles(root, dir string, held []string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// damagedSuffix names the copy sync keeps of a projection it found
+// damaged (observer/handedit.DamagedSuffix): a person's bytes, never
+// rebuilt, so the scrub replaces the forgotten texts in it in place.
+const damagedSuffix = ".damaged"
+
+// scrubDamaged replaces every needle of every stream in the .damaged
+// copies under root, and returns how many it rewrote.
+func scrubDamaged(root string, p *plan) (int, error) {
+	var pairs []string
+	for _, name := range slices.Sorted(maps.Keys(p.Streams)) {
+		for _, n := range p.Streams[name].Needles {
+			pairs = append(pairs, n, Marker)
+		}
+	}
+	if len(pairs) == 0 {
+		return 0, nil
+	}
+	r := strings.NewReplacer(pairs...)
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (path == filepath.Join(root, observer.LogDir) || path == filepath.Join(root, rebuildDir)) {
+			return fs.SkipDir
+		}
+		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), damagedSuffix) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out := r.Replace(string(b))
+		if out == string(b) {
+			return nil
+		}
+		n++
+		return markdown.WriteFileAtomic(path, []byte(out), projector.FileMode)
+	})
+	return n, err
 }

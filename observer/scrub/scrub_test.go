@@ -169,6 +169,9 @@ func TestRun(t *testing.T) {
 			require.Contains(t, before[e], payload.StatusActive)
 			require.Contains(t, before[d], payload.StatusForgotten)
 			require.NotEmpty(t, filesHolding(t, root, token))
+			// A damaged copy sync kept of a hand-edited file.
+			damaged := filepath.Join(root, "global.md.damaged")
+			require.NoError(t, os.WriteFile(damaged, []byte("# notes\nThe deploy hint is "+token+" on bastion-2\nmine\n"), 0o644))
 
 			dry, err := scrub.Run(ctx, eng, scrub.Options{DryRun: true, Sources: sources})
 			require.NoError(t, err)
@@ -218,6 +221,9 @@ func TestRun(t *testing.T) {
 				require.Equal(t, []string{fmt.Sprintf("%s seq %d", m1.Stream, m1.Seq)}, decodedHolding(t, root, token))
 			}
 			require.NotEmpty(t, filesHolding(t, root, keepTok), "the kept entry's text must stay")
+			got, err := os.ReadFile(damaged)
+			require.NoError(t, err)
+			require.Equal(t, "# notes\n"+scrub.Marker+"\nmine\n", string(got), "the damaged copy keeps the person's other words")
 			problems, err := events.Verify(filepath.Join(root, observer.LogDir))
 			require.NoError(t, err)
 			require.Empty(t, problems)
@@ -277,3 +283,55 @@ func TestRunErrHandEdit(t *testing.T) {
 }
 
 func recallQuery(text string) recall.Query { return recall.Query{Text: text, Timeout: time.Minute} }
+
+// TestRunFault fails the first rename of the log's rewrite (the FS seam
+// of events): the scrub reports it, nothing is lost, the journal stays,
+// and the next scrub finishes the job.
+func TestRunFault(t *testing.T) {
+	for _, kind := range []string{"write", "sync", "rename"} {
+		ctx := context.Background()
+		root := t.TempDir()
+		ffs := &events.FaultFS{}
+		eng, err := observer.Open(ctx, root, observer.Options{Log: events.Options{FS: ffs}})
+		require.NoError(t, err)
+		fixture(t, eng)
+		// The log is idle now: fail its next write, sync or rename, the
+		// first of the scrub's rewrite.
+		writes, syncs := ffs.Counts()
+		switch kind {
+		case "write":
+			ffs.FailWrite = writes + 1
+		case "sync":
+			ffs.FailSync = syncs + 1
+		default:
+			ffs.FailRename = 1
+		}
+		before := statuses(t, eng)
+		var n int
+		require.NoError(t, eng.Log().Scan(observer.StreamForCwd(cwd), 1, func(events.Envelope) error { n++; return nil }))
+		_, err = scrub.Run(ctx, eng, scrub.Options{Sources: true})
+		require.ErrorIs(t, err, events.ErrInjected, "%s: got %v", kind, err)
+		require.Equal(t, before, statuses(t, eng), "a failed scrub changes no entry")
+		if err := eng.Close(); err != nil {
+			// The failed write was the writer's (sealing the active
+			// segment): the stream's error is sticky until reopened.
+			require.ErrorIs(t, err, events.ErrInjected, "%s: close: %v", kind, err)
+		}
+		_, err = os.Stat(filepath.Join(root, scrub.JournalFile))
+		require.NoError(t, err, "the journal stays for the next scrub")
+
+		eng, err = observer.Open(ctx, root, observer.Options{})
+		require.NoError(t, err)
+		var m int
+		require.NoError(t, eng.Log().Scan(observer.StreamForCwd(cwd), 1, func(events.Envelope) error { m++; return nil }))
+		require.Equal(t, n, m, "events lost")
+		rep, err := scrub.Run(ctx, eng, scrub.Options{Sources: true})
+		require.NoError(t, err)
+		require.True(t, rep.Resumed)
+		require.Equal(t, before, statuses(t, eng))
+		require.NoError(t, eng.Close())
+		require.Empty(t, filesHolding(t, root, token))
+		require.Empty(t, decodedHolding(t, root, token))
+		replayVerify(t, root)
+	}
+}
