@@ -109,6 +109,7 @@ func TestScrubCommand(t *testing.T) {
 	code, out, errs = cli(t, "", "--root", root, "history", forgotten[0])
 	require.EqualValues(t, 0, code, "history: %s", errs)
 	require.Contains(t, out, scrub.Marker)
+	require.Contains(t, out, "erased by 'dshmem scrub'")
 	require.Contains(t, out, "forgotten")
 
 	code, out, _ = cli(t, "", "--root", root, "scrub")

@@ -9,7 +9,9 @@
 //  1. plans from the index: every version's title, description, content
 //     and terms of every forgotten entry; the events that wrote them; and
 //     with Sources the events they were learnt from (provenance ids);
-//  2. writes the plan to JournalFile (fsynced) before touching the log;
+//  2. writes the plan to JournalFile (fsynced) before touching the log
+//     (it holds the texts to erase, which are on disk anyway until the
+//     scrub is done, and is removed with them);
 //  3. rewrites each stream's log (events.Log.Rewrite: sealed segments
 //     only, one atomic rename each, seqs, ids and hash chain kept): in
 //     the entry's own events its text fields become Marker whole, in any
@@ -24,6 +26,9 @@
 //     API, one transaction) and its files in place of the live ones,
 //     then VACUUMs the index and truncates its WAL;
 //  5. verifies the log and removes the journal.
+//
+// When nothing of the log changes (the entries were scrubbed before) the
+// index and files, rebuilt from this log then, are left as they are.
 //
 // A crash at any point leaves a valid root: the log verifies (each
 // segment is old or new), the index is the old one or the rebuilt one.

@@ -175,6 +175,11 @@ func Run(ctx context.Context, eng *observer.Engine, opts Options) (Report, error
 	if opts.DryRun {
 		return rep, nil
 	}
+	if rep.Events == 0 && rep.brokenCopies() == 0 && !rep.Resumed {
+		// Nothing of the log changed (a scrub ran before): the index was
+		// rebuilt from this very log then.
+		return rep, removeJournal(root)
+	}
 	step("log")
 
 	if err := rebuild(ctx, eng, p, &rep, progress, step); err != nil {
@@ -200,6 +205,14 @@ func Run(ctx context.Context, eng *observer.Engine, opts Options) (Report, error
 	}
 	step("done")
 	return rep, nil
+}
+
+func (r *Report) brokenCopies() int {
+	n := 0
+	for _, s := range r.Streams {
+		n += s.Broken
+	}
+	return n
 }
 
 func (r *Report) add(rr events.RewriteReport) {
