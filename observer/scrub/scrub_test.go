@@ -77,6 +77,10 @@ func fixture(t *testing.T, eng *observer.Engine) (a, b, d, e string) {
 	a, b, d = projector.EntryID(stream, opsSeq, 0), projector.EntryID(stream, opsSeq, 1), projector.EntryID(stream, opsSeq, 2)
 	ingest(
 		line("m3", events.TypeUserMessage, "2026-08-18T10:03:00Z", map[string]any{"text": "From now on build with just"}),
+		// A hand edit of the summary, as sync logs it: the entry's words
+		// inside a person's file.
+		line("fe1", events.TypeFileEdit, "2026-08-18T10:03:30Z", map[string]any{"path": "scopes/" + stream + "/memory_summary.md",
+			"content": "# Memory\n\n### Deploy hint\nThe deploy hint is " + token + " on the bastion\n\nmy note: Build with make " + token2 + " always\n"}),
 	)
 	ingest(line("ops2", events.TypeMemoryOps, "2026-08-18T10:04:00Z", map[string]any{
 		"checkpoint": "ck-0000000000000002", "session": "s1", "from": 3, "to": 4,
@@ -237,6 +241,8 @@ func TestRun(t *testing.T) {
 			} else {
 				require.Contains(t, string(msg.Data), "Remember: the deploy hint is")
 			}
+			fe := string(findEvent(t, root, "fe1").Data)
+			require.Contains(t, fe, `"# Memory\n\n### [scrubbed]\n[scrubbed]\n\nmy note: [scrubbed]\n"`, "the hand edit keeps its other words: %s", fe)
 			// The supersede's newQuote (the user's words) is E's and stays.
 			require.Contains(t, string(findEvent(t, root, "ops2").Data), "build with just")
 		})
