@@ -341,3 +341,48 @@ func TestRunFault(t *testing.T) {
 		replayVerify(t, root)
 	}
 }
+
+// TestRunBesideIntake scrubs while another goroutine keeps ingesting,
+// as a server would: every event acknowledged is in the log and the
+// index afterwards, and the root equals its replay.
+func TestRunBesideIntake(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err)
+	fixture(t, eng)
+	before := statuses(t, eng)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			l := line(fmt.Sprintf("live-%d", n), events.TypeUserMessage, "2026-08-18T11:00:00Z", map[string]any{"text": fmt.Sprintf("message %d during the scrub", n)})
+			res, _, err := eng.Ingest(ctx, [][]byte{l})
+			if err != nil || res.Appended != 1 {
+				t.Errorf("ingest %d during the scrub: %+v, %v", n, res, err)
+			}
+			n++
+		}
+	}()
+	_, err = scrub.Run(ctx, eng, scrub.Options{Sources: true})
+	close(stop)
+	n := <-done
+	require.NoError(t, err)
+	require.Greater(t, n, 0)
+	after := statuses(t, eng)
+	require.Equal(t, before, after)
+	require.NoError(t, eng.WriteFiles(ctx))
+	require.NoError(t, eng.Close())
+	for i := 0; i < n; i++ {
+		findEvent(t, root, fmt.Sprintf("live-%d", i))
+	}
+	require.Empty(t, filesHolding(t, root, token))
+	replayVerify(t, root)
+}
