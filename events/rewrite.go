@@ -292,15 +292,17 @@ func (l *Log) rewriteSegment(s *stream, seg segRef, fn LineRewriter, opts Rewrit
 	}
 	step("written")
 
-	// Read the copy back before it replaces anything: every frame, every
-	// line, the seqs, the chain, and the seal, which must end where the
-	// old segment ended.
+	// Read the copy back before it replaces anything: every frame (its
+	// sha256 and zstd's checksum), its line count, the seqs, the chain,
+	// and the seal, which must end where the old segment ended. The
+	// lines are not decoded again: the changed ones were (checkRewrite),
+	// the others are the old segment's bytes, whose checksums matched.
 	info, err := l.fs.Stat(tmp)
 	if err != nil {
 		return res, fmt.Errorf("check %s: %w", tmp, err)
 	}
 	st, err := walkSegment(l.fs, segRef{first: seg.first, path: tmp, size: info.Size()}, walkOpts{
-		stream: s.name, decode: true, expNext: seg.first, expPrev: &headerPrev,
+		stream: s.name, expNext: seg.first, expPrev: &headerPrev,
 		report: func(ce *CorruptError) error { return ce },
 	})
 	switch {
