@@ -167,7 +167,7 @@ func TestScrubCrash(t *testing.T) {
 		return code, out.String(), errb.String()
 	}
 	template := t.TempDir()
-	scrubRoot(t, run, template)
+	forgotten, _ := scrubRoot(t, run, template)
 	steps := []string{"journal", "segment-written", "segment-renamed", "segment-synced", "segment-renamed:2",
 		"log", "rebuilt", "index", "files", "vacuum", "done"}
 	for _, step := range steps {
@@ -196,10 +196,17 @@ func TestScrubCrash(t *testing.T) {
 			code, _, errs = run("--root", root, "entries", "--json")
 			require.EqualValues(t, 0, code, "the root must open after a kill at %s: %s", step, errs)
 			_, jerr := os.Stat(filepath.Join(root, scrub.JournalFile))
-			if step == "done" {
+			switch step {
+			case "done":
 				require.True(t, os.IsNotExist(jerr), "the journal is gone once done")
 				requireGone(t, root, scrubToken)
-			} else {
+			case "journal":
+				// Nothing changed yet but the journal.
+				require.NoError(t, jerr)
+				code, out, errs := run("--root", root, "history", forgotten[0])
+				require.EqualValues(t, 0, code, "%s", errs)
+				require.Contains(t, out, scrubToken, "killed before the rewrite, the entry is as it was")
+			default:
 				require.NoError(t, jerr, "until done, the journal holds the plan")
 			}
 
