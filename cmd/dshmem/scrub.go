@@ -142,8 +142,11 @@ func printScrubReport(env *cliEnv, rep scrub.Report) {
 			fmt.Fprintf(w, "  %s: %d events in %d segments, %d → %d bytes%s\n", s.Stream, s.Events, s.Segments, s.BytesBefore, s.BytesAfter, sealed)
 		}
 	}
-	if len(rep.Held) > 0 {
-		fmt.Fprintf(w, "hand edits not synced, left as they are: %s\n", strings.Join(rep.Held, ", "))
+	switch {
+	case len(rep.Held) > 0 && rep.DryRun:
+		fmt.Fprintf(w, "hand edits not synced, which a scrub refuses to overwrite ('dshmem sync' first): %s\n", strings.Join(rep.Held, ", "))
+	case len(rep.Held) > 0:
+		fmt.Fprintf(w, "hand edits made during the scrub, left as they are ('dshmem sync', then scrub again): %s\n", strings.Join(rep.Held, ", "))
 	}
 	if rep.DryRun {
 		fmt.Fprintln(w, "nothing was changed (--dry-run)")
