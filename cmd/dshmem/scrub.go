@@ -26,9 +26,10 @@ old summary versions. scrub erases them. Every text of every version of
 every forgotten entry (content, title, description, terms) becomes
 "[scrubbed]": whole in the entry's own events (the remember that made
 it, the ops that made or revised it, the quote of an op that superseded
-it), and wherever else it appears in a text field of its stream (a
-hand edit, a summary, another entry) when it is at least 6 characters
-long. Ids, seqs, types, ops and the hash chain stay as they are, so no
+it), and wherever else it appears in its stream (a message, a hand
+edit, a summary) when it is at least 6 characters long. The text of an
+entry that is not forgotten is left as it is, even where it repeats a
+forgotten one's words. Ids, seqs, types, ops and the hash chain stay as they are, so no
 other entry changes status; 'dshmem history ID' shows "[scrubbed]".
 
 With --sources, the events the entries were learnt from (their

@@ -15,9 +15,10 @@
 //  3. rewrites each stream's log (events.Log.Rewrite: sealed segments
 //     only, one atomic rename each, seqs, ids and hash chain kept): in
 //     the entry's own events its text fields become Marker whole, in any
-//     other event of its stream each of its texts of MinNeedleRunes or
-//     more is replaced by Marker; with Sources the source events' text
-//     becomes Marker whole. Only text fields change
+//     other text of its stream each of its texts of MinNeedleRunes or
+//     more is replaced by Marker — but not in the text of an entry that
+//     is not forgotten; with Sources the source events' text becomes
+//     Marker whole. Only text fields change
 //     (payload.RewriteText), never an op name, target, type or id;
 //  4. rebuilds the index and every projection from the rewritten log
 //     (replay.Rebuild) in a directory of the root, and, with intake

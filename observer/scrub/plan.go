@@ -336,6 +336,19 @@ func entryOp(stream string, seq uint64, i int, o payload.Op, ids map[string]bool
 	return false, false
 }
 
+// liveOp reports whether op i of the memory/ops event at (stream, seq)
+// makes or revises an entry that is not forgotten: its entry fields are
+// that entry's text, left as they are.
+func liveOp(stream string, seq uint64, i int, o payload.Op, ids map[string]bool) bool {
+	switch strings.ToLower(strings.TrimSpace(o.Op)) {
+	case payload.OpAdd, payload.OpSupersede, payload.OpConflict:
+		return !ids[projector.EntryID(stream, seq, i)]
+	case payload.OpRevise:
+		return o.TargetID != "" && !ids[o.TargetID]
+	}
+	return false
+}
+
 func appendNew[T comparable](list []T, add ...T) []T {
 	for _, x := range add {
 		if !slices.Contains(list, x) {

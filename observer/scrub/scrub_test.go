@@ -386,3 +386,34 @@ func TestRunBesideIntake(t *testing.T) {
 	require.Empty(t, filesHolding(t, root, token))
 	replayVerify(t, root)
 }
+
+// TestRunKeepsLiveEntries: an entry that is not forgotten keeps its text
+// even where it repeats a forgotten entry's words; a message that
+// repeats them loses them.
+func TestRunKeepsLiveEntries(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	eng, err := observer.Open(ctx, root, observer.Options{})
+	require.NoError(t, err)
+	defer eng.Close()
+	const words = "Rotate the ZX-kiwi keys monthly"
+	a, err := eng.Remember(ctx, observer.RememberRequest{Cwd: cwd, Content: words})
+	require.NoError(t, err)
+	b, err := eng.Remember(ctx, observer.RememberRequest{Cwd: cwd, Content: "Team rule: " + words + ", and log it"})
+	require.NoError(t, err)
+	res, _, err := eng.Ingest(ctx, [][]byte{line("msg", events.TypeUserMessage, "2026-08-18T10:00:00Z", map[string]any{"text": "ok: " + words + "!"})})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Appended)
+	_, err = eng.Forget(ctx, a.ID, "")
+	require.NoError(t, err)
+	_, err = scrub.Run(ctx, eng, scrub.Options{})
+	require.NoError(t, err)
+	got, err := eng.Entry(ctx, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, "Team rule: "+words+", and log it", got.Content)
+	require.Equal(t, payload.StatusActive, got.Status)
+	ga, err := eng.Entry(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, scrub.Marker, ga.Content)
+	require.JSONEq(t, `{"text":"ok: [scrubbed]!"}`, string(findEvent(t, root, "msg").Data))
+}

@@ -19,13 +19,23 @@ var sourceTypes = map[string]bool{
 	events.TypeMemoryRemember:   true,
 }
 
-// rewriter returns the line rewriter of one stream: every text field of
-// an event that holds a needle gets the needle replaced by Marker; the
-// fields of a forgotten entry's own events (the remember that made it,
-// the ops that made or revised it, the quote of an op that superseded
-// it) become Marker whole; with Sources, so do the text fields of the
-// events the entry was learnt from. Nothing but text fields changes
-// (payload.RewriteText), so no op, id, type or status can.
+// entryFields are the text fields of a memory/remember that make its
+// entry; opEntryFields those of an op.
+var (
+	entryFields   = map[string]bool{"content": true, "title": true, "description": true, "terms": true}
+	opEntryFields = map[string]bool{"ops[].content": true, "ops[].title": true, "ops[].description": true, "ops[].terms[]": true}
+)
+
+// rewriter returns the line rewriter of one stream: the fields of a
+// forgotten entry's own events (the remember that made it, the ops that
+// made or revised it, the quote of an op that superseded it) become
+// Marker whole; with Sources, so do the text fields of the events the
+// entry was learnt from; in every other text field each needle is
+// replaced by Marker — except in the text of an entry that is not
+// forgotten (its remember, the ops that make or revise it), which stays
+// as it is even where it repeats a forgotten one's words. Nothing but
+// text fields changes (payload.RewriteText), so no op, id, type or
+// status can.
 func (p *plan) rewriter(stream string) events.LineRewriter {
 	sp := p.Streams[stream]
 	return func(seq uint64, line []byte) ([]byte, bool, error) {
@@ -42,7 +52,7 @@ func (p *plan) rewriter(stream string) events.LineRewriter {
 		}
 		source := sp.sources[e.ID] && sourceTypes[e.Type]
 		var ops []payload.Op
-		if o != nil && o.Ops && e.Type == events.TypeMemoryOps {
+		if e.Type == events.TypeMemoryOps {
 			var d payload.Ops
 			if payload.Unmarshal(e.Data, &d) == nil {
 				ops = d.Ops
@@ -55,10 +65,17 @@ func (p *plan) rewriter(stream string) events.LineRewriter {
 			switch {
 			case source, o != nil && o.All:
 				return Marker
+			case e.Type == events.TypeMemoryRemember && entryFields[f.Path]:
+				// Another entry's own text: it is not forgotten, and
+				// stays as it is even where it quotes a forgotten one.
+				return s
 			case f.Op >= 0 && f.Op < len(ops):
 				whole, quote := entryOp(stream, seq, f.Op, ops[f.Op], p.ids)
 				if whole || quote && f.Path == "ops[].oldQuote" {
 					return Marker
+				}
+				if opEntryFields[f.Path] && liveOp(stream, seq, f.Op, ops[f.Op], p.ids) {
+					return s
 				}
 			}
 			return sp.replacer.Replace(s)
