@@ -228,6 +228,16 @@ func TestRun(t *testing.T) {
 			got, err := os.ReadFile(damaged)
 			require.NoError(t, err)
 			require.Equal(t, "# notes\n"+scrub.Marker+"\nmine\n", string(got), "the damaged copy keeps the person's other words")
+			// Every event still decodes into its payload.
+			lg, err := events.OpenLogReadOnly(filepath.Join(root, observer.LogDir), events.Options{})
+			require.NoError(t, err)
+			for _, s := range lg.Streams() {
+				require.NoError(t, lg.Scan(s, 1, func(e events.Envelope) error {
+					_, err := payload.Decode(e.Type, e.Data)
+					require.NoError(t, err, "%s seq %d (%s) does not decode: %s", s, e.Seq, e.Type, e.Data)
+					return nil
+				}))
+			}
 			problems, err := events.Verify(filepath.Join(root, observer.LogDir))
 			require.NoError(t, err)
 			require.Empty(t, problems)
