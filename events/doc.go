@@ -98,7 +98,9 @@
 // A crash before the rename leaves the old segment and a .rewrite file
 // (new bytes only), which OpenLog and Rewrite remove; after it, the new
 // segment. Both are valid, and no copy of the old bytes is kept (a
-// failed step removes the .rewrite file). Only sealed segments are
+// failed step removes the .rewrite file); a .broken copy of a torn tail
+// that holds a changed line is rewritten the same way, keeping its whole
+// batches and dropping its torn bytes. Only sealed segments are
 // rewritten: an active one that holds a changed line is sealed first
 // (Log.Seal, through the writer, behind the appends queued before it),
 // and appends go on into a new segment. A sealed segment is read to the

@@ -78,7 +78,9 @@ var ErrRewrite = errors.New("events: bad rewrite")
 // the seal are not touched. Only sealed segments are rewritten: when the
 // active one holds a changed line it is sealed first (Seal), behind the
 // appends queued before, and appends go on into a new segment meanwhile.
-// One Rewrite runs at a time per log.
+// The .broken copies a torn-tail repair kept in the stream's directory
+// are rewritten too (rewriteBrokenCopies), so no copy keeps the old
+// lines. One Rewrite runs at a time per log.
 func (l *Log) Rewrite(ctx context.Context, stream string, fn LineRewriter, opts RewriteOptions) (RewriteReport, error) {
 	rep := RewriteReport{Stream: stream}
 	if l.readOnly {
