@@ -42,9 +42,6 @@ var textFields = map[string][]string{
 	events.TypeFileEdit: {"content"},
 }
 
-// HasText reports whether events of type typ carry text fields.
-func HasText(typ string) bool { return len(textFields[typ]) > 0 }
-
 // TextField names one text field as RewriteText passes it: its path
 // ("content", "ops[].oldQuote", "args*") and, inside an array of ops,
 // the op's index (-1 elsewhere).
