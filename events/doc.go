@@ -3,13 +3,14 @@
 // It holds the event envelope and vocabulary (envelope.go) and the segment
 // log: the writer with group commit (writer.go), the streaming reader
 // (reader.go), recovery, the read-only open, Verify and Repair (log.go,
-// segment.go, repair.go) and the file-system seam used to inject faults
-// (fs.go).
+// segment.go, repair.go), the in-place rewrite of sealed segments
+// (rewrite.go) and the file-system seam used to inject faults (fs.go).
 //
 // # Files
 //
 //	<dir>/<stream>/<first seq, 20 digits>.jsonl.zst   a segment
 //	<dir>/<stream>/<segment>.broken[.N]                 copy of a segment whose torn tail was cut off
+//	<dir>/<stream>/<segment>.rewrite                    a segment being rewritten (Rewrite); removed on open
 //
 // A stream is an independent sequence of events with its own seqs, which
 // start at 1 and are contiguous across its segments. A segment is named
@@ -52,6 +53,61 @@
 // reordered batch breaks either the seq order or the chain, and Verify
 // reports it with the segment and byte offset.
 //
+// A scrubbed batch (Rewrite) has a record of version 2, 132 bytes:
+//
+//	0   4  magic 0x184D2A5D
+//	4   4  payload length = 124
+//	8   1  kind: 1 batch header
+//	9   1  record version = 2
+//	10 82  as in version 1, describing the rewritten frame: first seq, count,
+//	       length and sha256 of the following zstd frame, prev
+//	92  4  original length: of the frame as first written
+//	96 32  original checksum: sha256 of the frame as first written
+//	128 4  CRC-32C of bytes 8..127
+//
+// Its Hash is that of the version 1 record the batch was appended with —
+// sha256 of kind 1, version 1, first seq, count, original length,
+// original checksum and prev — so the next batch's prev, the next
+// segment's header and the seal, which name it, stay valid. Its new
+// frame is checked by its checksum like any other; the bytes it was
+// first written with are gone, by design, and Verify lists its seqs as
+// scrubbed (Checked.Scrubbed). Stock zstd skips a skippable frame of any
+// length, so `zstd -dc` still prints every line.
+//
+// # Rewriting (scrub)
+//
+// Log.Rewrite changes the data of some events in place: `dshmem scrub`
+// erasing the text of forgotten memory entries. Ids, seqs, types and the
+// hash chain stay. The other design — rewrite every segment from the
+// first changed one to the end of the stream, with new hashes all the
+// way — was not taken: one forgotten entry would cost a rewrite of the
+// whole tail of its stream (the active segment included, so the writer
+// would have to stop), several files would have to change together
+// (a journal to roll a crash forward or back on open), and every
+// recorded hash (a backup's manifest, a seal) would change with it.
+// With version 2 records a scrub rewrites only the segments that hold a
+// changed line, each on its own, and each rewrite is one atomic rename:
+//
+//  1. The segment is read (every frame checked) and written whole into
+//     <segment>.rewrite: unchanged batches byte for byte, each changed
+//     batch as a new frame under a version 2 record; then fsynced.
+//  2. The new file is read back: every frame, line, seq and the chain,
+//     which must end in the same seal as the old one.
+//  3. It is renamed over the segment, and the directory fsynced.
+//
+// A crash before the rename leaves the old segment and a .rewrite file
+// (new bytes only), which OpenLog and Rewrite remove; after it, the new
+// segment. Both are valid, and no copy of the old bytes is kept (a
+// failed step removes the .rewrite file); a .broken copy of a torn tail
+// that holds a changed line is rewritten the same way, keeping its whole
+// batches and dropping its torn bytes. Only sealed segments are
+// rewritten: an active one that holds a changed line is sealed first
+// (Log.Seal, through the writer, behind the appends queued before it),
+// and appends go on into a new segment. A sealed segment is read to the
+// size of the file a reader opened, not the size listed, so a reader
+// that listed it before a rename reads the old file or the new one
+// whole.
+//
 // # Invariants
 //
 //   - Nothing is acknowledged before its bytes are fsynced (and, for a new
@@ -64,8 +120,10 @@
 //   - The first write or sync error of a stream is sticky: every waiter of
 //     that group and every later Append fails with ErrStreamFailed and the
 //     cause, until the log is reopened (which cuts off any torn tail).
-//   - A segment that reached Options.SegmentSize gets a seal record and is
-//     never written again. Only the last segment of a stream is unsealed.
+//   - A segment that reached Options.SegmentSize (or that Seal sealed)
+//     gets a seal record and is never appended to again; Rewrite may
+//     replace it whole (see Rewriting). Only the last segment of a
+//     stream is unsealed.
 //   - No event is decoded before its frame's checksum was verified: the
 //     reader takes the frame's length from the batch header, reads the whole
 //     frame, checks its sha256, then decodes it with DecodeAll (which checks

@@ -32,6 +32,15 @@ const (
 	kindBatch     = 1
 	kindSeal      = 2
 
+	// A scrubbed batch (Log.Rewrite) has a record of version 2: the
+	// version 1 fields describe the rewritten frame, and 36 more bytes
+	// keep the length and checksum of the frame as first written, which
+	// the batch's Hash is computed from, so the chain stays as it was.
+	scrubbedVersion     = 2
+	scrubbedRecordSize  = recordSize + 36
+	scrubbedRecordFrame = 8 + scrubbedRecordSize
+	maxRecordFrameSize  = scrubbedRecordFrame
+
 	// headerVersion is the "v" of the stream header line.
 	headerVersion = 1
 
@@ -60,6 +69,17 @@ type BatchHeader struct {
 	Length   uint32   // compressed length of the data frame in bytes
 	Checksum [32]byte // sha256 of the data frame's bytes
 	Prev     [32]byte // Hash of the previous batch of the stream; zero for the first
+
+	// Scrubbed marks a batch whose frame was rewritten by Log.Rewrite
+	// (record version 2). OrigLength and OrigChecksum are the frame's
+	// length and sha256 as first written: Hash is computed from them, so
+	// the batches after it, the next segment's header and the seal still
+	// name the batch by the hash it was appended with. The original
+	// bytes are gone; what is checked of the batch is its new frame
+	// (Checksum) and its place in the chain.
+	Scrubbed     bool
+	OrigLength   uint32
+	OrigChecksum [32]byte
 }
 
 // LastSeq is the seq of the last event of the batch.
@@ -68,13 +88,37 @@ func (h BatchHeader) LastSeq() uint64 { return h.FirstSeq + uint64(h.Count) - 1 
 // Hash identifies the batch in the hash chain: sha256 over the record
 // bytes that precede its CRC. Because the record holds the frame's
 // checksum and the previous hash, the chain covers every event byte.
+//
+// A scrubbed batch keeps the Hash of the batch as first written: it is
+// computed from the version 1 record of OrigLength and OrigChecksum.
 func (h BatchHeader) Hash() [32]byte {
+	if h.Scrubbed {
+		h = h.Original()
+	}
 	var b [recordSize]byte
 	h.put(b[:], kindBatch)
 	return sha256.Sum256(b[:recordSize-4])
 }
 
-// put writes the record payload (kind, version, reserved, fields, crc).
+// Original is the header of the batch as first written: for a scrubbed
+// batch its original length and checksum, for any other h itself.
+func (h BatchHeader) Original() BatchHeader {
+	if !h.Scrubbed {
+		return h
+	}
+	return BatchHeader{FirstSeq: h.FirstSeq, Count: h.Count, Length: h.OrigLength, Checksum: h.OrigChecksum, Prev: h.Prev}
+}
+
+// recordFrameLen is the length of h's whole record frame.
+func (h BatchHeader) recordFrameLen() int64 {
+	if h.Scrubbed {
+		return scrubbedRecordFrame
+	}
+	return recordFrameSize
+}
+
+// put writes the record payload (kind, version, reserved, fields, crc):
+// recordSize bytes, or scrubbedRecordSize for a scrubbed batch.
 func (h BatchHeader) put(b []byte, kind byte) {
 	b[0] = kind
 	b[1] = recordVersion
@@ -84,6 +128,13 @@ func (h BatchHeader) put(b []byte, kind byte) {
 	binary.LittleEndian.PutUint32(b[16:], h.Length)
 	copy(b[20:52], h.Checksum[:])
 	copy(b[52:84], h.Prev[:])
+	if h.Scrubbed && kind == kindBatch {
+		b[1] = scrubbedVersion
+		binary.LittleEndian.PutUint32(b[84:], h.OrigLength)
+		copy(b[88:120], h.OrigChecksum[:])
+		binary.LittleEndian.PutUint32(b[120:], crc32.Checksum(b[:120], castagnoli))
+		return
+	}
 	binary.LittleEndian.PutUint32(b[84:], crc32.Checksum(b[:84], castagnoli))
 }
 
@@ -101,11 +152,15 @@ func (s Seal) LastSeq() uint64 { return s.FirstSeq + uint64(s.Count) - 1 }
 
 // appendRecord appends a skippable frame holding one record.
 func appendRecord(dst []byte, h BatchHeader, kind byte) []byte {
-	var b [recordFrameSize]byte
+	var b [maxRecordFrameSize]byte
+	n := recordSize
+	if h.Scrubbed && kind == kindBatch {
+		n = scrubbedRecordSize
+	}
 	binary.LittleEndian.PutUint32(b[0:], skippableMagic)
-	binary.LittleEndian.PutUint32(b[4:], recordSize)
+	binary.LittleEndian.PutUint32(b[4:], uint32(n))
 	h.put(b[8:], kind)
-	return append(dst, b[:]...)
+	return append(dst, b[:8+n]...)
 }
 
 func appendSeal(dst []byte, s Seal) []byte {
@@ -118,17 +173,41 @@ var (
 	errRecordForm  = errors.New("unknown batch header version or kind")
 )
 
-// parseRecord decodes a whole record frame (recordFrameSize bytes).
+// recordLen returns the length of the record frame that starts b (whose
+// first 8 bytes must be there): recordFrameSize, or scrubbedRecordFrame
+// for a scrubbed batch. ok is false when b does not start a record frame
+// of ours.
+func recordLen(b []byte) (int, bool) {
+	if len(b) < 8 || binary.LittleEndian.Uint32(b[0:]) != skippableMagic {
+		return 0, false
+	}
+	switch binary.LittleEndian.Uint32(b[4:]) {
+	case recordSize:
+		return recordFrameSize, true
+	case scrubbedRecordSize:
+		return scrubbedRecordFrame, true
+	}
+	return 0, false
+}
+
+// parseRecord decodes a whole record frame (recordLen(b) bytes).
 func parseRecord(b []byte) (h BatchHeader, kind byte, err error) {
-	if binary.LittleEndian.Uint32(b[0:]) != skippableMagic || binary.LittleEndian.Uint32(b[4:]) != recordSize {
+	n, ok := recordLen(b)
+	if !ok || len(b) < n {
 		return h, 0, errRecordMagic
 	}
-	p := b[8:recordFrameSize]
-	if crc32.Checksum(p[:84], castagnoli) != binary.LittleEndian.Uint32(p[84:]) {
+	p := b[8:n]
+	crcAt := len(p) - 4
+	if crc32.Checksum(p[:crcAt], castagnoli) != binary.LittleEndian.Uint32(p[crcAt:]) {
 		return h, 0, errRecordCRC
 	}
 	kind = p[0]
-	if p[1] != recordVersion || (kind != kindBatch && kind != kindSeal) || p[2] != 0 || p[3] != 0 {
+	version := byte(recordVersion)
+	if n == scrubbedRecordFrame {
+		version = scrubbedVersion
+	}
+	if p[1] != version || (kind != kindBatch && kind != kindSeal) || p[2] != 0 || p[3] != 0 ||
+		version == scrubbedVersion && kind != kindBatch {
 		return h, 0, errRecordForm
 	}
 	h.FirstSeq = binary.LittleEndian.Uint64(p[4:])
@@ -136,6 +215,14 @@ func parseRecord(b []byte) (h BatchHeader, kind byte, err error) {
 	h.Length = binary.LittleEndian.Uint32(p[16:])
 	copy(h.Checksum[:], p[20:52])
 	copy(h.Prev[:], p[52:84])
+	if version == scrubbedVersion {
+		h.Scrubbed = true
+		h.OrigLength = binary.LittleEndian.Uint32(p[84:])
+		copy(h.OrigChecksum[:], p[88:120])
+		if h.OrigLength == 0 || h.OrigLength > maxFrameLen {
+			return h, 0, errRecordForm
+		}
+	}
 	if kind == kindBatch && (h.Count == 0 || h.Length == 0 || h.Length > maxFrameLen || h.FirstSeq == 0) {
 		return h, 0, errRecordForm
 	}

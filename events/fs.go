@@ -62,22 +62,26 @@ func syncDir(fsys FS, dir string) error {
 	return d.Close()
 }
 
-// FaultFS wraps an FS and fails the Nth write or the Nth sync (counting
+// FaultFS wraps an FS and fails the Nth write, sync or rename (counting
 // from 1 across all files, directory syncs included). After the fault it
 // keeps failing every later write and sync, like a disk that went away,
 // so no test sees a success after a failure by accident. Safe for
 // concurrent use.
 type FaultFS struct {
-	FS        FS    // underlying file system; nil → OSFS
-	FailWrite int   // 1-based index of the write to fail; 0 never
-	FailSync  int   // 1-based index of the sync to fail; 0 never
-	Partial   bool  // the failing write first writes half of its bytes (a torn write)
-	Err       error // injected error; nil → ErrInjected
+	FS        FS  // underlying file system; nil → OSFS
+	FailWrite int // 1-based index of the write to fail; 0 never
+	FailSync  int // 1-based index of the sync to fail; 0 never
+	// FailRename is the 1-based index of the rename to fail; 0 never.
+	// A failed rename changes nothing, and later ones fail too.
+	FailRename int
+	Partial    bool  // the failing write first writes half of its bytes (a torn write)
+	Err        error // injected error; nil → ErrInjected
 
-	mu     sync.Mutex
-	writes int
-	syncs  int
-	failed bool
+	mu      sync.Mutex
+	writes  int
+	syncs   int
+	renames int
+	failed  bool
 }
 
 // Counts returns how many writes and syncs were attempted so far.
@@ -115,7 +119,12 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	}
 	return &faultFile{File: file, fs: f}, nil
 }
-func (f *FaultFS) Rename(oldpath, newpath string) error         { return f.base().Rename(oldpath, newpath) }
+func (f *FaultFS) Rename(oldpath, newpath string) error {
+	if f.tick(&f.renames, f.FailRename) {
+		return f.err()
+	}
+	return f.base().Rename(oldpath, newpath)
+}
 func (f *FaultFS) Remove(name string) error                     { return f.base().Remove(name) }
 func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.base().MkdirAll(path, perm) }
 func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error)   { return f.base().ReadDir(name) }

@@ -58,8 +58,12 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("batch [%d,%d) out of order or out of bounds (len %d, previous end %d)", b.Offset, b.End, len(data), prevEnd)
 			}
 			prevEnd = b.End
-			h, kind, perr := parseRecord(data[b.Offset : b.Offset+recordFrameSize])
-			frame := data[b.Offset+recordFrameSize : b.End]
+			rl, ok := recordLen(data[b.Offset:])
+			if !ok || b.Offset+int64(rl) > b.End {
+				t.Fatalf("yielded a batch at %d that does not start with a record frame", b.Offset)
+			}
+			h, kind, perr := parseRecord(data[b.Offset : b.Offset+int64(rl)])
+			frame := data[b.Offset+int64(rl) : b.End]
 			if perr != nil || kind != kindBatch || h != b.Header || sha256.Sum256(frame) != h.Checksum {
 				t.Fatalf("yielded a batch at %d whose header or checksum does not verify", b.Offset)
 			}

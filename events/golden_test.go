@@ -125,6 +125,8 @@ func TestReaderFiles(t *testing.T) {
 		{"three-batches.jsonl.zst", 3, ""},
 		{"torn-mid-batch.jsonl.zst", 1, "torn"},
 		{"flipped-mid-batch.jsonl.zst", 2, "corrupt"},
+		{"scrubbed-batch.jsonl.zst", 3, ""},
+		{"torn-scrubbed-record.jsonl.zst", 1, "torn"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(goldenDir, c.file))
@@ -165,6 +167,26 @@ func TestReaderFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReaderScrubbed reads a sealed segment whose middle batch was
+// scrubbed (Rewrite, a version 2 record): the chain runs through the
+// scrubbed batch's original hash, and the seal names the last batch.
+func TestReaderScrubbed(t *testing.T) {
+	bs := readBatches(t, filepath.Join(goldenDir, "scrubbed-batch.jsonl.zst"))
+	require.Len(t, bs, 3)
+	require.False(t, bs[0].Header.Scrubbed)
+	require.True(t, bs[1].Header.Scrubbed, "the middle batch is scrubbed")
+	require.False(t, bs[2].Header.Scrubbed)
+	require.Equal(t, bs[0].Header.Hash(), bs[1].Header.Prev)
+	require.Equal(t, bs[1].Header.Hash(), bs[2].Header.Prev, "the batch after a scrubbed one names its original hash")
+	require.Equal(t, bs[1].Header.Original().Hash(), bs[1].Header.Hash())
+	require.NotEqual(t, bs[1].Header.Checksum, bs[1].Header.OrigChecksum)
+	require.Contains(t, string(bs[1].Events[0].Data), "[scrubbed]")
+	problems, checked, err := verify(OSFS{}, t.TempDir())
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	require.Empty(t, checked.Scrubbed)
 }
 
 // TestReaderHeader checks that Header gives the same answer on every

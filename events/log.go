@@ -80,6 +80,9 @@ type Log struct {
 	// readOnly: opened by OpenLogReadOnly; Append fails with ErrReadOnly.
 	readOnly bool
 
+	// rewriteMu lets one Rewrite run at a time.
+	rewriteMu sync.Mutex
+
 	mu      sync.Mutex
 	streams map[string]*stream
 	closed  bool
@@ -105,6 +108,9 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	for _, name := range names {
+		if err := removeRewriteTemps(l.fs, filepath.Join(dir, name)); err != nil {
+			return nil, fmt.Errorf("open log %s: stream %s: %w", dir, name, err)
+		}
 		rec, err := recoverStream(l.fs, dir, name, opts.Trusted[name], recoverOpen)
 		l.repairs = append(l.repairs, rec.repairs...)
 		if err != nil {
@@ -232,10 +238,13 @@ func recoverStream(fsys FS, dir, name string, trusted uint64, mode recoverMode) 
 		prev := state.last
 		if i < len(segs)-1 && mode != recoverRepair {
 			if st, ok := trustSealed(fsys, seg, name, state.next, prev); ok {
-				segs[i].sealed = true
+				segs[i].sealed, segs[i].size = true, st.size
 				state = st
 				continue
 			}
+			// Not the last one: sealed by the invariant, so read as a
+			// sealed segment (its own size), and the walk says if not.
+			seg.sealed = true
 		}
 		st, err := walkSegment(fsys, seg, walkOpts{
 			stream: name, skipBelow: ^uint64(0), expNext: state.next, expPrev: &prev,
@@ -249,6 +258,7 @@ func recoverStream(fsys FS, dir, name string, trusted uint64, mode recoverMode) 
 			if ce := notLastProblem(seg, st); ce != nil {
 				return rec, ce
 			}
+			segs[i].size = st.size
 		}
 		if st.torn >= 0 {
 			if mode == recoverRead {

@@ -25,6 +25,8 @@ type Batch struct {
 	// Lines are the raw JSON lines without their newline. They alias an
 	// internal buffer and are valid only until the next call to Next.
 	Lines [][]byte
+
+	frame []byte // the data frame as read (aliases the reader's buffer)
 }
 
 // Reader reads a segment batch by batch. It never decodes events from a
@@ -52,7 +54,7 @@ type Reader struct {
 
 	err error // final error
 
-	rec     [recordFrameSize]byte
+	rec     [maxRecordFrameSize]byte
 	frame   []byte
 	content []byte
 	lines   [][]byte
@@ -187,7 +189,7 @@ func (r *Reader) next(decode bool) (Batch, error) {
 	}
 	for {
 		off := r.off
-		n, err := io.ReadFull(r.src, r.rec[:])
+		n, err := io.ReadFull(r.src, r.rec[:recordFrameSize])
 		switch {
 		case n == 0 && err == io.EOF:
 			r.err = io.EOF
@@ -201,11 +203,23 @@ func (r *Reader) next(decode bool) (Batch, error) {
 			return Batch{}, r.err
 		}
 		if r.sealed {
-			return Batch{}, r.bad(off, bytes.Clone(r.rec[:]), errAfterSeal)
+			return Batch{}, r.bad(off, bytes.Clone(r.rec[:n]), errAfterSeal)
 		}
-		h, kind, perr := parseRecord(r.rec[:])
+		if size, ok := recordLen(r.rec[:n]); ok && size > n {
+			// A scrubbed batch's record is longer: read the rest of it.
+			_, err := io.ReadFull(r.src, r.rec[n:size])
+			switch {
+			case err == io.ErrUnexpectedEOF || err == io.EOF:
+				return Batch{}, r.torn(off)
+			case err != nil:
+				r.err = fmt.Errorf("read segment at offset %d: %w", off, err)
+				return Batch{}, r.err
+			}
+			n = size
+		}
+		h, kind, perr := parseRecord(r.rec[:n])
 		if perr != nil {
-			return Batch{}, r.bad(off, bytes.Clone(r.rec[:]), perr)
+			return Batch{}, r.bad(off, bytes.Clone(r.rec[:n]), perr)
 		}
 		if kind == kindSeal {
 			r.sealed = true
@@ -213,6 +227,7 @@ func (r *Reader) next(decode bool) (Batch, error) {
 			r.off += recordFrameSize
 			continue
 		}
+		recLen := h.recordFrameLen()
 		if err := r.readFrame(int(h.Length)); err != nil {
 			if err == io.ErrUnexpectedEOF || err == io.EOF {
 				return Batch{}, r.torn(off)
@@ -221,11 +236,11 @@ func (r *Reader) next(decode bool) (Batch, error) {
 			return Batch{}, r.err
 		}
 		if sha256.Sum256(r.frame) != h.Checksum {
-			consumed := append(bytes.Clone(r.rec[:]), r.frame...)
+			consumed := append(bytes.Clone(r.rec[:recLen]), r.frame...)
 			return Batch{}, r.bad(off, consumed, fmt.Errorf("batch at seq %d: %w", h.FirstSeq, ErrChecksum))
 		}
-		r.off = off + recordFrameSize + int64(h.Length)
-		b := Batch{Offset: off, End: r.off, Header: h}
+		r.off = off + recLen + int64(h.Length)
+		b := Batch{Offset: off, End: r.off, Header: h, frame: r.frame}
 		if r.skipBelow > 0 && h.LastSeq() < r.skipBelow {
 			return b, nil
 		}
@@ -344,13 +359,22 @@ func findValid(b []byte) int {
 		if p+recordFrameSize > len(b) {
 			return -1
 		}
-		h, kind, err := parseRecord(b[p : p+recordFrameSize])
+		size, ok := recordLen(b[p:])
+		if ok && p+size > len(b) {
+			ok = false
+		}
+		var h BatchHeader
+		var kind byte
+		var err error = errRecordMagic
+		if ok {
+			h, kind, err = parseRecord(b[p : p+size])
+		}
 		if err == nil {
 			if kind == kindSeal {
 				return p
 			}
-			end := p + recordFrameSize + int(h.Length)
-			if end <= len(b) && sha256.Sum256(b[p+recordFrameSize:end]) == h.Checksum {
+			end := p + size + int(h.Length)
+			if end <= len(b) && sha256.Sum256(b[p+size:end]) == h.Checksum {
 				return p
 			}
 		}

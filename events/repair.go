@@ -42,6 +42,32 @@ func Verify(dir string) ([]Problem, error) {
 type Checked struct {
 	Streams, Segments int
 	Events            uint64 // seqs the streams reached, whole batches only
+	// Scrubbed lists the seqs whose batches Log.Rewrite rewrote: their
+	// new frames were checked, and their place in the hash chain, but
+	// the bytes they were first written with are gone by design.
+	Scrubbed []ScrubbedRange
+}
+
+// ScrubbedRange is a run of seqs of a stream in scrubbed batches.
+type ScrubbedRange struct {
+	Stream      string
+	First, Last uint64
+}
+
+func (r ScrubbedRange) String() string {
+	return fmt.Sprintf("stream %s: seqs %d..%d scrubbed", r.Stream, r.First, r.Last)
+}
+
+// addScrubbed notes the batch h of stream, merging it into the last
+// range when it follows it.
+func (c *Checked) addScrubbed(stream string, h BatchHeader) {
+	if n := len(c.Scrubbed); n > 0 {
+		if last := &c.Scrubbed[n-1]; last.Stream == stream && last.Last+1 == h.FirstSeq {
+			last.Last = h.LastSeq()
+			return
+		}
+	}
+	c.Scrubbed = append(c.Scrubbed, ScrubbedRange{Stream: stream, First: h.FirstSeq, Last: h.LastSeq()})
 }
 
 // VerifyCounted is Verify that also says how much it read, for a report
@@ -101,7 +127,12 @@ func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, seg
 					problems = append(problems, corruptProblem(ce))
 					return nil
 				},
-				onBatch: func(Batch) error { return ctx.Err() },
+				onBatch: func(b Batch) error {
+					if b.Header.Scrubbed {
+						c.addScrubbed(name, b.Header)
+					}
+					return ctx.Err()
+				},
 			})
 			if err != nil && ctx.Err() != nil {
 				return problems, c, ctx.Err()

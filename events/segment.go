@@ -48,6 +48,7 @@ type segState struct {
 	sealed bool
 	torn   int64 // offset of a torn tail, -1 if none
 	end    int64 // offset just past the last frame read
+	size   int64 // bytes of the segment that were read (see segmentSize)
 }
 
 // walkOpts says what to check and what to do with each batch.
@@ -80,7 +81,9 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 		return st, fmt.Errorf("open segment %s: %w", seg.path, err)
 	}
 	defer f.Close()
-	r := NewReader(io.NewSectionReader(f, 0, seg.size))
+	size := segmentSize(f, seg)
+	st.size = size
+	r := NewReader(io.NewSectionReader(f, 0, size))
 	r.skipBelow = o.skipBelow
 	problem := func(off int64, err error) error {
 		return o.report(&CorruptError{Segment: seg.path, Offset: off, Err: err})
@@ -116,12 +119,12 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 		return st, err
 	}
 	if o.trustThrough > 0 && headerOK {
-		off, err := skim(f, r.Offset(), seg.size, o.trustThrough, &st)
+		off, err := skim(f, r.Offset(), size, o.trustThrough, &st)
 		if err != nil {
 			return st, fmt.Errorf("read segment %s: %w", seg.path, err)
 		}
 		if off > r.Offset() {
-			r = resumeReader(io.NewSectionReader(f, off, seg.size-off), off)
+			r = resumeReader(io.NewSectionReader(f, off, size-off), off)
 			r.skipBelow = o.skipBelow
 		}
 	}
@@ -237,14 +240,16 @@ func chainError(got, want uint64) error {
 // checksum as it decodes it.
 func trustSealed(fsys FS, seg segRef, stream string, expNext uint64, expPrev [32]byte) (segState, bool) {
 	st := segState{torn: -1}
-	if seg.size < 2*recordFrameSize {
-		return st, false
-	}
 	f, err := fsys.OpenFile(seg.path, os.O_RDONLY, 0)
 	if err != nil {
 		return st, false
 	}
 	defer f.Close()
+	seg.sealed = true // a segment before the last one is sealed, or it is walked
+	seg.size = segmentSize(f, seg)
+	if seg.size < 2*recordFrameSize {
+		return st, false
+	}
 	r := NewReader(io.NewSectionReader(f, 0, min(seg.size-recordFrameSize, maxHeaderFrame)))
 	h, err := r.Header()
 	if err != nil || h.Stream != stream || h.FirstSeq != seg.first || seg.first != expNext || r.headerPrev != expPrev {
@@ -263,7 +268,25 @@ func trustSealed(fsys FS, seg segRef, stream string, expNext uint64, expPrev [32
 	st.events = uint64(sh.Count)
 	st.sealed = true
 	st.end = seg.size
+	st.size = seg.size
 	return st, true
+}
+
+// segmentSize is how many bytes of seg to read from f, its open file.
+// For the active segment that is seg.size, the size committed when the
+// caller looked (the writer may be appending past it). A sealed segment
+// is never appended to, but Log.Rewrite may have replaced its file by a
+// scrubbed one of another size since seg was listed: its size is the
+// open file's own, so a reader that opened the old file reads the old
+// one whole and one that opened the new file reads the new one whole.
+func segmentSize(f File, seg segRef) int64 {
+	if !seg.sealed {
+		return seg.size
+	}
+	if fi, err := f.Stat(); err == nil {
+		return fi.Size()
+	}
+	return seg.size
 }
 
 // skimWindow is how many bytes skim reads at a time: a window holds the
@@ -293,31 +316,47 @@ func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, 
 		bufOff int64
 		large  bool // the last batch taken was skimWindow/8 bytes or more
 	)
+	fill := func(n int64) error {
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return fmt.Errorf("read batch header at offset %d: %w", off, err)
+		}
+		bufOff = off
+		return nil
+	}
 	for off+recordFrameSize <= size {
 		if len(buf) == 0 || off+recordFrameSize > bufOff+int64(len(buf)) {
 			n := min(int64(skimWindow), size-off)
 			if large {
-				n = recordFrameSize
+				n = min(maxRecordFrameSize, size-off)
 			}
-			buf = buf[:n]
-			if _, err := f.ReadAt(buf, off); err != nil {
-				return off, fmt.Errorf("read batch header at offset %d: %w", off, err)
+			if err := fill(n); err != nil {
+				return off, err
 			}
-			bufOff = off
 		}
-		rec := buf[off-bufOff : off-bufOff+recordFrameSize]
+		rl, ok := recordLen(buf[off-bufOff:])
+		if !ok || off+int64(rl) > size {
+			break
+		}
+		if off+int64(rl) > bufOff+int64(len(buf)) {
+			// A scrubbed batch's longer record crosses the window's end.
+			if err := fill(min(max(int64(skimWindow), int64(rl)), size-off)); err != nil {
+				return off, err
+			}
+		}
+		rec := buf[off-bufOff : off-bufOff+int64(rl)]
 		h, kind, err := parseRecord(rec)
 		if err != nil || kind != kindBatch || h.LastSeq() > through || h.FirstSeq != st.next || h.Prev != st.last {
 			break
 		}
-		end := off + recordFrameSize + int64(h.Length)
+		end := off + int64(rl) + int64(h.Length)
 		if end > size {
 			break
 		}
 		st.next = h.LastSeq() + 1
 		st.last = h.Hash()
 		st.events += uint64(h.Count)
-		large = recordFrameSize+int64(h.Length) >= skimWindow/8
+		large = int64(rl)+int64(h.Length) >= skimWindow/8
 		off = end
 	}
 	return off, nil

@@ -44,6 +44,7 @@ func sharedEncoder() *zstd.Encoder {
 type appendReq struct {
 	tails [][]byte // each event's line after its seq: `,"id":…}`
 	first uint64   // seq of the first event, set by the writer
+	seal  bool     // Log.Seal: seal the active segment (tails is empty)
 	done  chan error
 }
 
@@ -214,6 +215,48 @@ func (l *Log) Enqueue(ctx context.Context, stream string, evs []Envelope) (*Pend
 	return &Pending{req: req, out: out}, nil
 }
 
+// Seal seals the active segment of stream, behind every append queued
+// before it, so that Log.Rewrite may rewrite it: the next append starts
+// a new segment. A stream whose last segment is sealed, or that has
+// none, is left as it is. It returns once the seal is fsynced.
+func (l *Log) Seal(ctx context.Context, stream string) error {
+	if !ValidStream(stream) {
+		return fmt.Errorf("seal stream %q: invalid stream name", stream)
+	}
+	s, err := l.writerFor(stream)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	req := &appendReq{seal: true, done: make(chan error, 1)}
+	s.sendMu.RLock()
+	if s.closed {
+		s.sendMu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.reqs <- req:
+		s.sendMu.RUnlock()
+	case <-ctx.Done():
+		s.sendMu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return fmt.Errorf("seal stream %s: %w", stream, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Events returns the queued events, without their seqs until Wait has
 // returned.
 func (p *Pending) Events() []Envelope { return p.out }
@@ -329,6 +372,20 @@ func (s *stream) commit(group []*appendReq) error {
 	frameFirst := s.wNext
 	for _, r := range group {
 		r.first = s.wNext
+		if r.seal {
+			// Everything queued before the seal goes into the segment
+			// it seals; everything after, into a new one.
+			if count > 0 {
+				if err := s.addFrame(frameFirst, count); err != nil {
+					return s.fail(err)
+				}
+				count, frameFirst = 0, s.wNext
+			}
+			if err := s.sealActive(); err != nil {
+				return s.fail(err)
+			}
+			continue
+		}
 		for _, tail := range r.tails {
 			if count > 0 && len(s.content)+len(tail)+64 > maxFrameBytes {
 				if err := s.addFrame(frameFirst, count); err != nil {
@@ -358,6 +415,21 @@ func (s *stream) commit(group []*appendReq) error {
 		}
 	}
 	return nil
+}
+
+// sealActive writes what s.out holds and a seal record to the active
+// segment, fsyncs, and leaves the next frame to start a new segment. A
+// stream without an active segment (none yet, or the last one sealed)
+// is left as it is.
+func (s *stream) sealActive() error {
+	if s.wNeedNew {
+		if len(s.out) > 0 {
+			return s.flush(false)
+		}
+		return nil
+	}
+	s.out = appendSeal(s.out, Seal{FirstSeq: s.wFirst, Count: s.wEvents, Last: s.wHash})
+	return s.flush(true)
 }
 
 // addFrame compresses s.content into a batch of the active segment

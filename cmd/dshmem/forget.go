@@ -16,7 +16,8 @@ func init() {
 
 Appends a memory/forget event for entry ID (m-…, as 'dshmem entries'
 lists them) to the entry's own stream. A forgotten entry never reaches
-recall or a summary again; its versions stay in 'dshmem history ID'.
+recall or a summary again; its versions stay in 'dshmem history ID',
+and its words on disk until 'dshmem scrub' erases them.
 An unknown id, or an entry already forgotten, is an error and nothing is
 written.
 `,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"dshmem/events/payload"
 	"dshmem/observer"
 )
 
@@ -19,7 +20,8 @@ Prints every version of entry ID, oldest first: the op that made it
 (add, revise, supersede, conflict, forget, resolve), the status after
 it, and the event that made it (stream, seq, id, type and, for a
 distiller's memory/ops, the checkpoint id), with the text of that
-version and the op's reason.
+version and the op's reason. A version whose text 'dshmem scrub' erased
+shows "[scrubbed]" and says so.
 
 --json prints an array of {entryId, version, op, stream, seq, eventId,
 eventType, checkpoint, time, type, title, description, terms, content,
@@ -77,6 +79,9 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		if v.Reason != "" {
 			fmt.Fprintf(env.stdout, "    reason: %s\n", oneLine(v.Reason, 200))
+		}
+		if v.Content == payload.ScrubbedText || v.Title == payload.ScrubbedText {
+			fmt.Fprintf(env.stdout, "    (its text was erased by 'dshmem scrub')\n")
 		}
 	}
 	return nil

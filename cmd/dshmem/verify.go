@@ -8,6 +8,7 @@ import (
 
 	"dshmem/events"
 	"dshmem/observer"
+	"dshmem/observer/scrub"
 )
 
 func init() {
@@ -19,7 +20,9 @@ func init() {
 Reads every segment of every stream and checks each zstd frame's checksum,
 the batch headers (first seq, count, length, checksum), the hash chain
 between batches, that seqs are contiguous and that every line is a valid
-envelope. Each problem is printed with its segment and byte offset.
+envelope. Seqs in batches 'dshmem scrub' rewrote are listed: their new
+bytes and their place in the chain are checked, their first bytes are
+gone by design. Each problem is printed with its segment and byte offset.
 Exits 1 when anything is wrong; a torn tail (crash mid-write) can be fixed
 with 'dshmem repair', anything else needs a look before it is touched.
 
@@ -90,6 +93,12 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return exitError{1}
 	}
 	fmt.Fprintf(env.stdout, "ok: %d stream(s), %d segment(s), %d event(s) verified\n", checked.Streams, checked.Segments, checked.Events)
+	for _, r := range checked.Scrubbed {
+		fmt.Fprintf(env.stdout, "%s ('dshmem scrub' rewrote them; their place in the hash chain is checked, their first bytes are gone)\n", r)
+	}
+	if _, err := os.Stat(filepath.Join(env.root, scrub.JournalFile)); err == nil {
+		fmt.Fprintf(env.stderr, "dshmem verify: a scrub was interrupted (%s is there); run 'dshmem scrub' to finish it\n", scrub.JournalFile)
+	}
 	return nil
 }
 

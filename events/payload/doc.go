@@ -62,6 +62,16 @@
 // version of its own. A new shape gets a case here, a line in
 // testdata/payload/older.jsonl and a test that reads it.
 //
+// # Text fields (text.go)
+//
+// RewriteText applies a function to the free-text fields of an event's
+// data — a message's text, an entry's content, title, description and
+// terms, an op's quotes and reason, a file edit's content, a tool call's
+// arguments — and to nothing else (no op name, id, type or number),
+// keeping the object's other bytes. `dshmem scrub` turns a forgotten
+// entry's text into ScrubbedText with it, so a scrubbed event still
+// decodes and every fold makes the same of it but the text.
+//
 // # Invariants
 //
 //   - Decoding is deterministic and never fails a fold: a fold that
