@@ -211,6 +211,8 @@ func (f *fold) apply(ev *events.Envelope, p *prepared) error {
 		return f.shown(ev)
 	case events.TypeMemoryOps:
 		return f.ops(ev)
+	case events.TypeMaintenanceRotate:
+		return f.rotate(ev) // rotation.go
 	}
 	return nil
 }
