@@ -64,7 +64,7 @@ type PathInfo struct {
 	// Archived: a day file under sessions/archive/, where rotation moves
 	// the days before its cut-off (DayFile).
 	Archived bool
-	Seq   uint64 // for KindHistory
+	Seq      uint64 // for KindHistory
 }
 
 var (
