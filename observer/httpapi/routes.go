@@ -60,6 +60,8 @@ func (s *Server) Handler() http.Handler {
 	add("/v1/checkpoint", route{"checkpoint", http.MethodPost, s.handleCheckpoint})
 	add("/v1/remember", route{"remember", http.MethodPost, s.handleRemember})
 	add("/v1/forget", route{"forget", http.MethodPost, s.handleForget})
+	add("/v1/backup", route{"backup", http.MethodPost, s.handleBackup}) // routes_backup.go
+	add("/v1/rotate", route{"rotate", http.MethodPost, s.handleRotate})
 	add("/v1/sessions/{id}/packet", route{"packet", http.MethodGet, s.handlePacket})
 	add("/v1/sessions/{id}/prompt", route{"prompt", http.MethodPost, s.handlePrompt})
 	add("/v1/healthz", route{"healthz", http.MethodGet, s.handleHealthz})
