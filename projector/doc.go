@@ -39,6 +39,9 @@
 //	                     with one contender is resolved back to active
 //	memory/shown         shown (session, stream, entry_id): count, last seq
 //	scope/register       scopes: the workspace's directory (data.dir), over its first cwd
+//	maintenance/rotate   day_rotation: the cut-off day, the greatest data.before folded (a
+//	                     maximum, so streams commute); the days before it are queued, and
+//	                     their files move to sessions/archive/ (rotation.go)
 //	anything else        events row only
 //
 // Data that does not decode, or lacks what a projection needs (a
@@ -76,7 +79,9 @@
 //	                     except memory/shown) whose text differs from the version before
 //	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a
 //	                     "summary" (block id the session) of that day — the date in the
-//	                     event's own offset — in (event time, stream, seq) order
+//	                     event's own offset — in (event time, stream, seq) order;
+//	                     sessions/archive/<day>.md instead for a day before the rotation
+//	                     cut-off (DayFile), the copy on the other side removed
 //
 // When: the global layer after a fold that folded the global stream's
 // first event or a memory event of it; a workspace's files after a fold
