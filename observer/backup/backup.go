@@ -134,10 +134,19 @@ func backupDir(root, to string) (string, error) {
 		return "", fmt.Errorf("root %s: %w", root, err)
 	}
 	if within(dir, absRoot) || within(absRoot, dir) {
-		return "", fmt.Errorf("backup directory %s and the root %s overlap: a backup must live outside the root, and the root outside it; choose another --to", dir, absRoot)
+		return "", &DirError{Dir: dir, Msg: fmt.Sprintf("backup directory %s and the root %s overlap: a backup must live outside the root, and the root outside it; choose another --to", dir, absRoot)}
 	}
 	return dir, nil
 }
+
+// DirError is a backup directory Run refuses: one that overlaps the
+// root, or holds other files and no manifest. Nothing was written.
+type DirError struct {
+	Dir string
+	Msg string
+}
+
+func (e *DirError) Error() string { return e.Msg }
 
 // checkEmpty refuses a directory without a manifest that holds files
 // of its own: a mistyped --to must not get a backup scattered into it.
@@ -147,10 +156,10 @@ func checkEmpty(dir string) error {
 		return fmt.Errorf("read backup directory %s: %w", dir, err)
 	}
 	for _, e := range ents {
-		if e.Name() == LockFile || strings.HasSuffix(e.Name(), tmpSuffix) || e.Name() == LogDir {
+		if e.Name() == LockFile || strings.Contains(e.Name(), tmpSuffix) || e.Name() == LogDir {
 			continue
 		}
-		return fmt.Errorf("backup directory %s holds %s but no %s: it is not a dshmem backup; choose a new or empty directory with --to", dir, e.Name(), ManifestFile)
+		return &DirError{Dir: dir, Msg: fmt.Sprintf("backup directory %s holds %s but no %s: it is not a dshmem backup; choose a new or empty directory with --to", dir, e.Name(), ManifestFile)}
 	}
 	return nil
 }
@@ -161,7 +170,7 @@ func removeTemps(dir string) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), tmpSuffix) {
+		if !d.IsDir() && strings.Contains(d.Name(), tmpSuffix) { // a copy, or SQLite's journal of one
 			if err := os.Remove(p); err != nil {
 				return fmt.Errorf("remove a copy an interrupted backup left: %w", err)
 			}

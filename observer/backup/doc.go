@@ -34,8 +34,13 @@
 //     renamed in last. Files the new manifest no longer names (a purged
 //     scope's segments, the previous index snapshot) are removed after
 //     it. An interrupted run leaves temporary files, which the next run
-//     removes, and at worst files that are newer than the manifest,
-//     which Verify names and the next run replaces.
+//     removes, and at worst copies renamed into place before the new
+//     manifest was: a segment only grows, so such a copy is the recorded
+//     bytes and more, and a new segment is one the manifest does not
+//     name. Verify notes both, Restore reads the recorded bytes, the next
+//     run records the rest. (Only a segment the root rewrote, a scrub's,
+//     caught between its rename and the manifest, no longer matches:
+//     Verify reports it until the next run.)
 //   - Each backup appends a maintenance/backup event to the global
 //     stream saying what it copied; its time is when the backup was
 //     made, and "backup due" counts from it. When nothing but those

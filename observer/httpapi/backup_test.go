@@ -57,7 +57,7 @@ func TestBackupRouteErrors(t *testing.T) {
 	require.Equal(t, 400, code, "%s", body)
 	assert.Contains(t, string(body), "not an absolute path")
 	code, body = ts.call("POST", "/v1/backup", map[string]any{"to": filepath.Join(ts.root, "inside")})
-	require.Equal(t, 503, code, "%s", body)
+	require.Equal(t, 400, code, "%s", body)
 	assert.Contains(t, string(body), "overlap")
 	code, body = ts.call("POST", "/v1/backup", map[string]any{"dir": "/x"})
 	require.Equal(t, 400, code, "%s", body)

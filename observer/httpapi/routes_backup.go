@@ -58,7 +58,10 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) (int, erro
 	// A backup of a large root takes seconds: a client leaving must not
 	// cut it in half (it commits or leaves the last backup as it was).
 	rep, err := s.runBackup(context.WithoutCancel(r.Context()), req.To)
+	var de *backup.DirError
 	switch {
+	case errors.As(err, &de):
+		return writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 	case errors.Is(err, backup.ErrBusy):
 		return writeError(w, http.StatusConflict, CodeConflict, err.Error())
 	case err != nil:
