@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -128,4 +129,4 @@ func (s *Server) maintain(ctx context.Context) {
 }
 
 // isAbs reports whether p is an absolute path on this system.
-func isAbs(p string) bool { return len(p) > 0 && p[0] == '/' }
+func isAbs(p string) bool { return filepath.IsAbs(p) }
