@@ -262,11 +262,18 @@ func copyRoot(ctx context.Context, eng *observer.Engine, dir string, old *Manife
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
-	sum, err := hashPrefix(idxTmp, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("backup: %w", err)
+	// The snapshot is hashed while the log is copied: both wait on the
+	// disk, and the log's listing must not wait for the hash.
+	type hashed struct {
+		sum string
+		err error
 	}
-	m.Index = &IndexSnapshot{Path: idxName, Size: st.Size(), SHA256: sum, Cursors: cursors}
+	idxSum := make(chan hashed, 1)
+	go func() {
+		sum, err := hashPrefix(idxTmp, st.Size())
+		idxSum <- hashed{sum, err}
+	}()
+	m.Index = &IndexSnapshot{Path: idxName, Size: st.Size(), Cursors: cursors}
 	rep.Snapshot = true
 	rep.Copied = append(rep.Copied, idxName)
 	rep.CopiedBytes += st.Size()
@@ -279,6 +286,7 @@ func copyRoot(ctx context.Context, eng *observer.Engine, dir string, old *Manife
 		for _, seg := range segs {
 			f, copied, err := copySegment(dir, seg, old.file(segmentRel(seg)))
 			if err != nil {
+				<-idxSum
 				return nil, fmt.Errorf("backup: %w", err)
 			}
 			m.Files = append(m.Files, f)
@@ -290,6 +298,11 @@ func copyRoot(ctx context.Context, eng *observer.Engine, dir string, old *Manife
 			}
 		}
 	}
+	h := <-idxSum
+	if h.err != nil {
+		return nil, fmt.Errorf("backup: %w", h.err)
+	}
+	m.Index.SHA256 = h.sum
 	for s, c := range cursors {
 		if c > m.Streams[s] {
 			// Cannot happen while folds follow fsyncs; refuse to write a

@@ -119,13 +119,14 @@ func BenchBackup(ctx context.Context, o BackupBenchOptions) (BackupBenchResult, 
 	if err := run("unchanged"); err != nil {
 		return res, err
 	}
+	// New ids: the cached root keeps the events of earlier runs.
 	syn := NewSynth(11)
 	var lines [][]byte
 	for i := 0; i < 1000; i++ {
-		lines = append(lines, syn.Line(o.Records+i, 300, 4))
+		lines = append(lines, syn.Line(int(res.Events)+i, 300, 4))
 	}
-	if _, _, err := eng.Ingest(ctx, lines); err != nil {
-		return res, fmt.Errorf("bench backup: ingest the change: %w", err)
+	if r, _, err := eng.Ingest(ctx, lines); err != nil || r.Appended != len(lines) {
+		return res, fmt.Errorf("bench backup: ingest the change: %+v, %v", r, err)
 	}
 	if err := run("after 1,000 events"); err != nil {
 		return res, err
