@@ -72,6 +72,13 @@ func Run(ctx context.Context, eng *observer.Engine, o Options) (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{To: dir, Copied: []string{}, Removed: []string{}}
+	// A directory that is not a backup is refused before anything,
+	// even the lock file, is put into it.
+	if _, err := ReadManifest(dir); errors.Is(err, ErrNoManifest) {
+		if err := checkEmpty(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return rep, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return rep, fmt.Errorf("create backup directory %s: %w", dir, err)
 	}
@@ -258,6 +265,9 @@ func copyRoot(ctx context.Context, eng *observer.Engine, dir string, old *Manife
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
+	if err := os.Chmod(idxTmp, backupFileMode); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
 	st, err := os.Stat(idxTmp)
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
@@ -362,7 +372,7 @@ func copySegment(dir string, seg events.SegmentInfo, prev *File) (File, bool, er
 			}
 		}
 	}
-	sum, err := copyPrefix(seg.Path, seg.Size, dst+tmpSuffix, "")
+	sum, err := copyPrefix(seg.Path, seg.Size, dst+tmpSuffix, "", backupFileMode)
 	if err != nil {
 		return File{}, false, err
 	}

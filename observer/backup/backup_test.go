@@ -142,6 +142,13 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, []string{backup.LockFile, "index-00000000000000000001.db", backup.LogDir, backup.ManifestFile}, names,
 		"a backup and its verify leave nothing else (no -wal, -shm, temporary files)")
+	m, err := backup.ReadManifest(dir)
+	require.NoError(t, err)
+	for _, f := range []string{backup.ManifestFile, m.Index.Path, m.Files[0].Path} {
+		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f)))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "%s: a backup is for its owner only", f)
+	}
 
 	// The root is gone; the backup brings it back.
 	require.NoError(t, os.RemoveAll(root))
@@ -321,7 +328,7 @@ func TestBackupDirRules(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "not a dshmem backup")
 		ents, _ := os.ReadDir(d)
-		assert.Len(t, ents, 2, "only the lock file may be added") // cat.jpg, backup.lock
+		assert.Len(t, ents, 1, "the refused directory got files") // cat.jpg
 	})
 	t.Run("Env", func(t *testing.T) {
 		t.Setenv(backup.EnvDir, filepath.Join(base, "env-bk"))

@@ -13,6 +13,14 @@ import (
 	"syscall"
 )
 
+// Modes: a backup holds everything the agents saw, so only its owner
+// reads it; a restored root gets the modes the log writes (inside a
+// root of mode 0700).
+const (
+	backupFileMode  os.FileMode = 0o600
+	restoreFileMode os.FileMode = 0o644
+)
+
 // tmpSuffix marks a copy not yet renamed into place; a run removes the
 // ones an interrupted run left.
 const tmpSuffix = ".tmp-backup"
@@ -36,19 +44,20 @@ func hashPrefix(path string, size int64) (string, error) {
 }
 
 // copyPrefix copies the first size bytes of src to dst (created or
-// truncated), fsyncs it and returns the copy's hex sha256. want, when
-// set, is the sha256 the bytes must have; a copy that does not is
-// removed and reported.
-func copyPrefix(src string, size int64, dst, want string) (string, error) {
+// truncated, with mode perm; missing directories get perm's owner
+// bits as search bits too), fsyncs it and returns the copy's hex
+// sha256. want, when set, is the sha256 the bytes must have; a copy
+// that does not is removed and reported.
+func copyPrefix(src string, size int64, dst, want string, perm os.FileMode) (string, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return "", err
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), perm|perm>>2&0o111|0o100); err != nil {
 		return "", err
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return "", err
 	}

@@ -112,7 +112,7 @@ func (m *Manifest) write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("encode backup manifest: %w", err)
 	}
-	return markdown.WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
+	return markdown.WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'), backupFileMode)
 }
 
 // file returns the entry of path, or nil.

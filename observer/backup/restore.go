@@ -68,7 +68,7 @@ func Restore(ctx context.Context, dir, root string) (RestoreReport, error) {
 		}
 		src := filepath.Join(dir, filepath.FromSlash(f.Path))
 		dst := filepath.Join(root, filepath.FromSlash(f.Path)) // log/<stream>/<segment>
-		if _, err := copyPrefix(src, f.Size, dst, f.SHA256); err != nil {
+		if _, err := copyPrefix(src, f.Size, dst, f.SHA256, restoreFileMode); err != nil {
 			return rep, fmt.Errorf("restore: %w; nothing was restored (run 'dshmem backup verify %s')", err, dir)
 		}
 		rep.Files++
@@ -95,7 +95,7 @@ func Restore(ctx context.Context, dir, root string) (RestoreReport, error) {
 	} else {
 		src := filepath.Join(dir, m.Index.Path)
 		dst := filepath.Join(root, sqlstore.IndexFile)
-		if _, err := copyPrefix(src, m.Index.Size, dst, m.Index.SHA256); err != nil {
+		if _, err := copyPrefix(src, m.Index.Size, dst, m.Index.SHA256, restoreFileMode); err != nil {
 			rep.Note = fmt.Sprintf("the index snapshot is unusable (%v); the index was rebuilt from the log", err)
 		} else {
 			rep.Index, cursors = "snapshot", m.Index.Cursors
