@@ -69,16 +69,21 @@ func (t *FoldTx) Rotate(before string) (prev string, err error) {
 }
 
 // LastBackup returns the time of the newest maintenance/backup event
-// ("" for none) and of the first event of the oldest stream ("" for an
+// ("" for none) and, when there is none, of the oldest event ("" for an
 // empty index), as the events say them (RFC 3339, compared as text).
-// Both are index look-ups, not scans: serve asks at every session start.
+// The first is an index look-up (events_backups); the second reads
+// every event, so it is asked only until the first backup: serve asks
+// at every session start.
 func (s *Store) LastBackup(ctx context.Context) (last, first string, err error) {
 	var l, f sql.NullString
-	err = s.db.QueryRowContext(ctx, `SELECT
-		(SELECT max(time) FROM events WHERE type = 'maintenance/backup'),
-		(SELECT min(e.time) FROM cursors c JOIN events e ON e.stream = c.stream AND e.seq = 1)`).Scan(&l, &f)
-	if err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT max(time) FROM events WHERE type = 'maintenance/backup'`).Scan(&l); err != nil {
 		return "", "", fmt.Errorf("read the last backup: %w", err)
 	}
-	return l.String, f.String, nil
+	if l.Valid {
+		return l.String, "", nil
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT min(time) FROM events`).Scan(&f); err != nil {
+		return "", "", fmt.Errorf("read the oldest event: %w", err)
+	}
+	return "", f.String, nil
 }

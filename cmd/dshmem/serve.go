@@ -44,11 +44,11 @@ come for D and no host session is live, after committing every pending
 checkpoint. The DSH host plugin starts its server with --idle-exit 30m;
 without the flag (or with 0) the server runs until it is stopped.
 
-At start and every --maintenance-every (default 1h) it backs the root
-up when a backup is due (the last one is 7 days old, or there is none
-and memory goes back 7 days) into --backup-to (see 'dshmem backup'),
-and moves session files older than 30 days into sessions/archive/ (see
-'dshmem rotate').
+A minute after start and every --maintenance-every (default 1h) it
+backs the root up when a backup is due (the last one is 7 days old, or
+there is none and memory goes back 7 days) into --backup-to (see
+'dshmem backup'), and moves session files older than 30 days into
+sessions/archive/ (see 'dshmem rotate').
 
 While it runs, 'dshmem ingest', 'remember', 'forget', 'checkpoint',
 'backup' and 'rotate' on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let

@@ -267,7 +267,7 @@ func (e engine) newestSessionBlock(stream string, now time.Time) (*markdown.Sess
 // BackupDue says why a backup is due at now, or "" when it is not: the
 // last backup (the time of the newest maintenance/backup event, "" for
 // none) is BackupDueAfter old, or there is none and memory (first: the
-// time of its oldest stream's first event) goes back that far. serve's
+// time of its oldest event) goes back that far. serve's
 // schedule and the context's reminder ask the same question.
 func BackupDue(last, first string, now time.Time) string {
 	// Intake refuses an event without an RFC 3339 time, so "" is none.

@@ -85,9 +85,23 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) (int, erro
 	return writeJSON(w, http.StatusOK, rep)
 }
 
+// maintenanceDelay is how long after start the first round runs: not
+// in the first requests' way (the host's first session waits for the
+// server), and late enough that the first context still says what is
+// due, which the round then does.
+const maintenanceDelay = time.Minute
+
 // runMaintenance runs a backup when one is due (broker.BackupDue) and
-// rotates old session files, at start and every ServerOptions.Maintenance.
+// rotates old session files: soon after start (maintenanceDelay, or
+// the interval when that is shorter) and every ServerOptions.Maintenance.
 func (s *Server) runMaintenance(ctx context.Context) {
+	first := time.NewTimer(min(maintenanceDelay, s.opts.Maintenance))
+	defer first.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-first.C:
+	}
 	t := time.NewTicker(s.opts.Maintenance)
 	defer t.Stop()
 	for {

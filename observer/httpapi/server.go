@@ -67,7 +67,8 @@ type ServerOptions struct {
 	// Maintenance, when > 0, is how often the server checks whether a
 	// backup is due (every 7 days: broker.BackupDueAfter) and runs it
 	// into BackupDir, and rotates session files older than 30 days
-	// (routes_backup.go); it checks once at start too. 0 never does.
+	// (routes_backup.go); the first check comes a minute after start
+	// (or after Maintenance, when that is shorter). 0 never checks.
 	Maintenance time.Duration
 	// BackupDir is where scheduled backups (and POST /v1/backup without
 	// a "to") go; "" is backup.DefaultDir of the root.
