@@ -22,7 +22,7 @@ func (s *Store) VacuumInto(ctx context.Context, path string) (map[string]uint64,
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("snapshot index into %s: %w", path, err)
 	}
-	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+	if err := s.vacuumInto(ctx, path); err != nil {
 		return nil, fmt.Errorf("snapshot index into %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -61,4 +61,32 @@ func (s *Store) CountEventsAfter(ctx context.Context, stream string, seq uint64,
 		return 0, fmt.Errorf("count events of %s after seq %d: %w", stream, seq, err)
 	}
 	return n, nil
+}
+
+// vacuumCacheKiB is the page cache of the connection that runs VACUUM
+// INTO. With the writer's 128 MiB a copy of a 500 MB index held about
+// 750 MB of memory and took longer (the copy's pages stay cached as it
+// is written); with 8 MiB, 60 MB and about a quarter less time.
+const vacuumCacheKiB = 8 << 10
+
+// vacuumInto runs VACUUM INTO on a connection of its own with a small
+// page cache, then gives the connection its cache size back.
+func (s *Store) vacuumInto(ctx context.Context, path string) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var cache int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&cache); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -vacuumCacheKiB)); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, `VACUUM INTO ?`, path)
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, cache)); err == nil {
+		err = rerr
+	}
+	return err
 }
