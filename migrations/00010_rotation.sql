@@ -23,6 +23,7 @@ INSERT INTO day_rotation (id, before)
 SELECT 1, max(data ->> 'before') FROM events
 WHERE type = 'maintenance/rotate'
   AND (data ->> 'before') GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+  AND date(data ->> 'before') = (data ->> 'before')   -- a real date, as projector.ValidDay
 HAVING max(data ->> 'before') IS NOT NULL;
 
 CREATE INDEX events_backups ON events (time) WHERE type = 'maintenance/backup';

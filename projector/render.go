@@ -120,9 +120,9 @@ func DayPath(day string) string { return path.Join(SessionsDir, day+".md") }
 // ArchivedDayPath is sessions/archive/<day>.md.
 func ArchivedDayPath(day string) string { return path.Join(SessionsDir, ArchiveDir, day+".md") }
 
-// DayFile is where the day file of day lives when the rotation cut-off
-// is rotated (YYYY-MM-DD, "" for none): sessions/archive/<day>.md for a
-// day before it, else sessions/<day>.md.
+// DayFile is where the day file of day lives under the rotation
+// cut-off rotated (YYYY-MM-DD, "" for none): sessions/archive/<day>.md
+// for a day before it, else sessions/<day>.md.
 func DayFile(day, rotated string) string {
 	if rotated != "" && day < rotated {
 		return ArchivedDayPath(day)

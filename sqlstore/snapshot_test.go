@@ -89,3 +89,35 @@ func TestRotationRows(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2026-09-01", got, "the greatest cut-off wins, in any order")
 }
+
+// TestRotationMigrationFillsFromEvents: migration 00010 sets the cut-off
+// from the maintenance/rotate events already folded, with the fold's
+// rule (a real date; the greatest wins).
+func TestRotationMigrationFillsFromEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	s, err := sqlstore.Open(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	var evs []events.Envelope
+	for i, before := range []string{"2026-08-01", "2026-02-30", "2026-13-01", "2026-07-15"} {
+		evs = append(evs, events.Envelope{V: 1, Stream: "global", Seq: uint64(i + 1), ID: before, Type: events.TypeMaintenanceRotate,
+			Time: "2026-10-01T00:00:00Z", Data: []byte(`{"before":"` + before + `"}`)})
+	}
+	require.NoError(t, projector.New(s).Fold(ctx, evs))
+	require.NoError(t, s.Close())
+	applied, err := sqlstore.MigrationStatus(path)
+	require.NoError(t, err)
+	var prev int64
+	for _, m := range applied {
+		if m.Version < 10 && m.Applied {
+			prev = m.Version
+		}
+	}
+	require.NoError(t, sqlstore.MigrateDownTo(path, prev))
+	s, err = sqlstore.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Reader().Rotated(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-08-01", got)
+}
