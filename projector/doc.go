@@ -41,6 +41,9 @@
 //	scope/register       scopes: the workspace's directory (data.dir), over its first cwd
 //	scope/archive        archived_scopes (a workspace stream only): its files move to archived/
 //	scope/restore        archived_scopes row deleted: its files move back to scopes/
+//	maintenance/rotate   day_rotation: the cut-off day, the greatest data.before folded (a
+//	                     maximum, so streams commute); the days before it are queued, and
+//	                     their files move to sessions/archive/ (rotation.go)
 //	anything else        events row only (scope/purge too: a record, see Purge)
 //
 // Data that does not decode, or lacks what a projection needs (a
@@ -79,7 +82,9 @@
 //	archived/ws-<id>/    what scopes/ws-<id>/ holds, for an archived workspace (scopes.go)
 //	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a
 //	                     "summary" (block id the session) of that day — the date in the
-//	                     event's own offset — in (event time, stream, seq) order
+//	                     event's own offset — in (event time, stream, seq) order;
+//	                     sessions/archive/<day>.md instead for a day before the rotation
+//	                     cut-off (DayFile), the copy on the other side removed
 //
 // When: the global layer after a fold that folded the global stream's
 // first event or a memory event of it; a workspace's files after a fold

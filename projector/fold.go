@@ -213,6 +213,8 @@ func (f *fold) apply(ev *events.Envelope, p *prepared) error {
 		return f.ops(ev)
 	case events.TypeScopeArchive, events.TypeScopeRestore:
 		return f.lifecycle(ev)
+	case events.TypeMaintenanceRotate:
+		return f.rotate(ev) // rotation.go
 	}
 	return nil
 }

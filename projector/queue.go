@@ -40,7 +40,7 @@ func groupOf(rel string) (string, bool) {
 		return groupGlobal, true
 	case KindSummary, KindScope, KindHistory:
 		return groupScope + info.Scope, true
-	case KindDay:
+	case KindDay: // sessions/ or sessions/archive/: one group, which renders the day where it lives
 		return groupDay + info.Day, true
 	}
 	return "", false
@@ -124,7 +124,16 @@ func renderGroup(ctx context.Context, q sqlstore.Reader, key string) ([]Rendered
 			}
 			return nil, old, nil
 		}
-		return []Rendered{r}, nil, nil
+		// A rotation moves the file: the copy on the other side goes.
+		other := DayPath(day)
+		if other == r.Path {
+			other = ArchivedDayPath(day)
+		}
+		old, err := filesUnder(ctx, q, other)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []Rendered{r}, missing(old, []Rendered{r}), nil
 	}
 	return nil, nil, fmt.Errorf("projection queue holds unknown group %q", key)
 }

@@ -27,6 +27,7 @@ const (
 	ScopesDir    = "scopes"
 	ArchivedDir  = "archived" // the recycle bin: archived/ws-<id>/ holds what scopes/ws-<id>/ held
 	SessionsDir  = "sessions"
+	ArchiveDir   = "archive" // sessions/archive/: day files rotated out (maintenance/rotate)
 	SummaryFile  = "memory_summary.md"
 	ScopeFile    = "scope.json"
 	HistoryDir   = "summary_history"
@@ -58,10 +59,14 @@ const (
 
 // PathInfo is what a projection path names.
 type PathInfo struct {
-	Kind     Kind
-	Archived bool   // under archived/ rather than scopes/ (KindSummary, KindScope, KindHistory)
-	Scope    string // the stream whose events feed the file; "" for a day file
-	Day      string // YYYY-MM-DD for KindDay
+	Kind  Kind
+	Scope string // the stream whose events feed the file; "" for a day file
+	Day   string // YYYY-MM-DD for KindDay
+	// Archived: a scope's file under archived/ rather than scopes/ (the
+	// recycle bin: KindSummary, KindScope, KindHistory), or a day file
+	// under sessions/archive/, where rotation moves the days before its
+	// cut-off (KindDay, DayFile).
+	Archived bool
 	Seq      uint64 // for KindHistory
 }
 
@@ -91,6 +96,8 @@ func ParsePath(rel string) (PathInfo, bool) {
 		return PathInfo{Kind: KindKnowledge, Scope: globalStream}, true
 	case len(parts) == 2 && parts[0] == SessionsDir && strings.HasSuffix(parts[1], ".md") && dayRE.MatchString(strings.TrimSuffix(parts[1], ".md")):
 		return PathInfo{Kind: KindDay, Day: strings.TrimSuffix(parts[1], ".md")}, true
+	case len(parts) == 3 && parts[0] == SessionsDir && parts[1] == ArchiveDir && strings.HasSuffix(parts[2], ".md") && dayRE.MatchString(strings.TrimSuffix(parts[2], ".md")):
+		return PathInfo{Kind: KindDay, Day: strings.TrimSuffix(parts[2], ".md"), Archived: true}, true
 	case len(parts) == 3 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == SummaryFile:
 		return PathInfo{Kind: KindSummary, Scope: parts[1]}, true
 	case len(parts) == 3 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == ScopeFile:
@@ -118,6 +125,29 @@ func HistoryPath(scope string, seq uint64) string {
 
 // DayPath is sessions/<day>.md.
 func DayPath(day string) string { return path.Join(SessionsDir, day+".md") }
+
+// ArchivedDayPath is sessions/archive/<day>.md.
+func ArchivedDayPath(day string) string { return path.Join(SessionsDir, ArchiveDir, day+".md") }
+
+// DayFile is where the day file of day lives under the rotation
+// cut-off rotated (YYYY-MM-DD, "" for none): sessions/archive/<day>.md
+// for a day before it, else sessions/<day>.md.
+func DayFile(day, rotated string) string {
+	if rotated != "" && day < rotated {
+		return ArchivedDayPath(day)
+	}
+	return DayPath(day)
+}
+
+// ValidDay reports whether s is a day as day files name them (YYYY-MM-DD,
+// a real date).
+func ValidDay(s string) bool {
+	if !dayRE.MatchString(s) {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
 
 // IsWorkspace reports whether stream is a workspace stream ("ws-" and 20
 // hex digits), the streams that get a scopes/ directory.
@@ -419,8 +449,13 @@ func RenderDay(day string, blocks []Block) Rendered {
 	return Rendered{Path: DayPath(day), Data: markdown.RenderSessionDay(day, sbs), Meta: meta}
 }
 
-// renderDay reads a day's blocks from the index and renders the file.
+// renderDay reads a day's blocks from the index and renders the file,
+// at the path the rotation cut-off gives it (DayFile).
 func renderDay(ctx context.Context, r sqlstore.Reader, day string) (Rendered, error) {
+	rotated, err := r.Rotated(ctx)
+	if err != nil {
+		return Rendered{}, err
+	}
 	evs, err := r.DayBlockEvents(ctx, day)
 	if err != nil {
 		return Rendered{}, err
@@ -432,7 +467,9 @@ func renderDay(ctx context.Context, r sqlstore.Reader, day string) (Rendered, er
 			blocks = append(blocks, b)
 		}
 	}
-	return RenderDay(day, blocks), nil
+	rd := RenderDay(day, blocks)
+	rd.Path = DayFile(day, rotated)
+	return rd, nil
 }
 
 // Render renders one projection path from the index as it stands: the
@@ -481,8 +518,8 @@ func render(ctx context.Context, q sqlstore.Reader, rel string) (r Rendered, ok 
 		return r, err == nil, err
 	case KindDay:
 		r, err := renderDay(ctx, q, info.Day)
-		if err != nil || len(r.Meta.Positions) == 0 {
-			return Rendered{}, false, err
+		if err != nil || len(r.Meta.Positions) == 0 || r.Path != rel {
+			return Rendered{}, false, err // r.Path != rel: the day lives on the other side of the rotation
 		}
 		return r, true, nil
 	}

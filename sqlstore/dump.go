@@ -37,6 +37,7 @@ var dumpTables = []dumpTable{
 		terms, content, tags, importance, confidence, status, reason FROM entry_versions ORDER BY entry_id, version`},
 	{"scopes", `SELECT stream, cwd, seq, time FROM scopes ORDER BY stream`},
 	{"archived_scopes", `SELECT stream, seq, time FROM archived_scopes ORDER BY stream`},
+	{"day_rotation", `SELECT before FROM day_rotation ORDER BY id`},
 	{"shown", `SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY session, stream, entry_id`},
 }
 

@@ -28,6 +28,9 @@ func TestSchemaVersions(t *testing.T) {
 		require.Equal(t, newest, latest, "got %d, %d, %v; want %d, %d", cur, latest, err, wantCurrent, newest)
 	}
 	check(newest)
-	require.NoError(t, MigrateDownTo(path, newest-1))
-	check(newest - 1)
+	// Versions may have gaps (helpers number their migrations apart):
+	// one down is the one applied before the newest.
+	prev := all[len(all)-2]
+	require.NoError(t, MigrateDownTo(path, prev))
+	check(prev)
 }

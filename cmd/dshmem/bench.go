@@ -21,6 +21,7 @@ func init() {
        bench recall [--records N] [--queries Q] [--json]
        bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
        bench remember [--entries N] [--callers C] (see 'dshmem bench remember --help')
+       bench backup [--records N] [--restore] [--json]
 
 ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
         and code identifiers, fixed seed) twice, each time into a fresh
@@ -40,6 +41,14 @@ recall  Builds once, and caches under the user cache directory (keyed by
         recall (entries of one workspace and global), search (episodic,
         every stream) and search --kind all. Prints p50/p95/p99 latency,
         documents scored per query and index bytes per record.
+
+backup  Builds once (cached, the same chatter and entries as recall) a
+        root of N records (default 1,000,000), then backs it up into a
+        fresh temporary directory three times: the first backup, one with
+        nothing changed, and one after 1,000 more events; then verifies
+        the backup (and with --restore restores it into a new root).
+        Prints each time and what was copied. Each backup records itself
+        in the cached root, as a real one does.
 `,
 		run: runBench,
 	})
@@ -49,7 +58,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["bench"]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) == 0 {
-			return usageError{"needs a benchmark name: ingest, recall, serve or remember"}
+			return usageError{"needs a benchmark name: ingest, recall, serve, remember or backup"}
 		}
 		printCommandUsage(env.stdout, c)
 		return nil
@@ -63,8 +72,10 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return benchServe(ctx, env, args[1:]) // bench_serve.go
 	case "remember":
 		return benchRemember(ctx, env, args[1:]) // bench_remember.go
+	case "backup":
+		return benchBackup(ctx, env, args[1:]) // bench_backup.go
 	default:
-		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall, serve or remember", args[0])}
+		return usageError{fmt.Sprintf("unknown benchmark %q: use ingest, recall, serve, remember or backup", args[0])}
 	}
 }
 

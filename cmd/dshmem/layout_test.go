@@ -50,8 +50,11 @@ var layers = []struct {
 	{"observer/checkpoint", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/distill"}},
 	{"observer/handedit", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer"}},
 	{"observer/importer", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/distill", "observer/dsh", "observer/metrics"}},
-	{"observer/httpapi", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer", "observer/metrics", "observer/scrub"}},
-	{"observer/bench", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/httpapi"}},
+	// Backups and rotation: the engine's log and index, broker's rules of
+	// when each is due.
+	{"observer/backup", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/broker"}},
+	{"observer/httpapi", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/backup", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer", "observer/metrics", "observer/scrub"}},
+	{"observer/bench", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/backup", "observer/httpapi"}},
 	{"observer/demo", []string{"events/...", "markdown", "projector", "replay", "sqlstore/...", "observer", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer"}},
 	{"observer/reader", []string{"events/...", "observer", "replay", "sqlstore"}},
 	{"observer/scrub", []string{"events/...", "markdown", "projector", "replay", "sqlstore/...", "observer"}},

@@ -94,7 +94,9 @@ func runBin(t *testing.T, bin string, args ...string) (code int, stdout, stderr 
 // and waits for exit 0.
 func startServe(t *testing.T, bin, root string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch")
+	// No scheduled backup or rotation: the callers compare the root
+	// before and after, and its events are older than a backup's due.
+	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--maintenance-every", "0")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/backup"
 	"dshmem/observer/httpapi"
 )
 
@@ -18,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the HTTP API for agent hosts, and follow DSH session logs",
-		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D]
+		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D] [--backup-to DIR] [--maintenance-every D]
 
 Holds the root (the writer lock) and answers the HTTP JSON API v1 on
 --addr (default 127.0.0.1 with a free port). Every request needs the
@@ -43,8 +44,14 @@ come for D and no host session is live, after committing every pending
 checkpoint. The DSH host plugin starts its server with --idle-exit 30m;
 without the flag (or with 0) the server runs until it is stopped.
 
-While it runs, 'dshmem ingest', 'remember', 'forget' and 'checkpoint'
-on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let
+A minute after start and every --maintenance-every (default 1h) it
+backs the root up when a backup is due (the last one is 7 days old, or
+there is none and memory goes back 7 days) into --backup-to (see
+'dshmem backup'), and moves session files older than 30 days into
+sessions/archive/ (see 'dshmem rotate').
+
+While it runs, 'dshmem ingest', 'remember', 'forget', 'checkpoint',
+'backup' and 'rotate' on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let
 the requests in flight finish, flush and fsync the log, remove
 serve.json, exit 0.
 `,
@@ -72,8 +79,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	noWatch := fs.Bool("no-watch", false, "do not follow DSH session logs")
 	name := fs.String("distiller", envOr(envDistiller, "rules"), "distiller of checkpoints: rules or openai")
 	idleExit := fs.Duration("idle-exit", 0, "stop after this long with no request and no live session (0: never)")
+	backupTo := fs.String("backup-to", "", "where scheduled backups go (default $"+backup.EnvDir+", else memory-backup/ beside the root)")
+	maintEvery := fs.Duration("maintenance-every", time.Hour, "how often to check whether a backup is due and old session files are to rotate (0: never)")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
+	}
+	if *maintEvery < 0 {
+		return usageError{fmt.Sprintf("--maintenance-every %s is negative: give a duration such as 1h, or 0 to never back up on a schedule", *maintEvery)}
 	}
 	if *idleExit < 0 {
 		return usageError{fmt.Sprintf("--idle-exit %s is negative: give a duration such as 30m, or 0 to run until stopped", *idleExit)}
@@ -105,7 +117,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	logger := log.New(env.stderr, "dshmem serve: ", log.LstdFlags)
-	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf, IdleExit: *idleExit})
+	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{DSHSessions: watch, Distiller: d, Logf: logger.Printf, IdleExit: *idleExit,
+		Maintenance: *maintEvery, BackupDir: *backupTo})
 	if err != nil {
 		l.Close()
 		return err

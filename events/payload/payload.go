@@ -166,14 +166,32 @@ type (
 		Dir string `json:"dir"`
 	}
 
-	// ScopeArchive, ScopeRestore, MaintenanceRotate and
-	// MaintenanceBackup carry no data in vocabulary v1; what a producer
-	// sends stays in the envelope's data, and the event's time is what
-	// counts (the last backup, say).
-	ScopeArchive      struct{}
-	ScopeRestore      struct{}
-	MaintenanceRotate struct{}
-	MaintenanceBackup struct{}
+	// ScopeArchive and ScopeRestore carry no data in vocabulary v1;
+	// what a producer sends stays in the envelope's data.
+	ScopeArchive struct{}
+	ScopeRestore struct{}
+
+	// MaintenanceRotate moves the day files of days before Before
+	// (YYYY-MM-DD) from sessions/ into sessions/archive/: the fold
+	// moves them, so replay agrees. An event without a valid Before
+	// (older producers sent none) moves nothing.
+	MaintenanceRotate struct {
+		Before string `json:"before,omitempty"`
+	}
+
+	// MaintenanceBackup records a backup (`dshmem backup`): where it
+	// went and what was copied. The event's time is when it was made,
+	// which "backup due" counts from; nothing is folded from the rest.
+	MaintenanceBackup struct {
+		To          string            `json:"to,omitempty"`          // the backup directory
+		Generation  uint64            `json:"generation,omitempty"`  // the manifest's generation
+		Copied      []string          `json:"copied,omitempty"`      // paths copied (or extended) this time
+		CopiedBytes int64             `json:"copiedBytes,omitempty"` // bytes written this time
+		Files       int               `json:"files,omitempty"`       // files the backup holds
+		Bytes       int64             `json:"bytes,omitempty"`       // their bytes
+		Snapshot    bool              `json:"snapshot,omitempty"`    // a new index snapshot was taken
+		Streams     map[string]uint64 `json:"streams,omitempty"`     // stream → last seq the backup holds
+	}
 
 	// ScopePurge is scope/purge, written into the global stream when a
 	// workspace scope was purged: only the key of the scope that is gone

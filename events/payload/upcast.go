@@ -393,5 +393,11 @@ func (s *ScopePurge) UnmarshalJSON(b []byte) error {
 
 func (s *ScopeArchive) UnmarshalJSON(b []byte) error      { return lenient(b, &struct{}{}) }
 func (s *ScopeRestore) UnmarshalJSON(b []byte) error      { return lenient(b, &struct{}{}) }
-func (m *MaintenanceRotate) UnmarshalJSON(b []byte) error { return lenient(b, &struct{}{}) }
-func (m *MaintenanceBackup) UnmarshalJSON(b []byte) error { return lenient(b, &struct{}{}) }
+func (m *MaintenanceRotate) UnmarshalJSON(b []byte) error { return lenient(b, (*plainRotate)(m)) }
+func (m *MaintenanceBackup) UnmarshalJSON(b []byte) error { return lenient(b, (*plainBackup)(m)) }
+
+// The payloads without methods, for decoding them with encoding/json.
+type (
+	plainRotate MaintenanceRotate
+	plainBackup MaintenanceBackup
+)

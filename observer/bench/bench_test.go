@@ -52,3 +52,22 @@ func TestSynthDeterministic(t *testing.T) {
 		require.Nil(t, lerr, "line %d: %v", i, lerr)
 	}
 }
+
+// TestBenchBackup runs the backup benchmark small: three backups, the
+// second copying nothing, the third a new snapshot and the changed
+// segments; the backup verifies and restores. (No timing is asserted.)
+func TestBenchBackup(t *testing.T) {
+	r, err := BenchBackup(context.Background(), BackupBenchOptions{Records: 2000, CacheDir: t.TempDir(), Restore: true})
+	require.NoError(t, err)
+	require.True(t, r.Built)
+	require.Len(t, r.Runs, 3)
+	require.False(t, r.Runs[0].Unchanged)
+	require.NotZero(t, r.Runs[0].Copied)
+	require.True(t, r.Runs[1].Unchanged, "got %+v", r.Runs[1])
+	require.Zero(t, r.Runs[1].Copied)
+	require.False(t, r.Runs[2].Unchanged)
+	require.NotZero(t, r.Runs[2].Copied, "got %+v", r.Runs)
+	require.NotZero(t, r.Verify)
+	require.NotZero(t, r.Restore)
+	require.GreaterOrEqual(t, r.Events, uint64(2000))
+}

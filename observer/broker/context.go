@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"dshmem/events"
 	"dshmem/markdown"
 	"dshmem/observer"
 	"dshmem/projector"
@@ -270,6 +269,26 @@ func (e engine) newestSessionBlock(stream string, now time.Time) (*markdown.Sess
 	return nil, "", nil
 }
 
+// BackupDue says why a backup is due at now, or "" when it is not: the
+// last backup (the time of the newest maintenance/backup event, "" for
+// none) is BackupDueAfter old, or there is none and memory (first: the
+// time of its oldest event) goes back that far. serve's
+// schedule and the context's reminder ask the same question.
+func BackupDue(last, first string, now time.Time) string {
+	// Intake refuses an event without an RFC 3339 time, so "" is none.
+	switch {
+	case last != "":
+		if t, err := time.Parse(time.RFC3339Nano, last); err == nil && now.Sub(t) >= BackupDueAfter {
+			return fmt.Sprintf("backup due: the last backup was on %s (more than %d days ago)", t.UTC().Format(time.DateOnly), int(BackupDueAfter.Hours()/24))
+		}
+	case first != "":
+		if t, err := time.Parse(time.RFC3339Nano, first); err == nil && now.Sub(t) >= BackupDueAfter {
+			return fmt.Sprintf("backup due: no backup recorded, and memory goes back to %s", t.UTC().Format(time.DateOnly))
+		}
+	}
+	return ""
+}
+
 // Maintenance lists what needs a person's attention: a backup older than
 // BackupDueAfter (or none while the log is older than that), day files
 // older than SessionRotateAfter, and projections over their soft limits.
@@ -279,20 +298,12 @@ func Maintenance(ctx context.Context, eng *observer.Engine, scope string, now ti
 
 func (e engine) maintenance(ctx context.Context, scope string, now time.Time) ([]string, error) {
 	var out []string
-	// Intake refuses an event without an RFC 3339 time, so "" is none.
-	times, err := e.Store().EventTimes(ctx, events.TypeMaintenanceBackup)
+	last, first, err := e.Store().LastBackup(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the last backup: %w", err)
+		return nil, err
 	}
-	switch {
-	case times.LastOfType != "":
-		if t, err := time.Parse(time.RFC3339Nano, times.LastOfType); err == nil && now.Sub(t) >= BackupDueAfter {
-			out = append(out, fmt.Sprintf("backup due: the last backup was on %s (more than %d days ago)", t.UTC().Format(time.DateOnly), int(BackupDueAfter.Hours()/24)))
-		}
-	case times.First != "":
-		if t, err := time.Parse(time.RFC3339Nano, times.First); err == nil && now.Sub(t) >= BackupDueAfter {
-			out = append(out, fmt.Sprintf("backup due: no backup recorded, and memory goes back to %s", t.UTC().Format(time.DateOnly)))
-		}
+	if msg := BackupDue(last, first, now); msg != "" {
+		out = append(out, msg)
 	}
 	days, err := e.dayFiles()
 	if err != nil {

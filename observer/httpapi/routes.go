@@ -66,6 +66,8 @@ func (s *Server) Handler() http.Handler {
 	add("/v1/scopes/restore", route{"scopes_restore", http.MethodPost, s.handleScopeRestore})
 	add("/v1/scopes/purge", route{"scopes_purge", http.MethodPost, s.handleScopePurge})
 	add("/v1/scrub", route{"scrub", http.MethodPost, s.handleScrub})
+	add("/v1/backup", route{"backup", http.MethodPost, s.handleBackup}) // routes_backup.go
+	add("/v1/rotate", route{"rotate", http.MethodPost, s.handleRotate})
 	add("/v1/sessions/{id}/packet", route{"packet", http.MethodGet, s.handlePacket})
 	add("/v1/sessions/{id}/prompt", route{"prompt", http.MethodPost, s.handlePrompt})
 	add("/v1/healthz", route{"healthz", http.MethodGet, s.handleHealthz})

@@ -72,6 +72,15 @@ type ServerOptions struct {
 	// starts its server with it; a server started by hand runs until
 	// stopped (0).
 	IdleExit time.Duration
+	// Maintenance, when > 0, is how often the server checks whether a
+	// backup is due (every 7 days: broker.BackupDueAfter) and runs it
+	// into BackupDir, and rotates session files older than 30 days
+	// (routes_backup.go); the first check comes a minute after start
+	// (or after Maintenance, when that is shorter). 0 never checks.
+	Maintenance time.Duration
+	// BackupDir is where scheduled backups (and POST /v1/backup without
+	// a "to") go; "" is backup.DefaultDir of the root.
+	BackupDir string
 
 	// index answers the read routes and the broker; nil means the
 	// engine's. Tests set it to make the index fail.
@@ -79,6 +88,9 @@ type ServerOptions struct {
 	// idleTick is how often IdleExit is checked (0: a tenth of it, at
 	// most a minute). Tests with a fake clock shorten it.
 	idleTick time.Duration
+	// maintained, when set, is called after each round of the
+	// maintenance schedule (tests count them).
+	maintained func()
 }
 
 // readIndex is what the read routes (recall, search, context) and the
@@ -139,7 +151,8 @@ type Server struct {
 	firstTop string // the session that got the maintenance reminder
 	topTaken bool
 
-	life *lifecycle
+	life  *lifecycle
+	maint maintenance // backups and rotation (routes_backup.go)
 
 	waiters chan struct{} // packet long polls in flight (MaxPacketWaiters)
 	quit    chan struct{} // closed when Shutdown begins: long polls answer
@@ -255,6 +268,9 @@ func (s *Server) Start() {
 		s.goBackground(s.runKicked)
 		if s.opts.IdleExit > 0 {
 			s.goBackground(s.watchIdle)
+		}
+		if s.opts.Maintenance > 0 {
+			s.goBackground(s.runMaintenance)
 		}
 	})
 }
