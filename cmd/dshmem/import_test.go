@@ -22,17 +22,22 @@ var summaryRE = regexp.MustCompile(`(?m)^imported (\d+) files \((\d+) unreadable
 
 func TestImportDSHCommand(t *testing.T) {
 	root := t.TempDir()
-	var events string
+	var events, appended string
 	t.Run("OK", func(t *testing.T) {
 		code, out, errs := cli(t, "", "--root", root, "import", "dsh", dshFixtureDir)
 		require.EqualValues(t, 0, code, "exit %d, stderr %s", code, errs)
 		m := summaryRE.FindStringSubmatch(out)
 		require.NotNil(t, m, "no summary line in:\n%s", out)
-		require.EqualValues(t, "6", m[1], "got summary %q, want 6 files, 0 unreadable, some appended, 0 rejected", m[0])
-		require.EqualValues(t, "0", m[2], "got summary %q, want 6 files, 0 unreadable, some appended, 0 rejected", m[0])
-		require.EqualValues(t, "0", m[6], "got summary %q, want 6 files, 0 unreadable, some appended, 0 rejected", m[0])
-		require.NotEqualValues(t, "0", m[4], "got summary %q, want 6 files, 0 unreadable, some appended, 0 rejected", m[0])
-		events = m[3]
+		// Three fixtures share the placeholder session id {{sessionId}}:
+		// the session/start headers of the second and third are other
+		// events under the first one's header id, and are refused.
+		const want = "want 6 files, 0 unreadable, some appended, 2 rejected"
+		require.EqualValues(t, "6", m[1], "got summary %q, %s", m[0], want)
+		require.EqualValues(t, "0", m[2], "got summary %q, %s", m[0], want)
+		require.EqualValues(t, "2", m[6], "got summary %q, %s", m[0], want)
+		require.NotEqualValues(t, "0", m[4], "got summary %q, %s", m[0], want)
+		assert.Contains(t, out, `"dsh:{{sessionId}}:header" is already the id of another event`)
+		events, appended = m[3], m[4]
 		for _, want := range []string{
 			"advanced-toolchain--session.jsonl (session 11111111-1111-4111-8111-111111111111) → global:",
 			"skipped ",
@@ -48,9 +53,9 @@ func TestImportDSHCommand(t *testing.T) {
 		require.EqualValues(t, 0, code, "exit %d, stderr %s", code, errs)
 		m := summaryRE.FindStringSubmatch(out)
 		require.NotNil(t, m, "got summary %q, want %s events, 0 appended, %s duplicates", m, events, events)
-		require.Equal(t, events, m[3], "got summary %q, want %s events, 0 appended, %s duplicates", m, events, events)
-		require.EqualValues(t, "0", m[4], "got summary %q, want %s events, 0 appended, %s duplicates", m, events, events)
-		require.Equal(t, events, m[5], "got summary %q, want %s events, 0 appended, %s duplicates", m, events, events)
+		require.Equal(t, events, m[3], "got summary %q, want %s events, 0 appended, %s duplicates", m, events, appended)
+		require.EqualValues(t, "0", m[4], "got summary %q, want %s events, 0 appended, %s duplicates", m, events, appended)
+		require.Equal(t, appended, m[5], "got summary %q, want %s events, 0 appended, %s duplicates", m, events, appended)
 	})
 	t.Run("OneFileJSON", func(t *testing.T) {
 		f := filepath.Join(dshFixtureDir, "subagent-continuable--session.1.jsonl")
