@@ -50,6 +50,7 @@ const (
 	TypeScopeRegister     = "scope/register"
 	TypeScopeArchive      = "scope/archive"
 	TypeScopeRestore      = "scope/restore"
+	TypeScopePurge        = "scope/purge"
 	TypeMaintenanceRotate = "maintenance/rotate"
 	TypeMaintenanceBackup = "maintenance/backup"
 )
@@ -59,7 +60,7 @@ var Types = []string{
 	TypeSessionStart, TypeSessionEnd, TypeUserMessage, TypeAssistantMessage,
 	TypeToolCall, TypeToolResult, TypeCompactionSummary, TypeTurnEnd, TypeTaskEnd,
 	TypeMemoryRemember, TypeMemoryForget, TypeMemoryOps, TypeMemoryShown, TypeFileEdit,
-	TypeScopeRegister, TypeScopeArchive, TypeScopeRestore,
+	TypeScopeRegister, TypeScopeArchive, TypeScopeRestore, TypeScopePurge,
 	TypeMaintenanceRotate, TypeMaintenanceBackup,
 }
 

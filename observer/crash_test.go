@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 		filesChild(root) // crash_files_test.go
 		return
 	}
+	if root := os.Getenv(purgeChildEnv); root != "" {
+		purgeChild(root) // scopes_crash_test.go
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -124,6 +124,15 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("open log: %w", err)
 	}
+	// A purge a crash interrupted took its stream out of the log: its
+	// rows go before the cursors are compared with the log.
+	early := projector.New(e.store)
+	early.Root = root
+	interrupted, err := e.finishPurges(ctx, early)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
 	if ahead, err := e.indexAhead(); err != nil {
 		e.Close()
 		return nil, err
@@ -162,6 +171,10 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	}
 	e.files = startFileWriter(e.proj, opts.FilesInterval)
 	e.proj.OnQueued = e.files.kick
+	if err := e.finishRecords(ctx, interrupted); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 

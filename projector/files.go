@@ -94,7 +94,7 @@ func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
 		// every stream folded at all, with or without a cwd), when an
 		// event can change entries, or when the scope is new; not on
 		// every fold of its conversation.
-		if ev.Seq == 1 || ChangesEntries(ev.Type) {
+		if ev.Seq == 1 || ChangesEntries(ev.Type) || movesScope(ev.Type) {
 			t.scopes[ev.Stream] = true
 		}
 		if dir, ok := registeredDir(ev); ok {

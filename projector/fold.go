@@ -211,6 +211,8 @@ func (f *fold) apply(ev *events.Envelope, p *prepared) error {
 		return f.shown(ev)
 	case events.TypeMemoryOps:
 		return f.ops(ev)
+	case events.TypeScopeArchive, events.TypeScopeRestore:
+		return f.lifecycle(ev)
 	}
 	return nil
 }

@@ -108,27 +108,21 @@ func renderGroup(ctx context.Context, q sqlstore.Reader, key string) ([]Rendered
 	case key == groupGlobal:
 		return renderGlobalFiles(ctx, q)
 	case strings.HasPrefix(key, groupScope):
-		scope := strings.TrimPrefix(key, groupScope)
-		rs, err := renderScopeFiles(ctx, q, scope)
-		if err != nil {
-			return nil, nil, err
-		}
-		vs, err := summaryVersions(ctx, q, scope)
-		if err != nil {
-			return nil, nil, err
-		}
-		old, err := filesUnder(ctx, q, ScopesDir+"/"+scope+"/"+HistoryDir+"/")
-		if err != nil {
-			return nil, nil, err
-		}
-		return append(rs, vs...), missing(old, vs), nil
+		return renderScopeGroup(ctx, q, strings.TrimPrefix(key, groupScope))
 	case strings.HasPrefix(key, groupDay):
-		r, err := renderDay(ctx, q, strings.TrimPrefix(key, groupDay))
+		day := strings.TrimPrefix(key, groupDay)
+		r, err := renderDay(ctx, q, day)
 		if err != nil {
 			return nil, nil, err
 		}
 		if len(r.Meta.Positions) == 0 {
-			return nil, nil, nil // no block that day
+			// No block that day (any more: a purged scope's blocks are
+			// gone): a file written before goes.
+			old, err := filesUnder(ctx, q, DayPath(day))
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, old, nil
 		}
 		return []Rendered{r}, nil, nil
 	}

@@ -25,6 +25,7 @@ const (
 	IndexFile    = "index.md"
 	KnowledgeDir = "knowledge"
 	ScopesDir    = "scopes"
+	ArchivedDir  = "archived" // the recycle bin: archived/ws-<id>/ holds what scopes/ws-<id>/ held
 	SessionsDir  = "sessions"
 	SummaryFile  = "memory_summary.md"
 	ScopeFile    = "scope.json"
@@ -57,10 +58,11 @@ const (
 
 // PathInfo is what a projection path names.
 type PathInfo struct {
-	Kind  Kind
-	Scope string // the stream whose events feed the file; "" for a day file
-	Day   string // YYYY-MM-DD for KindDay
-	Seq   uint64 // for KindHistory
+	Kind     Kind
+	Archived bool   // under archived/ rather than scopes/ (KindSummary, KindScope, KindHistory)
+	Scope    string // the stream whose events feed the file; "" for a day file
+	Day      string // YYYY-MM-DD for KindDay
+	Seq      uint64 // for KindHistory
 }
 
 var (
@@ -74,6 +76,12 @@ var (
 // returns false for anything that is not a projection dshmem writes.
 func ParsePath(rel string) (PathInfo, bool) {
 	parts := strings.Split(rel, "/")
+	if len(parts) >= 3 && parts[0] == ArchivedDir {
+		parts[0] = ScopesDir
+		info, ok := ParsePath(strings.Join(parts, "/"))
+		info.Archived = ok
+		return info, ok
+	}
 	switch {
 	case len(parts) == 1 && rel == GlobalFile:
 		return PathInfo{Kind: KindGlobal, Scope: globalStream}, true
@@ -459,11 +467,17 @@ func render(ctx context.Context, q sqlstore.Reader, rel string) (r Rendered, ok 
 		if folded, err := q.Folded(ctx, info.Scope); err != nil || !folded {
 			return Rendered{}, false, err
 		}
+		// An archived scope's files are under archived/, a live one's
+		// under scopes/: the other path is not rendered.
+		if archived, err := q.ScopeArchived(ctx, info.Scope); err != nil || archived != info.Archived {
+			return Rendered{}, false, err
+		}
 		if info.Kind == KindScope {
 			r, err = renderScopeFile(ctx, q, info.Scope)
 		} else {
 			r, err = renderSummary(ctx, q, info.Scope)
 		}
+		r.Path = rel
 		return r, err == nil, err
 	case KindDay:
 		r, err := renderDay(ctx, q, info.Day)

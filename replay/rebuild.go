@@ -214,7 +214,7 @@ func foldStream(ctx context.Context, p *projector.Projector, log Log, stream str
 // .damaged copies and anything else are left out.
 func ProjectionFiles(root string) ([]string, error) {
 	var out []string
-	for _, dir := range []string{".", projector.KnowledgeDir, projector.SessionsDir, projector.ScopesDir} {
+	for _, dir := range []string{".", projector.KnowledgeDir, projector.SessionsDir, projector.ScopesDir, projector.ArchivedDir} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {

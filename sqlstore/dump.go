@@ -36,6 +36,7 @@ var dumpTables = []dumpTable{
 	{"entry_versions", `SELECT entry_id, version, stream, seq, event_id, op, time, type, title, description,
 		terms, content, tags, importance, confidence, status, reason FROM entry_versions ORDER BY entry_id, version`},
 	{"scopes", `SELECT stream, cwd, seq, time FROM scopes ORDER BY stream`},
+	{"archived_scopes", `SELECT stream, seq, time FROM archived_scopes ORDER BY stream`},
 	{"shown", `SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY session, stream, entry_id`},
 }
 

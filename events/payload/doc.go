@@ -34,6 +34,7 @@
 //	memory/shown        entries*, session*, mode
 //	file/edit           path, content
 //	scope/register      dir*
+//	scope/purge         key*
 //	scope/archive, scope/restore, maintenance/rotate, maintenance/backup   no data
 //
 // Which fields intake requires of each type is observer.Validate's

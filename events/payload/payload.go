@@ -174,6 +174,14 @@ type (
 	ScopeRestore      struct{}
 	MaintenanceRotate struct{}
 	MaintenanceBackup struct{}
+
+	// ScopePurge is scope/purge, written into the global stream when a
+	// workspace scope was purged: only the key of the scope that is gone
+	// (and the envelope's time). It is a record for people; no fold
+	// reads it, so replaying a log without the purged stream agrees.
+	ScopePurge struct {
+		Key string `json:"key"`
+	}
 )
 
 // Source says who put a user-role message there (UserMessage.Source):
@@ -244,6 +252,7 @@ func (FileEdit) EventType() string          { return events.TypeFileEdit }
 func (ScopeRegister) EventType() string     { return events.TypeScopeRegister }
 func (ScopeArchive) EventType() string      { return events.TypeScopeArchive }
 func (ScopeRestore) EventType() string      { return events.TypeScopeRestore }
+func (ScopePurge) EventType() string        { return events.TypeScopePurge }
 func (MaintenanceRotate) EventType() string { return events.TypeMaintenanceRotate }
 func (MaintenanceBackup) EventType() string { return events.TypeMaintenanceBackup }
 
@@ -285,6 +294,8 @@ func New(typ string) (Payload, bool) {
 		return new(ScopeArchive), true
 	case events.TypeScopeRestore:
 		return new(ScopeRestore), true
+	case events.TypeScopePurge:
+		return new(ScopePurge), true
 	case events.TypeMaintenanceRotate:
 		return new(MaintenanceRotate), true
 	case events.TypeMaintenanceBackup:

@@ -166,6 +166,7 @@ func TestUnmarshal(t *testing.T) {
 			{events.TypeMemoryOps, `{"checkpoint":"ck","ops":"add"}`},
 			{events.TypeMemoryShown, `{"entries":"m-1"}`},
 			{events.TypeScopeRegister, `{"dir":1}`},
+			{events.TypeScopePurge, `{"key":["ws-0123456789abcdef0123"]}`},
 		} {
 			_, err := payload.Decode(c.typ, json.RawMessage(c.data))
 			assert.Error(t, err, "%s %s: got no error", c.typ, c.data)

@@ -383,6 +383,14 @@ func (s *ScopeRegister) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+func (s *ScopePurge) UnmarshalJSON(b []byte) error {
+	type plain ScopePurge
+	var p plain
+	err := json.Unmarshal(b, &p)
+	*s = ScopePurge(p)
+	return err
+}
+
 func (s *ScopeArchive) UnmarshalJSON(b []byte) error      { return lenient(b, &struct{}{}) }
 func (s *ScopeRestore) UnmarshalJSON(b []byte) error      { return lenient(b, &struct{}{}) }
 func (m *MaintenanceRotate) UnmarshalJSON(b []byte) error { return lenient(b, &struct{}{}) }

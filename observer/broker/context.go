@@ -100,6 +100,11 @@ func (e engine) sessionContext(ctx context.Context, req ContextRequest) (Session
 	if req.Cwd != "" {
 		sc.Scope = e.Scope(req.Cwd).Stream // a subdirectory reaches its project's memory
 	}
+	if e.ScopeArchived(sc.Scope) {
+		// The recycle bin is never served: only the global layers.
+		sc.Notes = append(sc.Notes, fmt.Sprintf("the memory of %s is archived; 'dshmem scopes restore %s' brings it back", e.Scope(req.Cwd), sc.Scope))
+		sc.Scope = observer.GlobalStream
+	}
 
 	var stable []string
 	for _, f := range []struct {

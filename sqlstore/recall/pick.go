@@ -122,7 +122,9 @@ func (r *call) guidance(text string, kinds []string) string {
 		what = "observed messages"
 	}
 	where := "every scope"
-	if r.q.Scopes != nil {
+	if r.everyScope && r.q.Scopes != nil {
+		where = "every scope not archived"
+	} else if r.q.Scopes != nil {
 		names := make([]string, len(r.q.Scopes))
 		for i, s := range r.q.Scopes {
 			names[i] = s
@@ -143,7 +145,7 @@ func (r *call) guidance(text string, kinds []string) string {
 	if len(kinds) == 1 && kinds[0] == KindSemantic {
 		b.WriteString(" 'dshmem search --kind all' to include observed messages;")
 	}
-	if r.q.Scopes != nil {
+	if r.q.Scopes != nil && !r.everyScope {
 		b.WriteString(" another --cwd for another workspace's memory;")
 	}
 	if slices.Contains(kinds, KindEpisodic) && !r.q.IncludeInjected {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -156,6 +157,14 @@ func Find(ctx context.Context, s *sqlstore.Store, q Query) (*Result, error) {
 	r.ctx, cancel = context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// Archived scopes (the recycle bin) are never searched.
+	scopes, err := activeScopes(r.ctx, s, r.q.Scopes)
+	if err != nil {
+		return r.finish(ctx, err)
+	}
+	r.everyScope = q.Scopes == nil
+	r.q.Scopes = scopes
+
 	text := strings.TrimSpace(q.Text)
 	if item, ok, err := r.exact(text); err != nil {
 		return r.finish(ctx, err)
@@ -230,6 +239,9 @@ type call struct {
 	deadline time.Time
 	res      *Result
 	shown    map[string]int
+	// everyScope: the caller searched every scope (Scopes nil), which
+	// activeScopes may have turned into the list of those not archived.
+	everyScope bool
 }
 
 // expired reports whether the deadline passed, noting the stage it
@@ -274,7 +286,7 @@ func (r *call) exact(text string) (Item, bool, error) {
 		if err != nil {
 			return Item{}, false, fmt.Errorf("recall entry %s: %w", text, err)
 		}
-		if ok && (e.Status == "active" || e.Status == "conflict") {
+		if ok && (e.Status == "active" || e.Status == "conflict") && (r.q.Scopes == nil || slices.Contains(r.q.Scopes, e.Scope)) {
 			it := Item{ID: e.ID, Kind: KindSemantic, Scope: e.Scope, Title: e.Title, Text: e.Content, Score: 1,
 				Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt}
 			it.Flags = r.entryFlags(it.Status, it.UpdatedAt, nil)
@@ -314,4 +326,33 @@ func appendUnique(s []string, v string) []string {
 		}
 	}
 	return append(s, v)
+}
+
+// activeScopes returns the streams a query searches once archived
+// scopes are left out: scopes without the archived ones, or, for nil
+// (every stream), nil when none is archived and else every folded
+// stream that is not.
+func activeScopes(ctx context.Context, s *sqlstore.Store, scopes []string) ([]string, error) {
+	archived, err := s.ArchivedScopes(ctx)
+	if err != nil || len(archived) == 0 {
+		return scopes, err
+	}
+	if scopes == nil {
+		cursors, err := s.Cursors()
+		if err != nil {
+			return nil, fmt.Errorf("recall: %w", err)
+		}
+		scopes = []string{}
+		for st := range cursors {
+			scopes = append(scopes, st)
+		}
+		slices.Sort(scopes)
+	}
+	out := []string{}
+	for _, st := range scopes {
+		if !slices.Contains(archived, st) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
 }
