@@ -320,7 +320,7 @@ func (p *Page) lifecycle(w http.ResponseWriter, r *http.Request, op func(ctx con
 	}
 	got, err := op(r.Context(), si.Key)
 	if err != nil {
-		return refusal{http.StatusConflict, err.Error()}
+		return scopeError(err)
 	}
 	writeJSON(w, http.StatusOK, got)
 	return nil
@@ -346,7 +346,7 @@ func (p *Page) handlePurge(w http.ResponseWriter, r *http.Request) error {
 	}
 	rep, err := p.mem.PurgeScope(r.Context(), si.Key, req.Confirm)
 	if err != nil {
-		return refusal{http.StatusConflict, err.Error()}
+		return scopeError(err)
 	}
 	writeJSON(w, http.StatusOK, rep)
 	return nil
@@ -371,6 +371,19 @@ func decode(r *http.Request, v any) error {
 		return refusal{http.StatusBadRequest, "malformed JSON body: " + err.Error()}
 	}
 	return nil
+}
+
+// scopeError maps the engine's refusals of a lifecycle step to answers.
+func scopeError(err error) error {
+	switch {
+	case errors.Is(err, observer.ErrUnknownScope):
+		return refusal{http.StatusNotFound, err.Error()}
+	case errors.Is(err, observer.ErrGlobalScope), errors.Is(err, observer.ErrPurgeUnconfirmed):
+		return refusal{http.StatusBadRequest, err.Error()}
+	case errors.Is(err, observer.ErrScopeArchived), errors.Is(err, observer.ErrScopeNotArchived):
+		return refusal{http.StatusConflict, err.Error()}
+	}
+	return err
 }
 
 // entryError maps the engine's errors about an entry to answers.

@@ -471,3 +471,76 @@ func TestReadsRedacted(t *testing.T) {
 		assert.Contains(t, string(raw), "[REDACTED:", "%s: want the redaction's mark in %s", path, raw)
 	}
 }
+
+// TestLifecycle: archive, restore and purge from the page's routes, each
+// checked against the engine.
+func TestLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := newSite(t, nil)
+	b := s.login()
+	inList := func(archived bool) bool {
+		t.Helper()
+		path := "/ui/api/scopes"
+		if archived {
+			path += "?archived=1"
+		}
+		var r ui.ScopesResponse
+		b.json(http.StatusOK, "GET", path, nil, &r)
+		assert.Equal(t, archived, r.Archived)
+		for _, si := range r.Scopes {
+			if si.Key == s.ws {
+				assert.Equal(t, archived, si.Archived, "got %+v", si)
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, inList(false))
+	require.False(t, inList(true))
+
+	var si observer.ScopeInfo
+	b.json(http.StatusOK, "POST", "/ui/api/scopes/"+s.ws+"/archive", nil, &si)
+	assert.True(t, si.Archived, "got %+v", si)
+	assert.False(t, inList(false), "archived scope still active")
+	assert.True(t, inList(true), "archived scope not in the bin")
+	eng, err := s.eng.ScopeInfo(ctx, s.ws)
+	require.NoError(t, err)
+	assert.True(t, eng.Archived, "the engine does not see the archive: %+v", eng)
+	var sc ui.ScopeResponse
+	require.NoError(t, s.eng.WriteFiles(ctx))
+	b.json(http.StatusOK, "GET", "/ui/api/scopes/"+s.ws, nil, &sc)
+	assert.Equal(t, "archived/"+s.ws+"/memory_summary.md", sc.SummaryPath)
+	assert.Contains(t, sc.Summary, "make ship", "the summary of an archived scope: %q", sc.Summary)
+	raw := b.json(http.StatusConflict, "POST", "/ui/api/scopes/"+s.ws+"/remember", ui.RememberRequest{Content: "into the bin"}, nil)
+	assert.Contains(t, string(raw), "restore it", "got %s", raw)
+	b.json(http.StatusConflict, "POST", "/ui/api/scopes/"+s.ws+"/archive", nil, nil)
+
+	b.json(http.StatusOK, "POST", "/ui/api/scopes/"+s.ws+"/restore", nil, &si)
+	assert.False(t, si.Archived, "got %+v", si)
+	assert.True(t, inList(false), "restored scope not active")
+	assert.False(t, inList(true), "restored scope still in the bin")
+	b.json(http.StatusConflict, "POST", "/ui/api/scopes/"+s.ws+"/restore", nil, nil)
+
+	t.Run("ErrGlobal", func(t *testing.T) {
+		b.json(http.StatusBadRequest, "POST", "/ui/api/scopes/global/archive", nil, nil)
+		b.json(http.StatusBadRequest, "POST", "/ui/api/scopes/global/purge", ui.PurgeRequest{Confirm: "global"}, nil)
+		_, err := s.eng.ScopeInfo(ctx, observer.GlobalStream)
+		require.NoError(t, err, "the global scope is gone")
+	})
+	t.Run("ErrUnknownScope", func(t *testing.T) {
+		b.json(http.StatusNotFound, "POST", "/ui/api/scopes/ws-00000000000000000000/archive", nil, nil)
+		b.json(http.StatusNotFound, "GET", "/ui/api/scopes/ws-00000000000000000000", nil, nil)
+	})
+
+	var rep observer.PurgeReport
+	b.json(http.StatusOK, "POST", "/ui/api/scopes/"+s.ws+"/purge", ui.PurgeRequest{Confirm: s.ws}, &rep)
+	assert.Equal(t, s.ws, rep.Key)
+	assert.NotZero(t, rep.Events, "got %+v", rep)
+	assert.False(t, inList(false), "purged scope still active")
+	assert.False(t, inList(true), "purged scope in the bin")
+	_, err = s.eng.ScopeInfo(ctx, s.ws)
+	assert.ErrorIs(t, err, observer.ErrUnknownScope, "the engine still knows the purged scope")
+	_, err = os.Stat(filepath.Join(s.eng.Root(), "scopes", s.ws))
+	assert.True(t, os.IsNotExist(err), "the purged scope's files: %v", err)
+	b.json(http.StatusNotFound, "GET", "/ui/api/scopes/"+s.ws+"/entries", nil, nil)
+}
