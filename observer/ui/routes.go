@@ -72,12 +72,20 @@ type ScopeResponse struct {
 	Summary     string             `json:"summary"`     // "" when the file is not there yet
 }
 
+// scopeKey resolves the {key} of r to a known scope's key.
+func (p *Page) scopeKey(r *http.Request) (string, error) {
+	key, err := p.mem.ScopeKey(r.PathValue("key"))
+	if err != nil {
+		return "", refusal{http.StatusNotFound, err.Error()}
+	}
+	return key, nil
+}
+
 // scope resolves the {key} of r to a known scope.
 func (p *Page) scope(r *http.Request) (observer.ScopeInfo, error) {
-	arg := r.PathValue("key")
-	key, err := p.mem.ScopeKey(arg)
+	key, err := p.scopeKey(r)
 	if err != nil {
-		return observer.ScopeInfo{}, refusal{http.StatusNotFound, err.Error()}
+		return observer.ScopeInfo{}, err
 	}
 	si, err := p.mem.ScopeInfo(r.Context(), key)
 	if err != nil {
@@ -123,12 +131,12 @@ type EntriesResponse struct {
 }
 
 func (p *Page) handleEntries(w http.ResponseWriter, r *http.Request) error {
-	si, err := p.scope(r)
+	key, err := p.scopeKey(r)
 	if err != nil {
 		return err
 	}
 	status := r.URL.Query().Get("status")
-	f := observer.EntryFilter{Scopes: []string{si.Key}}
+	f := observer.EntryFilter{Scopes: []string{key}}
 	switch {
 	case status == "" || status == "all":
 		status = "all"
@@ -141,7 +149,7 @@ func (p *Page) handleEntries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	resp := EntriesResponse{Scope: si.Key, Status: status, Total: len(es), Entries: []observer.Entry{}}
+	resp := EntriesResponse{Scope: key, Status: status, Total: len(es), Entries: []observer.Entry{}}
 	if len(es) > MaxEntries {
 		es = es[len(es)-MaxEntries:] // the newest
 	}
