@@ -326,3 +326,26 @@ func keysOf(m map[string][]byte) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestScopeArchiveMigration: an index at migration 00007 (before the
+// recycle bin) whose log holds a scope/archive event comes up archived
+// after 00008, its files rendered under archived/ on open, equal to a
+// replay.
+func TestScopeArchiveMigration(t *testing.T) {
+	ctx := context.Background()
+	f := newScopeFixture(t)
+	_, err := f.eng.ArchiveScope(ctx, f.ka)
+	require.NoError(t, err)
+	require.NoError(t, f.eng.Close())
+
+	require.NoError(t, sqlstore.MigrateDownTo(filepath.Join(f.root, sqlstore.IndexFile), 7))
+	// What a build before 00008 left: the files were never moved.
+	require.NoError(t, os.RemoveAll(filepath.Join(f.root, projector.ArchivedDir)))
+
+	eng := openEngine(t, f.root)
+	assert.True(t, eng.ScopeArchived(f.ka), "the backfill marks the scope archived")
+	assert.False(t, eng.ScopeArchived(f.kb))
+	_, err = os.Stat(filepath.Join(f.root, "archived", f.ka, projector.SummaryFile))
+	assert.NoError(t, err, "the open renders the archived scope's files")
+	verifyReplay(t, eng)
+}

@@ -39,7 +39,9 @@
 //	                     with one contender is resolved back to active
 //	memory/shown         shown (session, stream, entry_id): count, last seq
 //	scope/register       scopes: the workspace's directory (data.dir), over its first cwd
-//	anything else        events row only
+//	scope/archive        archived_scopes (a workspace stream only): its files move to archived/
+//	scope/restore        archived_scopes row deleted: its files move back to scopes/
+//	anything else        events row only (scope/purge too: a record, see Purge)
 //
 // Data that does not decode, or lacks what a projection needs (a
 // remember without content, a forget of an unknown id), records nothing
@@ -74,6 +76,7 @@
 //	                     summary_history/<seq, 20 digits>.md: the newest 10 versions of the
 //	                     summary, a version being the summary as of a memory event (memory/
 //	                     except memory/shown) whose text differs from the version before
+//	archived/ws-<id>/    what scopes/ws-<id>/ holds, for an archived workspace (scopes.go)
 //	sessions/<day>.md    compaction/summary (block id compactionId) and session/end with a
 //	                     "summary" (block id the session) of that day — the date in the
 //	                     event's own offset — in (event time, stream, seq) order

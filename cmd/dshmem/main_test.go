@@ -190,6 +190,8 @@ func TestMissingRootIsNotCreated(t *testing.T) {
 		{"entries"}, {"history", "m-0000000000000000"}, {"stats"}, {"sql", "SELECT 1"},
 		{"recall", "--session", "s1", "x"}, {"verify"}, {"repair"},
 		{"migrate", "status"}, {"migrate", "down-to", "0"},
+		{"scopes", "list"}, {"scopes", "archive", "ws-00000000000000000000"}, {"scopes", "restore", "/x"},
+		{"scopes", "purge", "ws-00000000000000000000", "--confirm", "ws-00000000000000000000"}, {"show", "m-0000000000000000"},
 	} {
 		code, _, errs := cli(t, "", append([]string{"--root", root}, args...)...)
 		assert.False(t, code != 1 || !strings.Contains(errs, "no memory root"), "%v: exit %d, stderr %q; want exit 1 naming the missing root", args, code, errs)

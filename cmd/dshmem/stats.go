@@ -9,8 +9,10 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/broker"
 	"dshmem/sqlstore"
 )
 
@@ -34,8 +36,10 @@ not folded yet, are told on stderr.
 
 type streamStats struct {
 	Stream   string `json:"stream"`
-	Events   uint64 `json:"events"`  // the log's last seq
-	Indexed  uint64 `json:"indexed"` // the last seq the index folded
+	Dir      string `json:"dir"`      // the workspace's directory ("" for global, or not known)
+	Archived bool   `json:"archived"` // in the recycle bin ('dshmem scopes list --archived')
+	Events   uint64 `json:"events"`   // the log's last seq
+	Indexed  uint64 `json:"indexed"`  // the last seq the index folded
 	Segments int    `json:"segments"`
 	Bytes    int64  `json:"bytes"`
 }
@@ -49,6 +53,10 @@ type rootStats struct {
 	IndexBytes int64         `json:"indexBytes"`
 	Entries    int64         `json:"entries"`
 	Sessions   int64         `json:"sessions"`
+	// Maintenance is what needs a person's attention (a backup due, old
+	// session files, files over their soft limits), as the session-start
+	// context reports it.
+	Maintenance []string `json:"maintenance"`
 }
 
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
@@ -90,12 +98,16 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			st.IndexBytes += fi.Size()
 		}
 	}
+	st.Maintenance = []string{}
 	if r.Engine != nil {
 		ss, err := r.Engine.IndexStats(ctx)
 		if err != nil {
 			return err
 		}
 		st.Entries, st.Sessions = int64(ss.Entries), int64(ss.Sessions)
+		if err := scopeStats(ctx, r.Engine, &st); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -117,11 +129,68 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 	if len(st.Streams) > 0 {
 		fmt.Fprintln(env.stdout)
 		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join([]string{"STREAM", "EVENTS", "SEGMENTS", "BYTES"}, "\t"))
+		fmt.Fprintln(tw, strings.Join([]string{"STREAM", "DIRECTORY", "EVENTS", "SEGMENTS", "BYTES"}, "\t"))
 		for _, s := range st.Streams {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", s.Stream, s.Events, s.Segments, humanBytes(s.Bytes))
+			dir := s.Dir
+			if dir == "" {
+				dir = "-"
+			}
+			if s.Archived {
+				dir += " (archived)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", s.Stream, dir, s.Events, s.Segments, humanBytes(s.Bytes))
 		}
 		tw.Flush()
+	}
+	if len(st.Maintenance) > 0 {
+		fmt.Fprintln(env.stdout, "\nmaintenance")
+		for _, m := range st.Maintenance {
+			fmt.Fprintf(env.stdout, "  %s\n", m)
+		}
+	}
+	return nil
+}
+
+// scopeStats names each stream's directory, marks the archived ones,
+// and gathers the maintenance reminders of every active scope.
+func scopeStats(ctx context.Context, eng *observer.Engine, st *rootStats) error {
+	dirs := map[string]string{}
+	archived := map[string]bool{}
+	var active []string
+	for _, bin := range []bool{false, true} {
+		list, err := eng.Scopes(ctx, bin)
+		if err != nil {
+			return err
+		}
+		for _, s := range list {
+			dirs[s.Key], archived[s.Key] = s.Dir, s.Archived
+			if !bin {
+				active = append(active, s.Key)
+			}
+		}
+	}
+	for i := range st.Streams {
+		s := &st.Streams[i]
+		s.Dir, s.Archived = dirs[s.Stream], archived[s.Stream]
+		if s.Dir == "" && s.Stream != observer.GlobalStream {
+			s.Dir = eng.ScopeDir(s.Stream)
+		}
+	}
+	if len(active) == 0 {
+		active = []string{observer.GlobalStream}
+	}
+	seen := map[string]bool{}
+	for _, scope := range active {
+		ms, err := broker.Maintenance(ctx, eng, scope, time.Now())
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if !seen[m] {
+				seen[m] = true
+				st.Maintenance = append(st.Maintenance, m)
+			}
+		}
 	}
 	return nil
 }
