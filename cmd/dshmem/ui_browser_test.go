@@ -258,6 +258,24 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	assert.Equal(t, "active", added.Status)
 	assert.Contains(t, text("#status"), "Remembered")
 
+	// Edit the first entry: a revise op, seen by the CLI as version 2.
+	do("edit", chromedp.Click(chromedp.CSS(entrySel(seed)+" button.edit")))
+	until("the edit form", `!!document.querySelector('`+entrySel(seed)+` .edit-form textarea')`)
+	do("change the text", chromedp.Evaluate[chromedp.Void](`document.querySelector('`+entrySel(seed)+` .edit-form textarea').value = ''`),
+		chromedp.SendKeys(chromedp.CSS(entrySel(seed)+" .edit-form textarea"), "We deploy the web app with blue green releases, one region at a time"),
+		chromedp.Click(chromedp.CSS(entrySel(seed)+" .edit-form button[type=submit]")))
+	until("the revised entry", `document.querySelector('`+entrySel(seed)+` .content').textContent.includes('one region at a time')`)
+	rev := p.entries(ws)[seed]
+	assert.EqualValues(t, 2, rev.Version, "the CLI after the page's edit: %+v", rev)
+	assert.Contains(t, rev.Content, "one region at a time", "the CLI after the page's edit: %+v", rev)
+
+	// Search: the results are announced (aria-live) and hold the entry.
+	do("search", chromedp.SendKeys(chromedp.ID("search-q"), "region deploy\r"))
+	until("search results", `[...document.querySelectorAll('#search-results .result')].some(r => r.dataset.id === '`+seed+`')`)
+	live, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('search-results').getAttribute('aria-live')`))
+	require.NoError(t, err)
+	assert.Equal(t, "polite", live)
+
 	// Forget it.
 	do("forget", chromedp.Click(chromedp.CSS(entrySel(added.ID)+" button.forget")),
 		chromedp.SendKeys(chromedp.CSS(entrySel(added.ID)+" .forget-form input"), "moved to the wiki"),
@@ -315,7 +333,8 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('purge').disabled`))
 	require.NoError(t, err)
 	assert.True(t, disabled, "purge is enabled with another scope's key typed")
-	do("type the key", chromedp.Clear(chromedp.ID("purge-confirm")), chromedp.SendKeys(chromedp.ID("purge-confirm"), ws))
+	do("type the key", chromedp.Evaluate[chromedp.Void](`document.getElementById('purge-confirm').value = ''`),
+		chromedp.SendKeys(chromedp.ID("purge-confirm"), ws))
 	until("purge enabled", `!document.getElementById('purge').disabled`)
 	do("purge", chromedp.Click(chromedp.ID("purge")))
 	until("the scope purged", `document.getElementById('status').textContent.includes('Purged') && !document.querySelector('#scope-list button[data-key="`+ws+`"]')`)
