@@ -18,6 +18,7 @@ import (
 
 	"dshmem/observer"
 	"dshmem/observer/ui"
+	"dshmem/replay"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -392,7 +393,18 @@ func TestRoutes(t *testing.T) {
 		}
 		assert.Equal(t, before, s.eng.Log().LastSeq(s.ws), "a refused change was written")
 	})
-	_ = ctx
+	t.Run("Replay", func(t *testing.T) { s.verifyReplay(ctx) })
+}
+
+// verifyReplay checks that replaying the log reproduces every file and
+// the index: the page's changes went through the event path.
+func (s *site) verifyReplay(ctx context.Context) {
+	s.t.Helper()
+	require.NoError(s.t, s.eng.WriteFiles(ctx))
+	rep, err := replay.Verify(ctx, s.eng.Log(), s.eng.Root(), s.eng.Store(), replay.VerifyOptions{})
+	require.NoError(s.t, err)
+	require.Empty(s.t, rep.Differences, "replay --verify after the page's changes: %+v", rep.Differences)
+	require.NotZero(s.t, rep.Files, "replay --verify compared no file")
 }
 
 // TestPurgeNeedsTypedKey: purge without the scope's key typed, or with
@@ -520,6 +532,7 @@ func TestLifecycle(t *testing.T) {
 	assert.True(t, inList(false), "restored scope not active")
 	assert.False(t, inList(true), "restored scope still in the bin")
 	b.json(http.StatusConflict, "POST", "/ui/api/scopes/"+s.ws+"/restore", nil, nil)
+	s.verifyReplay(ctx)
 
 	t.Run("ErrGlobal", func(t *testing.T) {
 		b.json(http.StatusBadRequest, "POST", "/ui/api/scopes/global/archive", nil, nil)
@@ -543,4 +556,5 @@ func TestLifecycle(t *testing.T) {
 	_, err = os.Stat(filepath.Join(s.eng.Root(), "scopes", s.ws))
 	assert.True(t, os.IsNotExist(err), "the purged scope's files: %v", err)
 	b.json(http.StatusNotFound, "GET", "/ui/api/scopes/"+s.ws+"/entries", nil, nil)
+	s.verifyReplay(ctx)
 }
