@@ -262,6 +262,24 @@ func TestScopeLifecycle(t *testing.T) {
 		verifyReplay(t, eng)
 	})
 
+	t.Run("CountsFollowStatus", func(t *testing.T) {
+		_, err := eng.Remember(ctx, observer.RememberRequest{Cwd: f.a, Content: "a second alpha fact", Time: memT0})
+		require.NoError(t, err)
+		_, err = eng.Forget(ctx, projector.EntryID(f.ka, 1, 0), "moved")
+		require.NoError(t, err)
+		info, err := eng.ScopeInfo(ctx, f.ka)
+		require.NoError(t, err)
+		want := map[string]int{"active": 0, "conflict": 0, "superseded": 0, "forgotten": 0}
+		es, err := eng.Entries(ctx, observer.EntryFilter{Scopes: []string{f.ka}})
+		require.NoError(t, err)
+		for _, e := range es {
+			want[e.Status]++
+		}
+		assert.Equal(t, want, info.Entries)
+		assert.Equal(t, 1, info.Entries["forgotten"])
+		require.NoError(t, eng.WriteFiles(ctx))
+	})
+
 	t.Run("Purge", func(t *testing.T) {
 		isOther := func(rel string) bool {
 			return strings.HasPrefix(rel, "scopes/"+f.ka+"/") || strings.HasPrefix(rel, "log/"+f.ka+"/") ||

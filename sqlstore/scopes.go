@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The scope lifecycle (issue 14): archive and restore are folded from
@@ -74,16 +75,15 @@ type ScopeRow struct {
 	LastActivity string // time of the stream's last folded event
 }
 
-// scopeRowsSQL gathers every stream's row in one statement: each
-// aggregate reads an index (entries_scope_status, events_memory_ops,
-// the events (stream, seq) key), so 200 scopes of 50,000 entries cost
-// a scan of those indexes, not of the tables.
+// scopeRowsSQL gathers every stream's row in one statement: the entry
+// counts come from entry_status_counts (kept by trigger), the others
+// from an index each (sessions' rows, events_memory_ops, the events
+// (stream, seq) key), so 200 scopes of 50,000 entries cost a few rows a
+// scope, not a scan of the entries.
 const scopeRowsSQL = `
 WITH st AS (SELECT stream, seq FROM cursors WHERE seq > 0 AND (?1 = '' OR stream = ?1)),
-ent AS (SELECT scope, json_group_object(status, n) AS by_status
-        FROM (SELECT scope, status, count(*) AS n FROM entries
-              WHERE ?1 = '' OR scope = ?1 GROUP BY scope, status)
-        GROUP BY scope),
+ent AS (SELECT scope, json_group_object(status, n) AS by_status FROM entry_status_counts
+        WHERE n > 0 AND (?1 = '' OR scope = ?1) GROUP BY scope),
 ses AS (SELECT stream, count(*) AS n FROM sessions WHERE ?1 = '' OR stream = ?1 GROUP BY stream),
 ck AS (SELECT stream, count(*) AS n FROM events WHERE type = 'memory/ops' AND (?1 = '' OR stream = ?1) GROUP BY stream)
 SELECT st.stream, coalesce(sc.cwd, ''), a.stream IS NOT NULL, coalesce(ent.by_status, '{}'),
@@ -168,6 +168,7 @@ func (s *Store) PurgeStream(ctx context.Context, stream string) (PurgedRows, err
 			`DELETE FROM entry_versions WHERE stream = ?1 OR entry_id IN (SELECT id FROM entries WHERE scope = ?1)`,
 			`DELETE FROM entries WHERE scope = ?1`,
 			`DELETE FROM entry_counts WHERE scope = ?1`,
+			`DELETE FROM entry_status_counts WHERE scope = ?1`,
 			`DELETE FROM sessions WHERE stream = ?1`,
 			`DELETE FROM shown WHERE stream = ?1`,
 			`DELETE FROM scopes WHERE stream = ?1`,
@@ -211,13 +212,32 @@ func (s *Store) Compact(ctx context.Context) error {
 		`INSERT INTO episodes_fts (episodes_fts) VALUES ('optimize')`,
 		`INSERT INTO entries_fts (entries_fts) VALUES ('optimize')`,
 		`VACUUM`,
-		`PRAGMA wal_checkpoint(TRUNCATE)`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("compact %s: %s: %w", s.path, q, err)
 		}
 	}
-	return nil
+	// A reader holding an old snapshot keeps the checkpoint from
+	// finishing (it answers busy rather than failing): try again while
+	// readers come and go.
+	const tries = 100
+	for i := 0; ; i++ {
+		var busy, logFrames, done int
+		if err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+			return fmt.Errorf("compact %s: checkpoint: %w", s.path, err)
+		}
+		if busy == 0 {
+			return nil
+		}
+		if i == tries {
+			return fmt.Errorf("compact %s: the write-ahead log stayed in use by readers %d times; it still holds old pages until a checkpoint finishes (run the command again)", s.path, tries)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("compact %s: %w", s.path, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func strColumn(tx *sql.Tx, query string, args ...any) ([]string, error) {

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,4 +86,40 @@ func TestScopeRoutes(t *testing.T) {
 	assert.NotContains(t, keys("0"), kb)
 	code, out = ts.call("POST", "/v1/scopes/purge", ScopeAPIRequest{Key: kb, Confirm: kb})
 	assert.Equal(t, http.StatusNotFound, code, "a purged scope is gone: %s", out)
+}
+
+// TestArchivedScopeGetsNoPackets: a session in an archived workspace is
+// served no packet of the workspace's entries; once restored, it is.
+func TestArchivedScopeGetsNoPackets(t *testing.T) {
+	now := time.Date(2026, 8, 18, 10, 0, 0, 0, time.UTC)
+	ts := startServer(t, t.TempDir(), ServerOptions{Now: func() time.Time { return now }})
+	const cwd = "/work/pk"
+	var en observer.Entry
+	ts.must(200, "POST", "/v1/remember", map[string]any{"content": "Run the migrations with make migrate-up before starting the api server",
+		"title": "migrations before api server", "cwd": cwd, "type": "procedure", "importance": 3}, &en)
+	n := 0
+	push := func(sid, typ string, data map[string]any) uint64 {
+		t.Helper()
+		n++
+		var r EventsResponse
+		ts.must(200, "POST", "/v1/events", []any{event(fmt.Sprintf("%s:%d", sid, n), typ, sid, cwd, data)}, &r)
+		return r.Sessions[sid]
+	}
+	ts.must(200, "POST", "/v1/scopes/archive", ScopeAPIRequest{Key: cwd}, nil)
+	push("a", "session/start", map[string]any{"origin": "top"})
+	v := push("a", "user/message", map[string]any{"text": "the api server fails to start, migrations missing?"})
+	p, why := ts.fetch("a", fmt.Sprintf("?contextVersion=%d&step=0", v))
+	if p != nil {
+		for _, e := range p.Entries {
+			assert.NotEqual(t, en.ID, e.ID, "a packet of an archived scope: %+v (%s)", p, why)
+		}
+	}
+
+	ts.must(200, "POST", "/v1/scopes/restore", ScopeAPIRequest{Key: cwd}, nil)
+	push("b", "session/start", map[string]any{"origin": "top"})
+	v = push("b", "user/message", map[string]any{"text": "the api server fails to start, migrations missing?"})
+	p, why = ts.fetch("b", fmt.Sprintf("?contextVersion=%d&step=0", v))
+	require.NotNil(t, p, "restored: got nothing (%s), want a packet", why)
+	require.NotEmpty(t, p.Entries)
+	assert.Equal(t, en.ID, p.Entries[0].ID)
 }
