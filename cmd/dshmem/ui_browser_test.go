@@ -18,6 +18,7 @@ import (
 
 	"dshmem/observer"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -233,8 +234,27 @@ func TestSettingsPageInBrowser(t *testing.T) {
 			assert.False(t, overflow, "the page scrolls sideways at 390 px")
 		}
 	}
-	t.Logf("screenshots of the entries view in %s", art)
 	do("back to wide", chromedp.EmulateViewport(1280, 900))
+	// Dark mode: the page follows prefers-color-scheme.
+	bg := func() string {
+		t.Helper()
+		c, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+		require.NoError(t, err)
+		return c
+	}
+	light := bg()
+	_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+	require.NoError(t, err)
+	dark := bg()
+	assert.NotEqual(t, light, dark, "the background is %s in light and dark mode alike", light)
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(art, "entries-dark-1280.png"), png, 0o644))
+	_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}})
+	require.NoError(t, err)
+	t.Logf("screenshots of the entries view in %s", art)
 
 	// An entry's history.
 	do("open history", chromedp.Click(chromedp.CSS(entrySel(seed)+" button.history")))
