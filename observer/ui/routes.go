@@ -378,6 +378,9 @@ func decode(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return refusal{http.StatusBadRequest, "malformed JSON body: " + err.Error()}
 	}
+	if dec.More() {
+		return refusal{http.StatusBadRequest, "malformed JSON body: more than one value"}
+	}
 	return nil
 }
 

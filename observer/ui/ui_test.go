@@ -113,8 +113,13 @@ func (b *browser) get(u string) (*http.Response, string) {
 func (b *browser) do(method, path string, body any, edit func(*http.Request)) (*http.Response, []byte) {
 	b.s.t.Helper()
 	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
+	switch body := body.(type) {
+	case nil:
+	case []byte: // sent as it is
+		rd = bytes.NewReader(body)
+	default:
+		raw, err := json.Marshal(body)
+		require.NoError(b.s.t, err)
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, b.s.srv.URL+path, rd)
@@ -379,6 +384,7 @@ func TestRoutes(t *testing.T) {
 			{"/ui/api/scopes/" + s.ws + "/remember", ui.RememberRequest{Content: "  "}, http.StatusBadRequest},
 			{"/ui/api/scopes/" + s.ws + "/remember", ui.RememberRequest{Content: "x", Type: "poem"}, http.StatusBadRequest},
 			{"/ui/api/scopes/" + s.ws + "/remember", map[string]string{"content": "x", "color": "red"}, http.StatusBadRequest},
+			{"/ui/api/scopes/" + s.ws + "/remember", []byte(`{"content":"x"}{"content":"y"}`), http.StatusBadRequest},
 			{"/ui/api/scopes/" + s.ws + "/remember", ui.RememberRequest{Content: "OPENAI_API_KEY=sk-FAKEa1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6"}, http.StatusBadRequest},
 			{"/ui/api/entries/" + s.entry.ID + "/forget", nil, http.StatusConflict},
 			{"/ui/api/entries/" + s.entry.ID + "/revise", ui.ReviseRequest{Title: "x"}, http.StatusConflict},
@@ -557,4 +563,45 @@ func TestLifecycle(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "the purged scope's files: %v", err)
 	b.json(http.StatusNotFound, "GET", "/ui/api/scopes/"+s.ws+"/entries", nil, nil)
 	s.verifyReplay(ctx)
+}
+
+// FuzzMutationBody: whatever body a logged-in page posts, a change route
+// answers with a clear status (never a 5xx) and writes nothing unless it
+// says 200.
+func FuzzMutationBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":"Use pnpm"}`, `{"content":""}`, `{"content":1}`, `{"content":"x","importance":9}`,
+		`{"title":"t","content":"c","reason":"r"}`, `{"tags":["a",""],"type":"rule"}`, `[]`, `null`, `{`, ``,
+		`{"content":"x"}{"content":"y"}`, `{"confirm":"global"}`, "\x00\xff",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		s := newSite(t, nil)
+		b := s.login()
+		for _, path := range []string{
+			"/ui/api/scopes/" + s.ws + "/remember",
+			"/ui/api/entries/" + s.entry.ID + "/revise",
+			"/ui/api/entries/" + s.entry.ID + "/forget",
+			"/ui/api/scopes/" + s.ws + "/purge",
+		} {
+			before := s.eng.Log().LastSeq(s.ws)
+			req, err := http.NewRequest("POST", s.srv.URL+path, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(ui.CSRFHeader, b.csrf)
+			req.Header.Set("Origin", s.srv.URL)
+			resp, err := b.c.Do(req)
+			require.NoError(t, err)
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Less(t, resp.StatusCode, 500, "POST %s %q: %d %s", path, body, resp.StatusCode, raw)
+			if resp.StatusCode != http.StatusOK {
+				require.Equal(t, before, s.eng.Log().LastSeq(s.ws), "POST %s %q: refused (%d) but written", path, body, resp.StatusCode)
+				var e ui.APIError
+				require.NoError(t, json.Unmarshal(raw, &e), "POST %s %q: %s", path, body, raw)
+				require.NotEmpty(t, e.Error.Message, "POST %s %q: %s", path, body, raw)
+			}
+		}
+	})
 }
