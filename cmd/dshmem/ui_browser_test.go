@@ -205,8 +205,23 @@ func TestSettingsPageInBrowser(t *testing.T) {
 		assert.Contains(t, msg, "already used", "second use of the link: %q", msg)
 	}()
 
-	// Pick the scope: its entries, counts and summary.
-	do("pick the scope", chromedp.Click(chromedp.CSS(`#scope-list button[data-key="`+ws+`"]`)))
+	// Every form control has a label, and the page has its landmarks.
+	unlabelled, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('input, textarea, select')]
+		.filter(e => e.labels.length === 0 && !e.getAttribute('aria-label')).map(e => e.id || e.outerHTML)`))
+	require.NoError(t, err)
+	assert.Empty(t, unlabelled, "form controls without a label")
+	landmarks, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('header[role=banner]') && !!document.querySelector('nav[aria-labelledby]') && !!document.querySelector('main') && !!document.querySelector('[aria-live]')`))
+	require.NoError(t, err)
+	assert.True(t, landmarks, "banner, navigation, main and a live region")
+
+	// Pick the scope with the keyboard alone: filter, Tab to it, Enter.
+	do("filter and pick the scope", chromedp.SendKeys(chromedp.ID("scope-filter"), "webapp"))
+	until("the filtered list", `document.querySelectorAll('#scope-list button').length === 1`)
+	do("tab to the scope", chromedp.KeyEvent("\t"))
+	focusedKey, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.dataset.key || document.activeElement.id`))
+	require.NoError(t, err)
+	require.Equal(t, ws, focusedKey, "Tab from the filter does not reach the scope")
+	do("Enter on the scope", chromedp.KeyEvent("\r"))
 	until("the scope's entries", `!!document.querySelector('`+entrySel(seed)+`')`)
 	assert.Contains(t, text("#scope-title"), ws)
 	assert.Contains(t, text("#scope-dir"), dir)
@@ -216,6 +231,7 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
 	require.NoError(t, err)
 	assert.Equal(t, "scope-title", focused, "focus after picking a scope")
+	do("clear the filter", chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById('scope-filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`))
 
 	// Screenshots of the entries view, wide and narrow.
 	art := artifactsDir(t)
