@@ -116,7 +116,7 @@
     $('scope-dir').textContent = s.dir || (s.key === 'global' ? 'The global scope: memory for every workspace.' : '');
     const facts = [
       ['Entries', counts(s)], ['Checkpoints', String(s.checkpoints)], ['Sessions', String(s.sessions)],
-      ['Last activity', when(s.lastActivity)], ['On disk', size(s.bytes || 0)],
+      ['Last activity', when(s.lastActivity)], ['Events', String(s.events ?? 0)], ['On disk', size(s.bytes || 0)],
     ];
     $('scope-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v, 'data-fact': k.toLowerCase() })]));
     $('archive').hidden = s.archived || s.key === 'global';
