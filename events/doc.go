@@ -90,6 +90,10 @@
 //     frame is found by Verify (and Log.Verify, which serve runs in the
 //     background) and by every read, which checks each frame's sha256
 //     before it decodes a byte of it.
+//   - A stream leaves the log only whole, by Log.Drop (drop.go, for a
+//     scope purge): its writer is stopped and its segment closed, then
+//     its directory is renamed out of the log and the rename fsynced. An
+//     Append after it starts a new stream of that name at seq 1.
 //
 // # Reading beside the writer
 //

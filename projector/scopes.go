@@ -107,7 +107,11 @@ func (p *Projector) PruneScopeDirs(stream string) error {
 	}
 	for _, d := range ScopeDirs(stream) {
 		abs := filepath.Join(p.Root, filepath.FromSlash(d))
-		for _, sub := range []string{filepath.Join(abs, HistoryDir), abs} {
+		subs := []string{filepath.Join(abs, HistoryDir), abs}
+		if strings.HasPrefix(d, ArchivedDir+"/") {
+			subs = append(subs, filepath.Dir(abs)) // an empty recycle bin goes too
+		}
+		for _, sub := range subs {
 			err := os.Remove(sub)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(sub) {
 				return fmt.Errorf("remove empty directory %s: %w", sub, err)

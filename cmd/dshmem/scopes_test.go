@@ -53,7 +53,7 @@ func scopeKeys(list []observer.ScopeInfo) []string {
 // recalls reports whether `dshmem recall --cwd dir tok` finds tok.
 func recalls(t *testing.T, root, dir, tok string) bool {
 	t.Helper()
-	code, out, errs := cli(t, "", "--root", root, "recall", "--json", "--cwd", dir, tok)
+	code, out, errs := cli(t, "", "--root", root, "recall", "--json", "--timeout", "1m", "--cwd", dir, tok)
 	require.EqualValues(t, 0, code, "recall: exit %d: %s", code, errs)
 	return strings.Contains(out, "port 7070")
 }
