@@ -96,9 +96,18 @@ func decodeTags(s string) []string {
 func (s *Store) Entries(ctx context.Context, f EntryFilter) ([]Entry, error) {
 	scopes, _ := json.Marshal(f.Scopes)
 	statuses, _ := json.Marshal(f.Statuses)
+	// Only the filters given are in the statement: an "?1 = 'null' OR"
+	// guard would keep SQLite off the (scope, status) index, and one
+	// scope's entries (the settings page) would scan every entry.
+	where := "1"
+	if f.Scopes != nil {
+		where += " AND scope IN (SELECT value FROM json_each(?1))"
+	}
+	if f.Statuses != nil {
+		where += " AND status IN (SELECT value FROM json_each(?2))"
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries
-		WHERE (?1 = 'null' OR scope IN (SELECT value FROM json_each(?1)))
-		  AND (?2 = 'null' OR status IN (SELECT value FROM json_each(?2)))
+		WHERE `+where+`
 		ORDER BY scope, created_seq, id`, string(scopes), string(statuses))
 	if err != nil {
 		return nil, fmt.Errorf("read entries: %w", err)

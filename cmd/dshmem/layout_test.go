@@ -53,7 +53,8 @@ var layers = []struct {
 	// Backups and rotation: the engine's log and index, broker's rules of
 	// when each is due.
 	{"observer/backup", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/broker"}},
-	{"observer/httpapi", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/backup", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer", "observer/metrics", "observer/scrub"}},
+	{"observer/ui", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer"}},
+	{"observer/httpapi", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/backup", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer", "observer/metrics", "observer/scrub", "observer/ui"}},
 	{"observer/bench", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer", "observer/backup", "observer/httpapi"}},
 	{"observer/demo", []string{"events/...", "markdown", "projector", "replay", "sqlstore/...", "observer", "observer/broker", "observer/checkpoint", "observer/distill", "observer/importer"}},
 	{"observer/reader", []string{"events/...", "observer", "replay", "sqlstore"}},

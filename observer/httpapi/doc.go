@@ -21,9 +21,11 @@
 //
 // Every route but GET /v1/healthz needs `Authorization: Bearer <token>`,
 // the token in serve.json (mode 0600, ARCHITECTURE §2). The server
-// listens on loopback only.
+// listens on loopback only. The settings page under /ui/ (observer/ui)
+// has a login of its own: POST /v1/ui/link, behind the token, hands out
+// one-time links that trade for a session cookie valid under /ui/ only.
 //
-// Imports: httpapi → observer/{broker,checkpoint,importer,metrics},
+// Imports: httpapi → observer/{broker,checkpoint,importer,metrics,ui},
 // observer, and below. Nothing of ours imports httpapi but cmd and the
 // host plugin's installer (which reads serve.json and /v1/healthz).
 package httpapi

@@ -72,6 +72,8 @@ func (s *Server) Handler() http.Handler {
 	add("/v1/sessions/{id}/prompt", route{"prompt", http.MethodPost, s.handlePrompt})
 	add("/v1/healthz", route{"healthz", http.MethodGet, s.handleHealthz})
 	add("/v1/metrics", route{"metrics", http.MethodGet, s.handleMetrics})
+	add("/v1/ui/link", route{"ui_link", http.MethodPost, s.handleUILink})
+	mux.HandleFunc("/ui/", s.servePage)
 	add("/", route{"unknown", "", func(w http.ResponseWriter, r *http.Request) (int, error) {
 		return writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s: the API v1 lives under /v1/ (see the README, \"HTTP API v1\")", r.Method, r.URL.Path))
 	}})

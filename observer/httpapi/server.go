@@ -19,6 +19,7 @@ import (
 	"dshmem/observer/distill"
 	"dshmem/observer/importer"
 	"dshmem/observer/metrics"
+	"dshmem/observer/ui"
 	"dshmem/sqlstore/enfreq"
 	"dshmem/sqlstore/zhdict"
 )
@@ -153,6 +154,7 @@ type Server struct {
 
 	life  *lifecycle
 	maint maintenance // backups and rotation (routes_backup.go)
+	page  *ui.Page    // the settings page under /ui/
 
 	waiters chan struct{} // packet long polls in flight (MaxPacketWaiters)
 	quit    chan struct{} // closed when Shutdown begins: long polls answer
@@ -204,6 +206,7 @@ func NewServer(e *observer.Engine, opts ServerOptions) (*Server, error) {
 	if s.index == nil {
 		s.index = engineIndex{e}
 	}
+	s.page = ui.New(e, ui.Options{Now: opts.Now, Logf: opts.Logf})
 	s.logCheck.log = e.Log()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.broker = broker.New(s.index, opts.Packets, s.metrics, opts.Now, opts.Logf)
