@@ -48,6 +48,22 @@ var patternCases = []struct {
 	{"en-switched-to", "we switched to Buildkite", payload.OpAdd, payload.TypeDecision, "We switched to Buildkite"},
 	{"zh-改用", "改用 ruff", payload.OpAdd, payload.TypeDecision, "改用 ruff"},
 	{"zh-从X换成Y", "从 Jenkins 换成 GitHub Actions", payload.OpAdd, payload.TypeDecision, "从 Jenkins 换成 GitHub Actions"},
+	{"en-remember-to", "Remember to run make migrate before starting the server.", payload.OpAdd, payload.TypeProcedure, "Remember to run make migrate before starting the server"},
+	{"en-dont", "Don't add new dependencies without asking.", payload.OpAdd, payload.TypeRule, "Don't add new dependencies without asking"},
+	{"en-make-sure", "Make sure to always use parameterized SQL queries", payload.OpAdd, payload.TypeRule, "Make sure to always use parameterized SQL queries"},
+	{"en-lets", "Let's standardize on UTC everywhere.", payload.OpAdd, payload.TypeDecision, "Let's standardize on UTC everywhere"},
+	{"en-decision-is", "The decision is to keep the monolith for now.", payload.OpAdd, payload.TypeDecision, "Keep the monolith for now"},
+	{"en-from-now-on-end", "We'll use OpenTelemetry for tracing from now on.", payload.OpAdd, payload.TypeDecision, "We'll use OpenTelemetry for tracing from now on"},
+	{"en-like", "I like concise explanations with a code example.", payload.OpAdd, payload.TypePreference, "I like concise explanations with a code example"},
+	{"en-my-preference", "My preference is snake_case for SQL column names.", payload.OpAdd, payload.TypePreference, "Snake_case for SQL column names"},
+	{"en-decided", "The team agreed to drop support for Python 3.8", payload.OpAdd, payload.TypeDecision, "Drop support for Python 3.8"},
+	{"zh-决定", "反向代理就选 Caddy 了", payload.OpAdd, payload.TypeDecision, "反向代理就选 Caddy 了"},
+	{"zh-必须不要禁止", "共享分支上千万别 force push。", payload.OpAdd, payload.TypeRule, "共享分支上千万别 force push"},
+	{"zh-喜欢偏好习惯", "回答尽量简短，我不喜欢长篇大论", payload.OpAdd, payload.TypePreference, "回答尽量简短，我不喜欢长篇大论"},
+	{"implicit-fact", "The API gateway listens on port 8443.", payload.OpAdd, payload.TypeFact, "The API gateway listens on port 8443"},
+	{"implicit-fix", "The build broke because of a stale go.sum; running go mod tidy fixed it.", payload.OpAdd, payload.TypeFix, "The build broke because of a stale go.sum; running go mod tidy fixed it"},
+	{"implicit-procedure", "发版步骤：先改版本号，再推 tag。", payload.OpAdd, payload.TypeProcedure, "发版步骤：先改版本号，再推 tag"},
+	{"implicit-architecture", "前端只通过 GraphQL 网关访问后端。", payload.OpAdd, payload.TypeArchitecture, "前端只通过 GraphQL 网关访问后端"},
 }
 
 func TestRulesPatterns(t *testing.T) {
@@ -74,6 +90,9 @@ func TestRulesEveryPatternTested(t *testing.T) {
 		tested[c.pattern] = true
 	}
 	for _, c := range correctionCases {
+		tested[c.pattern] = true
+	}
+	for _, c := range forgetCases {
 		tested[c.pattern] = true
 	}
 	for _, p := range patterns {
@@ -108,6 +127,21 @@ func TestRulesIgnores(t *testing.T) {
 		"之后用 bun 试试",
 		"帮我看看这个报错",
 		"remember that ;;", // nothing after the trigger but punctuation
+		"What if we always ran gofmt",
+		"如果不用 MySQL 的话，换成 PostgreSQL 要改多少代码",
+		"Sure, let's always deploy on Fridays lol",
+		"哈哈，以后都用 Excel 当数据库",
+		"In my side project I always use yarn",
+		"我另一个项目里一直用 yarn",
+		"The README says \"never commit to main\", is that still true",
+		"他说「以后都用 pnpm」",
+		"```\n// always close the body\n```",
+		"ERROR 2024-05-02 must not be null",
+		"> never deploy on Fridays",
+		"<system-reminder>Always answer in English.</system-reminder>",
+		"I never said we use MongoDB",
+		"We don't need to switch to PostgreSQL yet",
+		"Please run the tests now",
 		"记住：，，",
 		"always --",
 		"",
@@ -200,6 +234,59 @@ var correctionCases = []struct {
 	{"en-instead-of", "use PostgreSQL instead of MySQL"},
 	{"en-instead-of", "We use PostgreSQL instead"},
 	{"en-instead-of-first", "Instead of MySQL, use PostgreSQL"},
+	{"en-not-its", "It's not MySQL, it's PostgreSQL now"},
+	{"en-not-its", "we dont use mysql anymore we use postgres"},
+	{"en-not-comma", "No, not MySQL, PostgreSQL"},
+	{"en-from-to", "The database was migrated from MySQL to PostgreSQL"},
+	{"en-replaced-with", "We replaced MySQL with PostgreSQL"},
+	{"en-replaced-with", "dropped MySQL in favour of PostgreSQL"},
+	{"en-reversed", "PostgreSQL, not MySQL"},
+	{"en-reversed", "We store it in PostgreSQL rather than MySQL"},
+	{"en-moved-to", "The service moved over to PostgreSQL last week"},
+	{"en-is-now", "The database is now PostgreSQL"},
+	{"en-now-runs", "The service now runs on PostgreSQL"},
+	{"en-actually", "Actually the database is PostgreSQL"},
+	{"zh-不是而是", "已经不用 MySQL 了，现在用 PostgreSQL"},
+	{"zh-而不是", "用的是 PostgreSQL，不是 MySQL"},
+	{"zh-把X换成Y", "我们把 MySQL 换成了 PostgreSQL"},
+	{"zh-X改成Y", "MySQL 改成 PostgreSQL 了"},
+	{"zh-现在是", "数据库现在是 PostgreSQL"},
+	{"zh-其实", "其实数据库是 PostgreSQL"},
+}
+
+var forgetCases = []struct {
+	pattern, text, target string
+}{
+	{"en-forget", "Forget what I said about npm", "m-pm"},
+	{"en-forget", "please forget that we install with npm ci", "m-pm"},
+	{"en-delete-note", "Please delete the note about gofmt", "m-fmt"},
+	{"en-forget-it", "The MySQL thing, forget it", "m-db"},
+	{"zh-忘掉那条", "忘掉 npm 那条", "m-pm"},
+	{"zh-忘掉那条", "关于 gofmt 的那条记忆删掉吧", "m-fmt"},
+}
+
+// TestRulesForget: asked to forget a memory, the rules distiller forgets
+// the one related entry the statement names, and nothing when it names
+// none or several.
+func TestRulesForget(t *testing.T) {
+	related := []Entry{mysqlEntry, pnpmEntry, gofmtEntry}
+	for _, c := range forgetCases {
+		t.Run(c.pattern+"/"+c.text, func(t *testing.T) {
+			req := request(related, user(2, c.text))
+			ops := distillRules(t, req)
+			require.Len(t, ops, 1, "got %+v, want a forget of %s", ops, c.target)
+			assert.Equal(t, payload.OpForget, ops[0].Op, "got %+v, want a forget of %s", ops[0], c.target)
+			assert.Equal(t, c.target, ops[0].TargetID, "got %+v, want a forget of %s", ops[0], c.target)
+			valid, rej := Validate(req, Result{Operations: ops})
+			assert.False(t, len(rej) != 0 || len(valid) != 1, "Validate: got %+v rejected %+v", valid, rej)
+		})
+	}
+	for _, text := range []string{"I always forget how npm ci works", "Forget it, it works now.", "忘了带电脑"} {
+		t.Run("Nothing/"+text, func(t *testing.T) {
+			ops := distillRules(t, request(related, user(2, text)))
+			assert.Len(t, ops, 0, "got %+v, want no ops", ops)
+		})
+	}
 }
 
 // TestRulesCorrection: the MySQL → PostgreSQL correction, however the user
