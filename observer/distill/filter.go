@@ -82,6 +82,28 @@ var (
 	askZH = regexp.MustCompile(`^(?:帮我|请你|请帮|麻烦|你能|你可以|能否|给我|我想想|谢谢)|一下[。！!]?$|帮我`)
 )
 
+// A message asks for something now when it holds a question or a
+// request of the moment ("Reply with exactly OK", "帮我看看").
+var (
+	nowEN = regexp.MustCompile(`(?im)^\s*(?:please\s+)?(?:reply|answer|respond|create|list|show|tell|give|print|output|generate|implement|verify|report|establish|record|define|summari[sz]e|explain|describe|fix|refactor|review|check|look|run\s+this|do\s+this|now\s+\w+)\b|\bright\s+now\b|\bexactly\s+once\b|\breply\s+with\b`)
+	nowZH = regexp.MustCompile(`帮我|请你|麻烦你|给我|你看着|直接输出|现在就|马上`)
+)
+
+// asksNow reports whether a message (pasted parts left out) asks a
+// question or for something to be done now.
+func asksNow(text string) bool {
+	if strings.ContainsAny(text, "?？") || nowEN.MatchString(text) || nowZH.MatchString(text) {
+		return true
+	}
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if questionEN.MatchString(l) || askEN.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
 // skipStatement reports why a statement is not learnt from (a question, a
 // hypothetical, a joke, another project's, words the user did not mean,
 // reported speech), or "".

@@ -54,6 +54,11 @@ func implicitAdd(m Message, s, lang string) (Op, bool) {
 		return Op{}, false
 	}
 	typ := classify(s)
+	// A memory is said in a sentence or two; a paragraph of
+	// instructions is a prompt for the task at hand.
+	if utf8.RuneCountInString(s) > 200 || len(strings.Fields(s)) > 40 {
+		return Op{}, false
+	}
 	if lang == "zh" {
 		if utf8.RuneCountInString(s) < 6 || !concreteZH.MatchString(s) || typ == payload.TypeFact && !stateZH.MatchString(s) {
 			return Op{}, false

@@ -20,6 +20,10 @@ type pattern struct {
 	// reject vetoes a match on its payload (a demonstrative, "mind" in
 	// "never mind", …): what keeps false positives down.
 	reject func(payload string) bool
+	// taskScoped rows are not taken from a message that asks for
+	// something now ("Answer in one sentence. Do not call tools."): there
+	// a "don't" is about the task, not a rule that stays.
+	taskScoped bool
 	// classify makes the type of an add that of its payload (fix,
 	// procedure, architecture or fact: see classify) instead of typ.
 	classify bool
@@ -133,10 +137,10 @@ var patterns = []pattern{
 		payload: 0, reject: rejectWords("mind", "again", "heard", "seen", "thought", "knew", "expected", "been")},
 	{name: "en-must", lang: "en", typ: payload.TypeRule, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:you|we)\s+(?:(?:must|should)(?:n't|\s+not|\s+never|\s+always)|(?:need|have)\s+to\s+always)\s+(\S.*)$`)},
-	{name: "en-dont", lang: "en", typ: payload.TypeRule, importance: 2,
+	{name: "en-dont", lang: "en", typ: payload.TypeRule, importance: 2, taskScoped: true,
 		re:     regexp.MustCompile(`(?i)^(?:please\s+)?(?:don't|don’t|do\s+not|dont)\s+(?:ever\s+)?(\S.*)$`),
 		reject: rejectWords("worry", "know", "think", "remember", "care", "bother", "mind", "forget", "get", "understand", "see", "have", "need", "want", "like", "be")},
-	{name: "en-make-sure", lang: "en", typ: payload.TypeRule, importance: 2,
+	{name: "en-make-sure", lang: "en", typ: payload.TypeRule, importance: 2, taskScoped: true,
 		re: regexp.MustCompile(`(?i)^(?:please\s+)?(?:make\s+sure|be\s+sure|ensure)\s+(?:to\s+|that\s+|you\s+)?(?:always\s+)?(\S.*)$`)},
 	{name: "zh-以后都用", lang: "zh", typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`^(?:以后|今后|从现在起|从今以后|往后|统一)\s*[，,]?\s*(\S{0,10}?(?:都|一律|统一|就)?\s*(?:用|使用|采用|走|放在|放到|手写|写).*)$`)},

@@ -81,11 +81,13 @@ func (rulesDistiller) Distill(ctx context.Context, req Request) (Result, error) 
 		if !m.userTyped() || !req.inRange(m) {
 			continue
 		}
-		for _, s := range split(userWords(m.Text)) {
+		text := userWords(m.Text)
+		task := asksNow(text)
+		for _, s := range split(text) {
 			if skipStatement(s, statementLang(s)) != "" {
 				continue
 			}
-			op, ok := distillStatement(req, m, s)
+			op, ok := distillStatement(req, m, s, task)
 			if !ok || duplicateOp(res.Operations, op) {
 				continue
 			}
@@ -98,10 +100,15 @@ func (rulesDistiller) Distill(ctx context.Context, req Request) (Result, error) 
 // distillStatement matches one statement against the pattern table; the
 // first pattern that matches and is not vetoed decides. A statement no
 // pattern takes may still be a plain statement of fact (implicitAdd).
-func distillStatement(req Request, m Message, s string) (Op, bool) {
+// task says the message asks for something now: taskScoped rows and
+// plain statements are not taken from it.
+func distillStatement(req Request, m Message, s string, task bool) (Op, bool) {
 	lang := statementLang(s)
 	corrected := false // a correction matched but found nothing to correct
 	for _, p := range patterns {
+		if task && p.taskScoped {
+			continue
+		}
 		sub := p.re.FindStringSubmatch(s)
 		if sub == nil {
 			continue
@@ -155,6 +162,9 @@ func distillStatement(req Request, m Message, s string) (Op, bool) {
 	if corrected {
 		// "数据库不是MySQL而是PostgreSQL" with no entry to correct: the
 		// user corrects a memory we do not hold; nothing is learnt.
+		return Op{}, false
+	}
+	if task {
 		return Op{}, false
 	}
 	return implicitAdd(m, s, lang)
