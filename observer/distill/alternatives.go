@@ -35,6 +35,9 @@ var alternatives = [][][]string{
 	{{"aws"}, {"gcp"}, {"azure"}, {"阿里", "aliyun"}, {"腾讯"}},
 	{{"nginx"}, {"caddy"}, {"traefik"}, {"envoy"}, {"haproxy"}},
 	{{"terraform"}, {"pulumi"}, {"cloudformation"}},
+	{{"react"}, {"vue"}, {"svelte"}, {"angular"}, {"solid", "solidjs"}},
+	{{"consul"}, {"etcd"}, {"zookeeper"}},
+	{{"vault"}, {"sops"}, {"kms"}},
 }
 
 // alternativesOf returns the aliases of every other member of each group

@@ -65,12 +65,12 @@ var (
 	jokeEN = regexp.MustCompile(`(?i)\blol\b|\blmao\b|\brofl\b|\bhaha|\bhehe|(?:^|\s)/s(?:\s|$)|\bjk\b|just\s+kidding|what\s+could\s+(?:possibly\s+)?go\s+wrong|totally\s+fine|yeah\s+right|works\s+out\s+great|[🙃🙄😂🤣😏😜😆]|^(?:sure|yeah|oh\s+great|great|right),\s+let's\b`)
 	jokeZH = regexp.MustCompile(`哈哈|呵呵|嘿嘿|开玩笑|开个玩笑|逗你|反正也不会|反正每次都|(?:^|\s)/s(?:\s|$)|[🙃🙄😂🤣😏😜😆]|^对对对|^行吧|真开心|算了吧`)
 
-	otherProjectEN = regexp.MustCompile(`(?i)\b(?:my|our|his|her|their)\s+(?:side|other|previous|old|last|personal|former)\s+(?:project|repo|repository|job|company|team|employer|work)\b|\bat\s+(?:my|our)\s+(?:old|previous|last|former)\s+(?:job|company|work|employer)\b|\bmy\s+(?:friend|colleague|coworker|brother|sister)'?s\b|\bthe\s+other\s+(?:repo|repository|project|team)\b|\bnot\s+this\s+one\b|\banother\s+(?:project|repo|repository|team|company)\b|\bprevious\s+(?:company|job|employer)\b|\bthat's\s+unrelated\b|\bunrelated\s+to\s+this\b`)
-	otherProjectZH = regexp.MustCompile(`另一个(?:项目|仓库|工程|团队)|别的(?:项目|仓库|团队|公司)|其他(?:项目|仓库)|上家公司|上一家公司|上一份工作|以前的公司|之前的公司|前公司|朋友|不是这个[）)]|（不是这个|跟这个没关系|和这个没关系|与本项目无关`)
+	otherProjectEN = regexp.MustCompile(`(?i)\b(?:my|our|his|her|their)\s+(?:side|other|previous|old|last|personal|former)\s+(?:project|repo|repository|job|company|team|employer|work)\b|\bat\s+(?:my|our)\s+(?:old|previous|last|former)\s+(?:job|company|work|employer)\b|\bmy\s+(?:friend|colleague|coworker|brother|sister)'?s\b|\bthe\s+other\s+(?:repo|repository|project|team)\b|\bnot\s+this\s+one\b|\banother\s+(?:project|repo|repository|team|company)\b|\bprevious\s+(?:company|job|employer)\b|\b(?:other|another)\s+(?:service|services|codebase|app|product|system)\b|\bthat's\s+unrelated\b|\bunrelated\s+to\s+this\b`)
+	otherProjectZH = regexp.MustCompile(`另一个(?:项目|仓库|工程|团队|服务|系统|产品)|别的(?:项目|仓库|团队|公司)|其他(?:项目|仓库)|上家公司|上一家公司|上一份工作|以前的公司|之前的公司|前公司|朋友|不是这个[）)]|（不是这个|跟这个没关系|和这个没关系|与本项目无关`)
 
 	// What the user says they did not say or mean, and changes they say
 	// will not happen.
-	notSaidEN  = regexp.MustCompile(`(?i)\b(?:never\s+said|didn't\s+say|did\s+not\s+say|not\s+saying|i'm\s+not\s+suggesting|not\s+suggesting)\b|(?:\bnot|n't|\bnever|\bno\s+need\s+to|\bwon't)\s+(?:\w+\s+){0,3}?(?:switch|switching|move|moving|migrat\w*|chang\w*|replac\w*|drop\w*|upgrad\w*)\b`)
+	notSaidEN  = regexp.MustCompile(`(?i)\b(?:never\s+said|didn't\s+say|did\s+not\s+say|not\s+saying|i'm\s+not\s+suggesting|not\s+suggesting)\b|(?:\bnot|n't|\bnever|\bno\s+need\s+to|\bwon't)\s+(?:\w+\s+){0,3}?(?:switch|switching|move|moving|migrat\w*|replac\w*|drop\w*|upgrad\w*)\b`)
 	notSaidZH  = regexp.MustCompile(`没说过|没有说过|不是说|并没有说|没让|(?:不会|没必要|不打算|不想|不准备|还没|暂时不|先不|不急着|没有)[^，。,]{0,8}?(?:换|迁|改|切|升级)`)
 	reportedEN = regexp.MustCompile(`(?i)\b(?:says?|said|wrote|writes|quotes?|quoted|quoting|docs?|readme|handbook|message|ticket|comment)\b[^"“‘「]{0,40}(?:["“‘「]|[\s:：]')|\b(?:says?|said|wrote|writes)\s*[:：]?\s*'`)
 	reportedZH = regexp.MustCompile(`(?:说|写着|写道|原话|提到|文档|注释|报错|提交)[^“「"『]{0,20}[“「"『]`)
@@ -89,6 +89,8 @@ var (
 	nowZH = regexp.MustCompile(`帮我|请你|麻烦你|给我|你看着|直接输出|现在就|马上`)
 )
 
+var politeRuleRe = regexp.MustCompile(`(?i)^please\s+(?:don't|don’t|do\s+not|never|always|remember|keep|make\s+sure|note|avoid)\b`)
+
 // asksNow reports whether a message (pasted parts left out) asks a
 // question or for something to be done now.
 func asksNow(text string) bool {
@@ -97,6 +99,9 @@ func asksNow(text string) bool {
 	}
 	for _, l := range strings.Split(text, "\n") {
 		l = strings.TrimSpace(l)
+		if politeRuleRe.MatchString(l) {
+			continue // "please don't …" states a rule
+		}
 		if questionEN.MatchString(l) || askEN.MatchString(l) {
 			return true
 		}

@@ -246,6 +246,7 @@ var correctionCases = []struct {
 	{"en-is-now", "The database is now PostgreSQL"},
 	{"en-now-runs", "The service now runs on PostgreSQL"},
 	{"en-actually", "Actually the database is PostgreSQL"},
+	{"en-replaced-by", "MySQL was replaced by PostgreSQL"},
 	{"zh-不是而是", "已经不用 MySQL 了，现在用 PostgreSQL"},
 	{"zh-而不是", "用的是 PostgreSQL，不是 MySQL"},
 	{"zh-把X换成Y", "我们把 MySQL 换成了 PostgreSQL"},

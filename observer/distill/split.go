@@ -36,6 +36,10 @@ func split(text string) []string {
 			emit(pos, r)
 			start = pos + size
 		case '.':
+			// Not in an ellipsis or a path ("./...", "wait... ok").
+			if i > 0 && (rs[i-1] == '.' || rs[i-1] == '/') {
+				break
+			}
 			if i+1 == len(rs) || rs[i+1] == ' ' || rs[i+1] == '\t' || rs[i+1] == '\n' {
 				emit(pos, r)
 				start = pos + size
