@@ -59,8 +59,8 @@ var (
 	questionEN = regexp.MustCompile(`(?i)^(?:what|why|how|which|who|whom|whose|when|where|is|are|am|was|were|does|did|can|could|should|would|will|shall|has|have|isn't|aren't|doesn't|didn't|won't|do\s+(?:we|you|i|they))\b`)
 	questionZH = regexp.MustCompile(`是不是|能不能|要不要|有没有|会不会|对不对|可不可以|行不行|为什么|为啥|怎么|怎样|哪个|哪些|哪里|哪儿|多少|多久|什么|来着|到底|是\s*\S+\s*还是|[吗呢嘛]$`)
 
-	hypotheticalEN = regexp.MustCompile(`(?i)^(?:what\s+if|if|suppose|supposing|say\s+we|imagine|hypothetically|assuming|in\s+case|unless|whether)\b|\bwhat\s+if\b|\bwould\s+it\b|\bwe\s+could\b|\bmaybe\s+we\s+should\b`)
-	hypotheticalZH = regexp.MustCompile(`如果|假如|假设|假使|要是|万一|倘若|的话|试试|考虑一下|是否`)
+	hypotheticalEN = regexp.MustCompile(`(?i)^(?:what\s+if|if|suppose|supposing|say\s+we|imagine|hypothetically|assuming|in\s+case|unless|whether)\b|\bwhat\s+if\b|\bwould\s+it\b|\bwe\s+could\b|\bmaybe\s+we\s+should\b|\bat\s+some\s+point\b|\bone\s+day\b|\bsomeday\b|\beventually\b|\bin\s+the\s+future\b`)
+	hypotheticalZH = regexp.MustCompile(`如果|假如|假设|假使|要是|万一|倘若|的话|试试|考虑一下|是否|将来|说不定|以后可以|可以考虑|或许可以|不如|哪天|有朝一日`)
 
 	jokeEN = regexp.MustCompile(`(?i)\blol\b|\blmao\b|\brofl\b|\bhaha|\bhehe|(?:^|\s)/s(?:\s|$)|\bjk\b|just\s+kidding|what\s+could\s+(?:possibly\s+)?go\s+wrong|totally\s+fine|yeah\s+right|works\s+out\s+great|[🙃🙄😂🤣😏😜😆]|^(?:sure|yeah|oh\s+great|great|right),\s+let's\b`)
 	jokeZH = regexp.MustCompile(`哈哈|呵呵|嘿嘿|开玩笑|开个玩笑|逗你|反正也不会|反正每次都|(?:^|\s)/s(?:\s|$)|[🙃🙄😂🤣😏😜😆]|^对对对|^行吧|真开心|算了吧`)
@@ -70,7 +70,7 @@ var (
 
 	// What the user says they did not say or mean, and changes they say
 	// will not happen.
-	notSaidEN  = regexp.MustCompile(`(?i)\b(?:never\s+said|didn't\s+say|did\s+not\s+say|not\s+saying|i'm\s+not\s+suggesting|not\s+suggesting)\b|(?:\bnot|n't|\bnever|\bno\s+need\s+to|\bwon't)\s+(?:\w+\s+){0,3}?(?:switch|switching|move|moving|migrat\w*|replac\w*|drop\w*|upgrad\w*)\b`)
+	notSaidEN  = regexp.MustCompile(`(?i)\b(?:never\s+said|didn't\s+say|did\s+not\s+say|not\s+saying|i'm\s+not\s+suggesting|not\s+suggesting)\b|(?:\bnot|n't|\bno\s+need\s+to|\bwon't)\s+(?:\w+\s+){0,3}?(?:switch|switching|move|moving|migrate|migrating|replace|replacing|drop|dropping|upgrade|upgrading|leave|leaving)\b`)
 	notSaidZH  = regexp.MustCompile(`没说过|没有说过|不是说|并没有说|没让|(?:不会|没必要|不打算|不想|不准备|还没|暂时不|先不|不急着|没有)[^，。,]{0,8}?(?:换|迁|改|切|升级)`)
 	reportedEN = regexp.MustCompile(`(?i)\b(?:says?|said|wrote|writes|quotes?|quoted|quoting|docs?|readme|handbook|message|ticket|comment)\b[^"“‘「]{0,40}(?:["“‘「]|[\s:：]')|\b(?:says?|said|wrote|writes)\s*[:：]?\s*'`)
 	reportedZH = regexp.MustCompile(`(?:说|写着|写道|原话|提到|文档|注释|报错|提交)[^“「"『]{0,20}[“「"『]`)
@@ -79,7 +79,7 @@ var (
 	hedgeZH = regexp.MustCompile(`好像|可能|也许|不确定|说不准|听说|没核实|记不清|大概|似乎|不太清楚|不知道是不是|应该是吧`)
 
 	askEN = regexp.MustCompile(`(?i)^(?:please|pls|can\s+you|could\s+you|would\s+you|let\s+me|let's\s+(?:see|try|check|look)|help\s+me|thanks|thank\s+you|fix|refactor|explain|show|tell|summari[sz]e|check|look|try|give|write|add|update|review)\b`)
-	askZH = regexp.MustCompile(`^(?:帮我|请你|请帮|麻烦|你能|你可以|能否|给我|我想想|谢谢)|一下[。！!]?$|帮我`)
+	askZH = regexp.MustCompile(`^(?:帮我|请你|请帮|请把|麻烦|你能|你可以|能否|给我|我想想|谢谢|现在|马上|立刻)|一下(?:[，,。！!]|$)|帮我`)
 )
 
 // A message asks for something now when it holds a question or a
