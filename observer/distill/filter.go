@@ -75,8 +75,8 @@ var (
 	reportedEN = regexp.MustCompile(`(?i)\b(?:says?|said|wrote|writes|quotes?|quoted|quoting|docs?|readme|handbook|message|ticket|comment)\b[^"“‘「]{0,40}(?:["“‘「]|[\s:：]')|\b(?:says?|said|wrote|writes)\s*[:：]?\s*'`)
 	reportedZH = regexp.MustCompile(`(?:说|写着|写道|原话|提到|文档|注释|报错|提交)[^“「"『]{0,20}[“「"『]`)
 
-	hedgeEN = regexp.MustCompile(`(?i)\b(?:not\s+sure|i\s+think|i\s+believe|might|may\s+have|maybe|possibly|perhaps|probably|i\s+heard|someone\s+said|people\s+say|haven't\s+confirmed|not\s+confirmed|not\s+certain|don't\s+remember|can't\s+remember|i\s+guess|apparently)\b`)
-	hedgeZH = regexp.MustCompile(`好像|可能|也许|不确定|说不准|听说|没核实|记不清|大概|似乎|不太清楚|不知道是不是|应该是吧`)
+	hedgeEN = regexp.MustCompile(`(?i)\b(?:not\s+sure|i\s+think|i\s+believe|might|may\s+have|maybe|possibly|perhaps|probably|i\s+heard|someone\s+said|people\s+say|haven't\s+confirmed|not\s+confirmed|not\s+certain|don't\s+remember|can't\s+remember|i\s+guess|i\s+feel|apparently)\b`)
+	hedgeZH = regexp.MustCompile(`我觉得|我认为|我感觉|好像|可能|也许|不确定|说不准|听说|没核实|记不清|大概|似乎|不太清楚|不知道是不是|应该是吧`)
 
 	askEN = regexp.MustCompile(`(?i)^(?:please|pls|can\s+you|could\s+you|would\s+you|let\s+me|let's\s+(?:see|try|check|look)|help\s+me|thanks|thank\s+you|fix|refactor|explain|show|tell|summari[sz]e|check|look|try|give|write|add|update|review)\b`)
 	askZH = regexp.MustCompile(`^(?:帮我|请你|请帮|请把|麻烦|你能|你可以|能否|给我|我想想|谢谢|现在|马上|立刻)|一下(?:[，,。！!]|$)|帮我`)

@@ -33,8 +33,8 @@ var (
 	// A request of the moment ("run the script on staging now").
 	nowRe = regexp.MustCompile(`(?i)\bnow\b|\bright\s+away\b|马上|立刻|现在就`)
 	// What holds now and may not tomorrow is not a fact to keep.
-	transientEN = regexp.MustCompile(`(?i)\b(?:again|still|currently|right\s+now|today|yesterday|tonight|this\s+(?:morning|afternoon|week|time)|failing|fails|failed|broken|broke|passes|passing|works|working|crash\w*|hangs|stuck|flaky)\b`)
-	transientZH = regexp.MustCompile(`又|还是|目前|今天|昨天|刚才|刚刚|挂了|失败|报错|卡住|跑不起来|不行|好慢`)
+	transientEN = regexp.MustCompile(`(?i)\b(?:again|still|currently|right\s+now|today|yesterday|tonight|this\s+(?:morning|afternoon|week|time)|failing|fails|failed|broken|broke|passes|passing|works|working|crash\w*|hangs|stuck|flaky|used\s+to|years\s+ago|back\s+then)\b`)
+	transientZH = regexp.MustCompile(`又|还是|目前|今天|昨天|刚才|刚刚|挂了|失败|报错|卡住|跑不起来|不行|好慢|以前|曾经|那时候|年前`)
 
 	demonstrativeEN = regexp.MustCompile(`(?i)^(?:that|this|it|these|those|here|there|which|something|anything|everything|nothing)(?:'s|’s|\s)`)
 	demonstrativeZH = regexp.MustCompile(`^(?:这|那|它|此)`)
