@@ -101,7 +101,7 @@ var patterns = []pattern{
 	{name: "en-y-replaced-x", lang: "en", correction: true, oldGroup: 2, newGroup: 1, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`(?i)^(\S.*?)\s+(?:has\s+)?(?:replaced|superseded|took\s+over\s+from)\s+(?:the\s+)?` + enOldWord)},
 	{name: "en-deprecated", lang: "en", correction: true, oldGroup: 1, newGroup: 2, oldIsSlot: true, slotFallback: true, typ: payload.TypeDecision, importance: 2,
-		re: regexp.MustCompile(`(?i)^(\S.*?)\s*(?:is|are|was|were|has\s+been|have\s+been|got|'s|’s)\s+(?:now\s+)?(?:deprecated|decommissioned|retired|gone|dead|obsolete|outdated|removed|sunset|turned\s+off|shut\s+down)\b[\s,;:—–-]*(?:here\s*[,;:—–-]*\s*)?(\S.*)$`)},
+		re: regexp.MustCompile(`(?i)^(\S.*?)\s*(?:is|are|was|were|has\s+been|have\s+been|got|'s|’s)\s+(?:now\s+)?(?:deprecated|decommissioned|retired|gone|dead|obsolete|outdated|removed|sunset|turned\s+off|shut\s+down)\b[\s,;:—–-]*(?:here\s*[,;:—–-]*\s*)?(.*)$`)},
 	{name: "en-these-days", lang: "en", correction: true, newGroup: 1, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?i)^(\S.*?)\s*,?\s+(?:these\s+days|nowadays)$`)},
 	{name: "en-reversed", lang: "en", correction: true, oldGroup: 2, newGroup: 1, typ: payload.TypeDecision, importance: 2,
@@ -115,6 +115,9 @@ var patterns = []pattern{
 		re: regexp.MustCompile(`(?i)\bnow\s+(?:runs?|lives?|uses?|goes|go|sits?)\s+(?:on\s+|in\s+|at\s+|through\s+|to\s+)?(\S.*)$`)},
 	{name: "en-actually", lang: "en", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:hmm+,?\s*|no,?\s*|wait,?\s*|oh,?\s*)?(?:actually|correction|in\s+fact|to\s+be\s+precise)\b\s*[,:]?\s*(\S.*)$`)},
+
+	{name: "en-now", lang: "en", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
+		re: regexp.MustCompile(`(?i)^(\S.*\b(?:now|these\s+days|nowadays|anymore)\b.*)$`)},
 
 	{name: "zh-不是而是", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
 		re:     regexp.MustCompile(`(?:^|[^是])(?:已经|早就)?不(?:再)?(?:是|在|用|放|存)\s*` + zhOld + `\s*了?\s*[，,]?\s*(?:而是|是|在|现在是|现在用|我们现在用|现在改用|改用|改放|改存|改成|放在|存在|现在|用)\s*(\S.*)$`),
@@ -133,9 +136,13 @@ var patterns = []pattern{
 	{name: "zh-把X换成Y", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, oldIsSlot: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`把\s*(\S.*?)\s*(?:都|全)?(?:换成|迁移到|迁到|改成|改为|切换到|切到|升级到)了?\s*(\S.*)$`)},
 	{name: "zh-X改成Y", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, oldIsSlot: true, typ: payload.TypeDecision, importance: 2,
-		re: regexp.MustCompile(`^(\S.*?)\s*(?:已经|都|也|全)?\s*(?:改成|换成|迁移到|迁到|切换到|切到|升级到|改为|换为|改名叫|改名为|换给|交给|转给|挪到|搬到|改归|改由|归到)了?\s*(\S.*)$`)},
+		re: regexp.MustCompile(`^(\S.*?)\s*(?:已经|都|也|全)?\s*(?:改成|换成|迁移到|迁到|切换到|切到|升级到|改为|换为|改名叫|改名为|换给|交给|转给|挪到|搬到|改归|改由|归到|升到|升级成|换到)了?\s*(\S.*)$`)},
 	{name: "zh-现在是", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, oldIsSlot: true, typ: payload.TypeDecision, importance: 2,
-		re: regexp.MustCompile(`^(\S.*?)\s*现在(?:已经)?(?:是|用|跑在|放在|存在|在|归|改用|用的是|走|换成了)\s*(\S.*)$`)},
+		re: regexp.MustCompile(`^(\S.*?)\s*现在(?:已经)?(?:是|用|跑在|放在|存在|在|归|叫|改用|用的是|走|换成了)\s*(\S.*)$`)},
+	{name: "zh-被取代", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
+		re: regexp.MustCompile(`^(\S.*?)\s*(?:早就|已经|都)?被\s*(\S.*?)\s*(?:替换|替代|取代|代替|换掉|顶替)了?$`)},
+	{name: "zh-已经", lang: "zh", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
+		re: regexp.MustCompile(`^(.*(?:现在|已经|早就|目前|如今).*)$`)},
 	{name: "zh-其实", lang: "zh", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?:其实|实际上|事实上|更正一下|纠正一下|更正|纠正|应该是)\s*[，,：:]?\s*(\S.*)$`)},
 
@@ -160,7 +167,7 @@ var patterns = []pattern{
 	{name: "zh-以后都用", lang: "zh", typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`^(?:以后|今后|从现在起|从今以后|往后|统一)\s*[，,]?\s*(\S{0,10}?(?:都|一律|统一|就)?\s*(?:用|使用|采用|走|放在|放到|手写|写).*)$`)},
 	{name: "zh-必须不要禁止", lang: "zh", typ: payload.TypeRule, importance: 2,
-		re: regexp.MustCompile(`(?:^|[^不])(?:必须|务必|不要|不许|不准|禁止|千万不要|千万别|永远不要|一定要|绝对不能|绝对不要|绝不能|严禁|不得)\s*(\S.*)$`),
+		re: regexp.MustCompile(`(?:^|[^不])(?:必须|务必|不要|不许|不准|禁止|千万不要|千万别|永远不要|一定要|绝对不能|绝对不要|绝不能|严禁|不得|一律要|都必须|都要求)\s*(\S.*)$`),
 		// A rule holds beyond today: "必须今天修好" is a request, not a rule.
 		reject: rejectPrefixes("紧", "了", "客气", "担心", "着急", "急", "今天", "现在", "马上", "立刻", "这次", "这个", "这里")},
 
