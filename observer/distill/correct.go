@@ -83,6 +83,15 @@ func findCorrected(req Request, m Message, s, oldText, newText string, p pattern
 			}
 		}
 	}
+	if p.newGroup == 0 && len(targets) > 0 {
+		// Only a marker ("actually", "now", "其实") says this corrects
+		// anything, and the whole statement stands for the new thing: a
+		// sibling named in passing ("the MySQL slow log is now attached")
+		// is no correction of the PostgreSQL entry. The entry must share
+		// what the statement is about, or the assistant must just have
+		// used the old value.
+		targets, quotes = aboutTheSame(req, m, s, targets, quotes)
+	}
 	if len(targets) > 0 || !p.slotFallback {
 		return targets, quotes, len(targets) > 0
 	}
@@ -115,7 +124,7 @@ func slotTarget(active []Entry, terms, values []string) (Entry, bool) {
 			numbers = append(numbers, tokenize.Terms(numberRe.FindString(v))...)
 		}
 	}
-	terms = dedupe(subtract(terms, numbers))
+	terms = dedupe(subtract(subtract(terms, numbers), subTerms(values)))
 	var best Entry
 	bestN, tie := 0, false
 	for _, e := range active {
@@ -141,6 +150,22 @@ func slotTarget(active []Entry, terms, values []string) (Entry, bool) {
 		}
 	}
 	return best, bestN > 0 && !tie
+}
+
+// aboutTheSame keeps the targets that share a content term with s (its
+// names and numbers aside) or whose quoted words the assistant's message
+// before m holds.
+func aboutTheSame(req Request, m Message, s string, targets []Entry, quotes []string) ([]Entry, []string) {
+	subject := subtract(contentTerms(s, nil), termsOf(valueTokens(s)))
+	prev := previousAssistant(req, m)
+	var keptT []Entry
+	var keptQ []string
+	for i, e := range targets {
+		if overlap(dedupe(subject), tokenize.Terms(entryText(e))) > 0 || findFold(prev, quotes[i]) != "" {
+			keptT, keptQ = append(keptT, e), append(keptQ, quotes[i])
+		}
+	}
+	return keptT, keptQ
 }
 
 func activeEntries(related []Entry) []Entry {
@@ -285,6 +310,19 @@ func contentTerms(s string, extra map[string]bool) []string {
 	return out
 }
 
+// subTerms are the parts tokenize splits a name into besides the name
+// itself ("sql" of MySQL, "east" of us-east-1): two names sharing one
+// are not about the same thing.
+func subTerms(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if t := tokenize.Terms(v); len(t) > 1 {
+			out = append(out, t[1:]...)
+		}
+	}
+	return out
+}
+
 func termsOf(values []string) []string {
 	var out []string
 	for _, v := range values {
@@ -329,7 +367,7 @@ entry entries record records said say thing bit part outdated relevant wrong any
 
 // stopZH holds the characters that make a Chinese bigram a function
 // bigram ("的数", "已经") rather than a word.
-const stopZH = "的了是在其实已经现在我们你他她它这那就都也还要会把用跑上下里个么吧呢啊吗际应该更正纠一和与及或而被给让从到为对不没有很太再又才只说过着得地啦嘛哦嗯条忘删掉记"
+const stopZH = "的了是在其实已经现在我们你他她它这那就都也还要把用跑上下里个么吧呢啊吗际应该更正纠一和与及或而被给让从到为对不没有很太再又才只说过着得地啦嘛哦嗯条忘删掉记"
 
 func wordSet(s string) map[string]bool {
 	out := make(map[string]bool)

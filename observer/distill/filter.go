@@ -147,6 +147,11 @@ func skipStatement(s, lang string) string {
 	return ""
 }
 
+// activityRe matches what the user is doing or sending now ("I'm now
+// looking at…", "我已经发给你了"): a time word there marks no change of
+// the project.
+var activityRe = regexp.MustCompile(`(?i)^(?:i|i'm|i’m|i've|i’ve|i'll|let\s+me|we're\s+(?:looking|checking|trying|testing|working|debugging))\b|\b(?:looking\s+at|checking|trying|debugging|working\s+on|sent\s+you|sending)\b|^我[^们]|给你|发你|看看|试试|正在|在看|在查|在试|修好了|搞定`)
+
 // hedged reports whether a statement says it may not be so.
 func hedged(s string) bool { return hedgeEN.MatchString(s) || hedgeZH.MatchString(s) }
 

@@ -41,6 +41,7 @@ type pattern struct {
 	// that finds no entry to correct an add of a decision ("改用 pnpm" on
 	// a fresh memory); without it the next pattern is tried.
 	correction         bool
+	weakCue            bool // only a time word marks the change: not taken from what the user is doing (activityRe)
 	oldGroup, newGroup int
 	oldIsSlot          bool
 	slotFallback       bool
@@ -116,7 +117,7 @@ var patterns = []pattern{
 	{name: "en-actually", lang: "en", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:hmm+,?\s*|no,?\s*|wait,?\s*|oh,?\s*)?(?:actually|correction|in\s+fact|to\s+be\s+precise)\b\s*[,:]?\s*(\S.*)$`)},
 
-	{name: "en-now", lang: "en", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
+	{name: "en-now", lang: "en", correction: true, weakCue: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?i)^(\S.*\b(?:now|these\s+days|nowadays|anymore)\b.*)$`)},
 
 	{name: "zh-不是而是", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
@@ -141,7 +142,7 @@ var patterns = []pattern{
 		re: regexp.MustCompile(`^(\S.*?)\s*现在(?:已经)?(?:是|用|跑在|放在|存在|在|归|叫|改用|用的是|走|换成了)\s*(\S.*)$`)},
 	{name: "zh-被取代", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`^(\S.*?)\s*(?:早就|已经|都)?被\s*(\S.*?)\s*(?:替换|替代|取代|代替|换掉|顶替)了?$`)},
-	{name: "zh-已经", lang: "zh", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
+	{name: "zh-已经", lang: "zh", correction: true, weakCue: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`^(.*(?:现在|已经|早就|目前|如今).*)$`)},
 	{name: "zh-其实", lang: "zh", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?:其实|实际上|事实上|更正一下|纠正一下|更正|纠正|应该是)\s*[，,：:]?\s*(\S.*)$`)},

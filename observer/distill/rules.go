@@ -120,6 +120,9 @@ func distillStatement(req Request, m Message, s string, task bool) (Op, bool) {
 			}
 			continue
 		case p.correction:
+			if p.weakCue && activityRe.MatchString(s) {
+				continue
+			}
 			oldText, newText := "", cleanPhrase(sub[len(sub)-1])
 			if p.newGroup > 0 {
 				newText = cleanPhrase(sub[p.newGroup])

@@ -389,3 +389,30 @@ func TestSplit(t *testing.T) {
 		assert.Equal(t, strings.Join(c.want, "|"), strings.Join(got, "|"), "split(%q): got %q, want %q", c.in, got, c.want)
 	}
 }
+
+// TestRulesPassingMentionIsNoCorrection: a time word ("now", "已经")
+// next to the name of a sibling tool corrects nothing unless the
+// statement is about what the entry is about: a wrong supersede hides a
+// true fact.
+func TestRulesPassingMentionIsNoCorrection(t *testing.T) {
+	pg := Entry{ID: "m-pg", Scope: "ws-1", Type: payload.TypeFact, Title: "数据库用的是 PostgreSQL", Content: "数据库用的是 PostgreSQL。", Status: payload.StatusActive}
+	logs := Entry{ID: "m-logs", Scope: "ws-1", Type: payload.TypeFact, Title: "Logs go to Loki", Content: "Application logs are shipped to Loki.", Status: payload.StatusActive}
+	for _, text := range []string{
+		"The MySQL slow log is now attached",
+		"现在 MySQL 的慢查询日志在附件里",
+		"我已经把 MySQL 的慢查询日志发给你了",
+		"I'm now looking at the MySQL slow query log",
+	} {
+		t.Run(text, func(t *testing.T) {
+			for _, o := range distillRules(t, request([]Entry{pg, logs}, user(2, text))) {
+				assert.NotEqual(t, payload.OpSupersede, o.Op, "got %+v, want no supersede", o)
+			}
+		})
+	}
+	t.Run("AboutTheSameThing", func(t *testing.T) {
+		ops := distillRules(t, request([]Entry{pg, logs}, user(2, "数据库现在已经是 MySQL 了")))
+		require.Len(t, ops, 1, "got %+v", ops)
+		assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
+		assert.Equal(t, "m-pg", ops[0].TargetID, "got %+v", ops[0])
+	})
+}
