@@ -18,7 +18,7 @@ var (
 	fixEN = regexp.MustCompile(`(?i)\b(?:fixed|fixes\s+it|fix\s+(?:was|is)|went\s+away|goes\s+away|solved|resolved|was\s+caused\s+by|is\s+caused\s+by|caused\s+by|turns\s+out|turned\s+out|the\s+(?:problem|issue|cause|culprit)\s+was|workaround)\b`)
 	fixZH = regexp.MustCompile(`解决了|解决掉|修好了|修复了|就好了|好了$|就没有了|没有了$|是因为|原来是|原来|导致的|导致|根因`)
 
-	procedureEN = regexp.MustCompile(`(?i)^(?:run|use|call|build|deploy|restart|execute|check|first|start|bump|tag|install)\b|^to\s+\w+[^:]{0,60}:|\b(?:before|after)\s+\w+ing\b|\bthen\s+(?:run|make|push|start|deploy|tag|build|restart)\b|\bsteps?\s+(?:are|is|to)\b|^remember\s+to\b|^to\s+\w+.{0,60}?[,:]\s*(?:first\s+)?(?:run|use|call|start|execute|bump|set|add|open)\b|\brun\s+\S+.*\bthen\b`)
+	procedureEN = regexp.MustCompile(`(?i)^(?:run|build|deploy|restart|execute|bump|install)\s+\S|^first\b.*\bthen\b|^to\s+\w+[^:]{0,60}:|\b(?:before|after)\s+\w+ing\b|\bthen\s+(?:run|make|push|start|deploy|tag|build|restart)\b|\bsteps?\s+(?:are|is|to)\b|^remember\s+to\b|^to\s+\w+.{0,60}?[,:]\s*(?:first\s+)?(?:run|use|call|start|execute|bump|set|add|open)\b|\brun\s+\S+.*\bthen\b`)
 	procedureZH = regexp.MustCompile(`步骤|流程|先.{1,30}(?:再|然后|最后|之后)|之前(?:要|得|先|需要)|以后(?:要|得)?先|之后(?:运行|执行|跑)|(?:运行|执行|跑)\s*(?:make|go|npm|pnpm|yarn|\./|bash|sh\b)|(?:执行|运行)\s*[A-Za-z./]`)
 
 	architectureEN = regexp.MustCompile(`(?i)\b(?:talks?\s+to|talk\s+(?:only\s+)?(?:to|through)|calls?\s+(?:the\s+)?\w+\s+(?:service|api)|go(?:es)?\s+(?:only\s+)?through|only\s+through|reads?\s+\w+(?:\s+\w+)?\s+from|writes?\s+\w+(?:\s+\w+)?\s+to|owns?\s+its\s+own|thin\s+client|\blayer\b|microservices?|communicat\w*|only\s+reads|sits?\s+behind|is\s+behind|depends\s+on\s+the\s+\w+\s+service)\b`)
