@@ -35,9 +35,22 @@ func findCorrected(req Request, m Message, s, oldText, newText string, p pattern
 				targets, quotes = append(targets, e), append(quotes, q)
 			}
 		}
-		if len(targets) > 1 && p.oldIsSlot {
-			if e, ok := uniqueBest(targets, contentTerms(s, nil), nil); ok {
-				return []Entry{e}, []string{quoteFor(e, s, newText)}, true
+		if len(targets) > 1 {
+			// Several hold the old words: the one the rest of the
+			// statement is about ("the shop database is not MySQL"),
+			// when only one is.
+			rest := subtract(contentTerms(s, nil), append(tokenize.Terms(oldText), tokenize.Terms(newText)...))
+			if e, ok := uniqueBest(targets, rest, nil); ok {
+				q := findFoldIn(e, oldText)
+				if p.oldIsSlot {
+					q = quoteFor(e, s, newText)
+				}
+				return []Entry{e}, []string{q}, true
+			}
+			if p.oldIsSlot {
+				if e, ok := slotTarget(targets, contentTerms(s, nil), valueTokens(s)); ok {
+					return []Entry{e}, []string{quoteFor(e, s, newText)}, true
+				}
 			}
 		}
 		if len(targets) > 0 {

@@ -56,7 +56,8 @@ func classify(s string) string {
 
 // implicitAdd learns a plain statement of how things are (see above).
 func implicitAdd(m Message, s, lang string) (Op, bool) {
-	if hedged(s) || askingNow(s) || nowRe.MatchString(s) || demonstrativeEN.MatchString(s) || demonstrativeZH.MatchString(s) {
+	// A statement about a secret the intake redacted is no memory.
+	if strings.Contains(s, "[REDACTED") || hedged(s) || askingNow(s) || nowRe.MatchString(s) || demonstrativeEN.MatchString(s) || demonstrativeZH.MatchString(s) {
 		return Op{}, false
 	}
 	typ := classify(s)

@@ -416,3 +416,24 @@ func TestRulesPassingMentionIsNoCorrection(t *testing.T) {
 		assert.Equal(t, "m-pg", ops[0].TargetID, "got %+v", ops[0])
 	})
 }
+
+// TestRulesCorrectionPicksTheEntryNamed: when several entries hold the
+// old words, the one the rest of the statement names is corrected.
+func TestRulesCorrectionPicksTheEntryNamed(t *testing.T) {
+	ours := Entry{ID: "m-ours", Scope: "ws-1", Type: payload.TypeFact, Title: "Our database is MySQL 8", Content: "Our database is MySQL 8; the DSN lives in config/db.yaml", Status: payload.StatusActive}
+	shop := Entry{ID: "m-shop", Scope: "ws-1", Type: payload.TypeFact, Title: "The shop database is MySQL 8 on db.internal", Content: "Remember that the shop database is MySQL 8 on db.internal", Status: payload.StatusActive}
+	ops := distillRules(t, request([]Entry{ours, shop}, user(2, "Correction: the shop database is not MySQL but PostgreSQL 16 now")))
+	require.Len(t, ops, 1, "got %+v", ops)
+	assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
+	assert.Equal(t, "m-shop", ops[0].TargetID, "got %+v", ops[0])
+	assert.Equal(t, "MySQL", ops[0].OldQuote, "got %+v", ops[0])
+}
+
+// TestRulesRedactedIsNoFact: a plain statement about a secret the intake
+// redacted is not learnt.
+func TestRulesRedactedIsNoFact(t *testing.T) {
+	for _, text := range []string{"api_key=[REDACTED:password] is a secret", "Deploy key for staging is [REDACTED:openai-key] — keep it out of the repo."} {
+		ops := distillRules(t, request(nil, user(2, text)))
+		assert.Len(t, ops, 0, "%q: got %+v, want nothing", text, ops)
+	}
+}
