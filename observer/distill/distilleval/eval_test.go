@@ -256,3 +256,27 @@ func TestCorpusShape(t *testing.T) {
 		assert.Positive(t, n, "no case expects an add of type %s", typ)
 	}
 }
+
+// TestRulesProbes keeps what the rules reached on the probes written
+// while tuning (testdata/distill/probes): tuning data, so only a floor.
+func TestRulesProbes(t *testing.T) {
+	cases, err := Load("../../../testdata/distill/probes", SplitTune)
+	require.NoError(t, err)
+	outcomes, err := Run(context.Background(), distill.NewRules(), cases)
+	require.NoError(t, err)
+	r := Score(SplitTune, outcomes)
+	for _, want := range []struct {
+		op     string
+		metric string
+		floor  float64
+	}{
+		{payload.OpSupersede, "precision", 1.0},
+		{payload.OpSupersede, "f1", 0.99},
+		{payload.OpAdd, "f1", 0.985},
+		{RowAll, "f1", 0.985},
+	} {
+		row, _ := r.Find(want.op, LangAll)
+		got := metric(row, want.metric)
+		assert.GreaterOrEqual(t, got, want.floor-0.0005, "probes %s %s: got %.3f, want ≥ %.3f; confusions %+v", want.op, want.metric, got, want.floor, r.Confusions)
+	}
+}
