@@ -107,6 +107,7 @@
 //	zh-忘掉那条             forget   那条/记忆/记录 … 忘/删/不用记, or 忘掉/删掉 … 那条                        "关于 VS Code 的那条记忆删掉吧"
 //	en-not-but           corr     not X but|—|; Y  (X a name: capital, digit, -_./ or known tool) "not MySQL — we moved to PostgreSQL"
 //	en-not-its           corr     not/isn't/no longer X (anymore), it's|they|we (use) Y          "The cache isn't Memcached, it's Redis"
+//	en-no-longer         corr     no longer X — Y                                                "No longer Vault — secrets are in SOPS"
 //	en-not-comma         corr     not X, Y                                                       "No no, not webpack, esbuild"
 //	en-instead-of        corr+    ^use Y instead (of X)                                          "use PostgreSQL instead of MySQL"
 //	en-instead-of-first  corr+    ^instead of X, use Y                                           "Instead of MySQL, use PostgreSQL"
@@ -114,18 +115,26 @@
 //	en-from-to           corr+    switched|moved|migrated|renamed… from|off|out of X to|into Y    "we migrated the backend from Node 18 to Node 20"
 //	en-replaced-with     corr+    replaced|dropped X with|in favour of Y                         "We replaced GORM with sqlc"
 //	en-replaced-by       corr     ^X was replaced by Y  (X may name what changed)                "The staging box was replaced by staging-2"
+//	en-y-replaced-x      corr     ^Y replaced|superseded X                                       "PostgreSQL replaced MySQL last year"
+//	en-deprecated        corr     ^X is deprecated|decommissioned|gone|outdated… (, Y)  (X may name what changed) "staging-1 was decommissioned, use staging-2"
+//	en-these-days        corr     ^Y these days|nowadays$                                        "It's Python 3.12 these days"
 //	en-reversed          corr     ^Y, not|rather than|instead of X                               "Production is in eu-west-1, not us-east-1"
 //	en-moved-to          corr+    switched|moved|migrated… (…) to Y                              "Switched the frontend bundler to Vite"
 //	en-is-now            corr     … is/are now (called) Y                                        "The main branch is now called main"
 //	en-now-runs          corr     … now runs/lives/uses/goes (on) Y                              "CI now runs on GitHub Actions"
 //	en-actually          corr     ^actually / correction: / in fact …                           "actually it's 5433 now"
+//	en-now               corr     … now / these days / anymore …  (not what the user is doing)  "btw CI is on GitHub Actions now"
 //	zh-不是而是             corr     不是|不在|不用 X(了)(，)而是|是|在|现在用|改用 Y  (X a name or held by an entry) "数据库不是MySQL而是PostgreSQL"
 //	zh-而不是              corr     ^Y(，)(而)不是|不在|不要用|不再是 X                                 "我们用的是 poetry，不是 pip"
+//	zh-替换               corr     (用) Y 替换|替代|取代 了 X                                          "用 etcd 替换了 Consul"
+//	zh-弃用               corr     ^X (已经) 弃用|下线|过时|淘汰 了 (，Y)  (X may name what changed)          "Consul 已经弃用了，现在用 etcd"
 //	zh-改用               corr+    (不用|不要用 X 了，) 改用|换用 Y                                     "不要用 npm 了，改用 pnpm"
 //	zh-从X换成Y             corr+    从 X 换成|迁移到|切换到|改成|升级到 Y                                "主分支已经从 master 改成 main 了"
 //	zh-把X换成Y             corr     把 X 换成|迁移到|改成 Y  (X may name what changed)                    "我们把 CI 迁移到了 GitLab CI"
 //	zh-X改成Y              corr     ^X (已经|都) 改成|换成|升级到|交给|挪到 Y  (X may name what changed)      "日志改成 Loki 了"
 //	zh-现在是              corr     ^X 现在是|用|跑在|在 Y  (X names what changed)                       "CI 现在跑在 GitHub Actions 上"
+//	zh-被取代              corr     ^X (早就) 被 Y 取代|替换|换掉 了                                      "Jest 早就被 Vitest 取代了"
+//	zh-已经               corr     … 现在|已经|早就|如今 …  (not what the user is doing)                "CI 已经在 GitHub Actions 上了"
 //	zh-其实               corr     其实|实际上|更正一下|纠正一下|应该是 …                                   "其实是 5433，上周改的"
 //	en-remember          add fact ^remember that / remember: / keep in mind that / note that          "remember that the staging DB is on port 5433" → "The staging DB is on port 5433"
 //	en-remember-to       add proc ^remember to / don't forget to                                   "Remember to run make migrate before starting the server"
@@ -178,11 +187,17 @@
 // bundlers, container engines, message brokers, CI systems, log stores,
 // ORMs, linters, branch names, languages, clouds, proxies, frontends,
 // config and secret stores: see alternatives.go) and not Y itself; failing
-// that, for en-switched-to, en-instead-of, en-moved-to, en-is-now,
-// en-now-runs, en-actually, zh-改用 and zh-其实, the one entry sharing the
+// that, for the rows marked so in patterns.go (slotFallback: "actually",
+// "now", "these days", 改用, 其实, 已经…), the one entry sharing the
 // most content terms with the statement (or with the assistant's message
 // before it, for "actually it's 5433") that lacks one of the statement's
-// names or numbers. Exactly one entry holding the old words verbatim: a
+// names or numbers. When only a marker says a statement corrects
+// ("actually", "now", "其实", "已经"), an entry found by a sibling must
+// also share what the statement is about, or the assistant's message
+// before it must hold the old value: "the MySQL slow log is now
+// attached" corrects no PostgreSQL entry. When several entries hold the
+// old words, the one the rest of the statement names is taken ("the shop
+// database is not MySQL"). Exactly one entry holding the old words verbatim: a
 // supersede (newQuote = the statement, oldQuote = the entry's words: X, a
 // sibling of Y, a number the statement replaces, or the entry's title;
 // type of the entry). Several, one found by terms only, or a hedged

@@ -143,6 +143,9 @@ func TestRulesIgnores(t *testing.T) {
 		"I never said we use MongoDB",
 		"We don't need to switch to PostgreSQL yet",
 		"Please run the tests now",
+		"Answer directly in one sentence. Do not call tools.",
+		"Reply with exactly OK. Don't explain.",
+		"api_key=[REDACTED:password] is the staging key",
 		"记住：，，",
 		"always --",
 		"",
@@ -415,6 +418,23 @@ func TestRulesPassingMentionIsNoCorrection(t *testing.T) {
 		assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
 		assert.Equal(t, "m-pg", ops[0].TargetID, "got %+v", ops[0])
 	})
+}
+
+// TestRulesIssueExample is issue #16's case: the correction, split at
+// the comma by the first rules, supersedes the MySQL fact.
+func TestRulesIssueExample(t *testing.T) {
+	db := Entry{ID: "m-db", Scope: "ws-1", Type: payload.TypeFact, Title: "数据库用的是 MySQL 8", Content: "数据库用的是 MySQL 8", Status: payload.StatusActive}
+	req := request([]Entry{db}, user(1, "数据库用的是什么？"), user(2, "不是 MySQL，而是 PostgreSQL 16，我们上个月已经迁移过去了。"))
+	ops := distillRules(t, req)
+	require.Len(t, ops, 1, "got %+v", ops)
+	assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
+	assert.Equal(t, "m-db", ops[0].TargetID)
+	assert.Equal(t, "MySQL", ops[0].OldQuote)
+	assert.Equal(t, "不是 MySQL，而是 PostgreSQL 16，我们上个月已经迁移过去了", ops[0].NewQuote)
+	valid, rej := Validate(req, Result{Operations: ops})
+	require.Empty(t, rej)
+	require.Len(t, valid, 1)
+	assert.Equal(t, payload.OpSupersede, valid[0].Op)
 }
 
 // TestRulesCorrectionPicksTheEntryNamed: when several entries hold the
