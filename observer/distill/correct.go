@@ -110,6 +110,15 @@ func findCorrected(req Request, m Message, s, oldText, newText string, p pattern
 	}
 	values := valueTokens(s)
 	if len(values) == 0 {
+		if p.weakCue {
+			return nil, nil, false
+		}
+		// A marked correction without a name or number ("that's no
+		// longer true, timestamps are stored as local time"): the entry
+		// must share two terms with it and lack one of its own.
+		if e, ok := wordsTarget(active, contentTerms(s, nil)); ok {
+			return []Entry{e}, []string{quoteFor(e, s, newText)}, true
+		}
 		return nil, nil, false
 	}
 	if e, ok := slotTarget(active, contentTerms(s, nil), values); ok {
@@ -122,6 +131,28 @@ func findCorrected(req Request, m Message, s, oldText, newText string, p pattern
 		}
 	}
 	return nil, nil, false
+}
+
+// wordsTarget is the one entry sharing at least two of terms, and more
+// than any other, that lacks one of them.
+func wordsTarget(active []Entry, terms []string) (Entry, bool) {
+	terms = dedupe(terms)
+	var best Entry
+	bestN, tie := 0, false
+	for _, e := range active {
+		et := tokenize.Terms(entryText(e))
+		n := overlap(terms, et)
+		if n < 2 || n == len(terms) {
+			continue
+		}
+		switch {
+		case n > bestN:
+			best, bestN, tie = e, n, false
+		case n == bestN:
+			tie = true
+		}
+	}
+	return best, bestN > 0 && !tie
 }
 
 // slotTarget finds the entry a correction without its old words is about:

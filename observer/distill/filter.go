@@ -57,7 +57,7 @@ func userWords(text string) string {
 // split), English ones case-insensitively.
 var (
 	questionEN = regexp.MustCompile(`(?i)^(?:what|why|how|which|who|whom|whose|when|where|is|are|am|was|were|does|did|can|could|should|would|will|shall|has|have|isn't|aren't|doesn't|didn't|won't|do\s+(?:we|you|i|they))\b`)
-	questionZH = regexp.MustCompile(`是不是|能不能|要不要|有没有|会不会|对不对|可不可以|行不行|为什么|为啥|怎么|怎样|哪个|哪些|哪里|哪儿|多少|多久|什么|来着|到底|是\s*\S+\s*还是|[吗呢嘛]$`)
+	questionZH = regexp.MustCompile(`(?:^|[^不])是不是|能不能|要不要|有没有|会不会|(?:^|[^不])对不对|可不可以|行不行|为什么|为啥|怎么|怎样|哪个|哪些|哪里|哪儿|多少|多久|什么|来着|到底|是\s*\S+\s*还是|[吗呢嘛]$`)
 
 	hypotheticalEN = regexp.MustCompile(`(?i)^(?:what\s+if|if|suppose|supposing|say\s+we|imagine|hypothetically|assuming|in\s+case|unless|whether)\b|\bwhat\s+if\b|\bwould\s+it\b|\bwe\s+could\b|\bmaybe\s+we\s+should\b|\bat\s+some\s+point\b|\bone\s+day\b|\bsomeday\b|\beventually\b|\bin\s+the\s+future\b`)
 	hypotheticalZH = regexp.MustCompile(`如果|假如|假设|假使|要是|万一|倘若|的话|试试|考虑一下|是否|将来|说不定|以后可以|可以考虑|或许可以|不如|哪天|有朝一日`)

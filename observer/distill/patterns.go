@@ -115,13 +115,13 @@ var patterns = []pattern{
 	{name: "en-now-runs", lang: "en", correction: true, newGroup: 1, slotFallback: true, typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`(?i)\bnow\s+(?:runs?|lives?|uses?|goes|go|sits?)\s+(?:on\s+|in\s+|at\s+|through\s+|to\s+)?(\S.*)$`)},
 	{name: "en-actually", lang: "en", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
-		re: regexp.MustCompile(`(?i)^(?:hmm+,?\s*|no,?\s*|wait,?\s*|oh,?\s*)?(?:actually|correction|in\s+fact|to\s+be\s+precise)\b\s*[,:]?\s*(\S.*)$`)},
+		re: regexp.MustCompile(`(?i)^(?:hmm+,?\s*|no,?\s*|wait,?\s*|oh,?\s*|sorry,?\s*)?(?:actually(?:\s+scratch\s+that)?|(?:small\s+|quick\s+|minor\s+|one\s+)?correction|in\s+fact|to\s+be\s+precise|scratch\s+that|i\s+was\s+wrong|my\s+bad|i\s+misspoke|that's\s+(?:wrong|not\s+right|not\s+true|no\s+longer\s+true|outdated|out\s+of\s+date)|that\s+is\s+(?:wrong|outdated|no\s+longer\s+true))\b\s*[,:;—–-]*\s*(\S.*)$`)},
 
 	{name: "en-now", lang: "en", correction: true, weakCue: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`(?i)^(\S.*\b(?:now|these\s+days|nowadays|anymore)\b.*)$`)},
 
 	{name: "zh-不是而是", lang: "zh", correction: true, oldGroup: 1, newGroup: 2, typ: payload.TypeDecision, importance: 2,
-		re:     regexp.MustCompile(`(?:^|[^是])(?:已经|早就)?不(?:再)?(?:是|在|用|放|存)\s*` + zhOld + `\s*了?\s*[，,]?\s*(?:而是|是|在|现在是|现在用|我们现在用|现在改用|改用|改放|改存|改成|放在|存在|现在|用)\s*(\S.*)$`),
+		re:     regexp.MustCompile(`(?:^|[^是])(?:已经|早就)?(?:不(?:再)?(?:是|在|用|放|存)|没(?:有)?(?:在)?用)\s*` + zhOld + `\s*了?\s*[，,]?\s*(?:而是|是|在|现在是|现在用|我们现在用|现在改用|改用|改放|改存|改成|放在|存在|现在|用的是|用)\s*(\S.*)$`),
 		reject: notNamedThing},
 	{name: "zh-而不是", lang: "zh", correction: true, oldGroup: 2, newGroup: 1, typ: payload.TypeDecision, importance: 2,
 		re:     regexp.MustCompile(`^(\S.*?)\s*了?\s*[，,]?\s*(?:而)?不(?:是|在|要用|用|再是|再用|归|放|再放)\s*` + zhOldWord),
@@ -145,7 +145,7 @@ var patterns = []pattern{
 	{name: "zh-已经", lang: "zh", correction: true, weakCue: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
 		re: regexp.MustCompile(`^(.*(?:现在|已经|早就|目前|如今).*)$`)},
 	{name: "zh-其实", lang: "zh", correction: true, slotFallback: true, typ: payload.TypeFact, importance: 2,
-		re: regexp.MustCompile(`(?:其实|实际上|事实上|更正一下|纠正一下|更正|纠正|应该是)\s*[，,：:]?\s*(\S.*)$`)},
+		re: regexp.MustCompile(`(?:其实|实际上|事实上|更正一下|纠正一下|更正|纠正|应该是|说错了|搞错了|记错了|弄错了|不对|错了|已经不对了)\s*[，,：:]?\s*(\S.*)$`)},
 
 	{name: "en-remember", lang: "en", typ: payload.TypeFact, payload: 1, classify: true, importance: 2,
 		re: regexp.MustCompile(`(?i)^(?:please\s+)?(?:remember|keep\s+in\s+mind|note)\s*(?:that\s+|[:：,—-]\s*)(\S.*)$`)},
@@ -165,6 +165,8 @@ var patterns = []pattern{
 		reject: rejectWords("worry", "know", "think", "remember", "care", "bother", "mind", "forget", "get", "understand", "see", "have", "need", "want", "like", "be")},
 	{name: "en-make-sure", lang: "en", typ: payload.TypeRule, importance: 2, taskScoped: true,
 		re: regexp.MustCompile(`(?i)^(?:please\s+)?(?:make\s+sure|be\s+sure|ensure)\s+(?:to\s+|that\s+|you\s+)?(?:always\s+)?(\S.*)$`)},
+	{name: "zh-从现在起", lang: "zh", typ: payload.TypeDecision, importance: 2,
+		re: regexp.MustCompile(`^(?:从现在起|从现在开始|从今以后|从今天起|从今天开始)\s*[，,]?\s*(\S.*)$`)},
 	{name: "zh-以后都用", lang: "zh", typ: payload.TypeDecision, importance: 2,
 		re: regexp.MustCompile(`^(?:以后|今后|从现在起|从今以后|往后|统一)\s*[，,]?\s*(\S{0,10}?(?:都|一律|统一|就)?\s*(?:用|使用|采用|走|放在|放到|手写|写).*)$`)},
 	{name: "zh-必须不要禁止", lang: "zh", typ: payload.TypeRule, importance: 2,

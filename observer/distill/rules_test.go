@@ -61,6 +61,7 @@ var patternCases = []struct {
 	{"zh-决定", "反向代理就选 Caddy 了", payload.OpAdd, payload.TypeDecision, "反向代理就选 Caddy 了"},
 	{"zh-必须不要禁止", "共享分支上千万别 force push。", payload.OpAdd, payload.TypeRule, "共享分支上千万别 force push"},
 	{"zh-喜欢偏好习惯", "回答尽量简短，我不喜欢长篇大论", payload.OpAdd, payload.TypePreference, "回答尽量简短，我不喜欢长篇大论"},
+	{"zh-从现在起", "从现在起，每个迁移都要带回滚脚本。", payload.OpAdd, payload.TypeDecision, "从现在起，每个迁移都要带回滚脚本"},
 	{"implicit-fact", "The API gateway listens on port 8443.", payload.OpAdd, payload.TypeFact, "The API gateway listens on port 8443"},
 	{"implicit-fix", "The build broke because of a stale go.sum; running go mod tidy fixed it.", payload.OpAdd, payload.TypeFix, "The build broke because of a stale go.sum; running go mod tidy fixed it"},
 	{"implicit-procedure", "发版步骤：先改版本号，再推 tag。", payload.OpAdd, payload.TypeProcedure, "发版步骤：先改版本号，再推 tag"},
