@@ -11,8 +11,9 @@ import (
 func init() {
 	register(&command{
 		name:    "eval",
-		summary: "measure recall quality on a benchmark (MADial-Bench)",
+		summary: "measure recall (MADial-Bench) or distillation (the labelled corpus)",
 		usage: `eval madial --data DIR [--json]
+eval distill [--data DIR] [--distiller rules|openai] [--split tune|test|all] [--answers FILE] [--base-url URL] [--model M] [--confusions N] [--json]
 
 Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
 that user's memories are folded as memory/remember events into a
@@ -22,7 +23,25 @@ no score floor, 20 results). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
 zh and en, beside the dense retrievers' published rankings in
 DIR/baselines-zh (BGE-M3, Stella, Acge, Dmeta, OpenAI), scored with the
 same metric code. DIR holds MADial-Bench-{zh,en}-{memory,dialogue}.json.
---root is not used.
+
+eval distill runs a distiller on the labelled corpus (DIR, default
+testdata/distill/corpus: tune.jsonl, test.jsonl, see its README) and
+prints precision, recall and F1 per op kind (add, revise, supersede,
+conflict, forget, nothing, all ops) for all cases, en and zh, on each
+split asked for, then the confusions: per case, the expected ops that
+were not matched and the ops got that matched nothing. An op matches
+when its kind is the same and, for add, its type; for the others, its
+target entry. Each case is fed as a checkpoint feeds the distiller and
+the answer passes distill.Validate first. --distiller openai answers
+from the recorded answers (--answers, default DIR/answers-openai.jsonl)
+through a fake endpoint on loopback, so no model is needed; give
+--base-url (and a key in $DEEPSEEK_API_KEY or $DSHMEM_LLM_API_KEY) to
+ask a real endpoint instead. --root is not used.
+
+Examples:
+  dshmem eval distill                         # rules, both splits
+  dshmem eval distill --split test --json     # the figures README quotes
+  dshmem eval distill --distiller openai --confusions -1
 `,
 		run: runEval,
 	})
@@ -31,14 +50,18 @@ same metric code. DIR holds MADial-Bench-{zh,en}-{memory,dialogue}.json.
 func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["eval"]
 	if len(args) == 0 {
-		return usageError{"needs a benchmark name: madial"}
+		return usageError{"needs a benchmark name: madial or distill"}
 	}
 	if args[0] == "-h" || args[0] == "--help" {
 		printCommandUsage(env.stdout, c)
 		return nil
 	}
-	if args[0] != "madial" {
-		return usageError{fmt.Sprintf("unknown benchmark %q: use madial", args[0])}
+	switch args[0] {
+	case "madial":
+	case "distill":
+		return runEvalDistill(ctx, env, c, args[1:])
+	default:
+		return usageError{fmt.Sprintf("unknown benchmark %q: use madial or distill", args[0])}
 	}
 	fs := newFlags(c)
 	data := fs.String("data", "", "directory of the MADial-Bench files")

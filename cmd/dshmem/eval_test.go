@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"dshmem/events/payload"
+	"dshmem/observer/distill/distilleval"
 	"dshmem/sqlstore/madial"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +91,67 @@ func TestREADMEMADialFigures(t *testing.T) {
 	for _, w := range want {
 		assert.Contains(t, text, w, "README does not quote the measured figure %q", w)
 	}
+}
+
+const distillCorpus = "../../testdata/distill/corpus"
+
+func TestEvalDistill(t *testing.T) {
+	t.Run("RulesTestSplitJSON", func(t *testing.T) {
+		code, out, errs := cli(t, "", "eval", "distill", "--data", distillCorpus, "--split", "test", "--json")
+		require.EqualValues(t, 0, code, "exit %d: %s", code, errs)
+		var got struct {
+			Distiller string               `json:"distiller"`
+			Model     string               `json:"model"`
+			Splits    []distilleval.Report `json:"splits"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &got), "%s", out)
+		require.Len(t, got.Splits, 1)
+		assert.Equal(t, "rules", got.Distiller)
+		r := got.Splits[0]
+		assert.Equal(t, distilleval.SplitTest, r.Split)
+		assert.GreaterOrEqual(t, r.Cases, 130)
+		sup, ok := r.Find(payload.OpSupersede, distilleval.LangAll)
+		require.True(t, ok, "no supersede row")
+		assert.GreaterOrEqual(t, sup.Precision, 0.95, "supersede %+v", sup)
+		add, _ := r.Find(payload.OpAdd, distilleval.LangAll)
+		assert.GreaterOrEqual(t, add.F1, 0.85, "add %+v", add)
+		assert.Len(t, r.Rows, len(distilleval.RowKinds)*len(distilleval.Languages))
+	})
+	t.Run("TextBothSplits", func(t *testing.T) {
+		code, out, errs := cli(t, "", "eval", "distill", "--data", distillCorpus, "--confusions", "2")
+		require.EqualValues(t, 0, code, "exit %d: %s", code, errs)
+		for _, want := range []string{"distiller rules (rules-v2)", "split tune:", "split test:", "supersede", "nothing", "all ops", "tp/fp/fn"} {
+			assert.Contains(t, out, want)
+		}
+	})
+	t.Run("OpenAIReplay", func(t *testing.T) {
+		code, out, errs := cli(t, "", "eval", "distill", "--data", distillCorpus, "--distiller", "openai", "--split", "test")
+		require.EqualValues(t, 0, code, "exit %d: %s", code, errs)
+		assert.Contains(t, out, "distiller openai")
+		assert.Contains(t, out, "split test: 160 cases, 160 exactly right")
+	})
+	t.Run("Errors", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"eval", "distill", "--data", distillCorpus, "--split", "train"}, 2, `--split "train"`},
+			{[]string{"eval", "distill", "--data", distillCorpus, "--distiller", "gpt"}, 2, `--distiller "gpt"`},
+			{[]string{"eval", "distill", "--data", t.TempDir()}, 2, "no corpus in"},
+			{[]string{"eval", "distill", "--data", distillCorpus, "--distiller", "openai", "--answers", "nope.jsonl"}, 1, "read recorded answers"},
+			{[]string{"eval", "distill", "extra"}, 2, "takes no arguments"},
+			{[]string{"eval", "bogus"}, 2, "madial or distill"},
+		} {
+			code, _, errs := cli(t, "", c.args...)
+			assert.Equal(t, c.code, code, "%v: exit %d, stderr %s", c.args, code, errs)
+			assert.Contains(t, errs, c.want, "%v", c.args)
+		}
+	})
+	t.Run("Help", func(t *testing.T) {
+		code, out, _ := cli(t, "", "eval", "--help")
+		require.EqualValues(t, 0, code)
+		assert.Contains(t, out, "eval distill")
+		assert.Contains(t, out, "Examples:")
+	})
 }

@@ -43,6 +43,8 @@ var layers = []struct {
 	// part of the engine, so the engine may use them.
 	{"observer/dsh", []string{"events/..."}},
 	{"observer/distill", []string{"events/...", "sqlstore/tokenize"}},
+	// The distillation benchmark: the corpus, the scoring, the replay server.
+	{"observer/distill/distilleval", []string{"events/...", "observer/distill"}},
 	{"observer/secretrules", nil},
 	{"observer", []string{"events/...", "markdown", "projector", "sqlstore/...", "observer/distill", "observer/dsh", "observer/secretrules"}},
 	{"observer/metrics", nil},

@@ -25,7 +25,9 @@ func TestParseResultFixtures(t *testing.T) {
 		"legacy-array.json":    "add:Staging DB port|revise:|add:",
 		"flex-fields.json":     "add:Use gRPC",
 	}
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*"))
+	// The fixtures are files with an extension; corpus/ is the labelled
+	// distillation corpus (distilleval).
+	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.*"))
 	require.NoError(t, err, "no fixtures")
 	require.NotEqualValues(t, 0, len(files), "no fixtures: %v", err)
 	for _, f := range files {

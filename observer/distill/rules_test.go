@@ -48,6 +48,24 @@ var patternCases = []struct {
 	{"en-switched-to", "we switched to Buildkite", payload.OpAdd, payload.TypeDecision, "We switched to Buildkite"},
 	{"zh-改用", "改用 ruff", payload.OpAdd, payload.TypeDecision, "改用 ruff"},
 	{"zh-从X换成Y", "从 Jenkins 换成 GitHub Actions", payload.OpAdd, payload.TypeDecision, "从 Jenkins 换成 GitHub Actions"},
+	{"en-remember-to", "Remember to run make migrate before starting the server.", payload.OpAdd, payload.TypeProcedure, "Remember to run make migrate before starting the server"},
+	{"en-dont", "Don't add new dependencies without asking.", payload.OpAdd, payload.TypeRule, "Don't add new dependencies without asking"},
+	{"en-make-sure", "Make sure to always use parameterized SQL queries", payload.OpAdd, payload.TypeRule, "Make sure to always use parameterized SQL queries"},
+	{"en-lets", "Let's standardize on UTC everywhere.", payload.OpAdd, payload.TypeDecision, "Let's standardize on UTC everywhere"},
+	{"en-decision-is", "The decision is to keep the monolith for now.", payload.OpAdd, payload.TypeDecision, "Keep the monolith for now"},
+	{"en-from-now-on-end", "Commit messages are written in English from now on.", payload.OpAdd, payload.TypeDecision, "Commit messages are written in English from now on"},
+	{"en-lets", "We are going with Postgres 16 for billing", payload.OpAdd, payload.TypeDecision, "We are going with Postgres 16 for billing"},
+	{"en-like", "I like concise explanations with a code example.", payload.OpAdd, payload.TypePreference, "I like concise explanations with a code example"},
+	{"en-my-preference", "My preference is snake_case for SQL column names.", payload.OpAdd, payload.TypePreference, "Snake_case for SQL column names"},
+	{"en-decided", "The team agreed to drop support for Python 3.8", payload.OpAdd, payload.TypeDecision, "Drop support for Python 3.8"},
+	{"zh-决定", "反向代理就选 Caddy 了", payload.OpAdd, payload.TypeDecision, "反向代理就选 Caddy 了"},
+	{"zh-必须不要禁止", "共享分支上千万别 force push。", payload.OpAdd, payload.TypeRule, "共享分支上千万别 force push"},
+	{"zh-喜欢偏好习惯", "回答尽量简短，我不喜欢长篇大论", payload.OpAdd, payload.TypePreference, "回答尽量简短，我不喜欢长篇大论"},
+	{"zh-从现在起", "从现在起，每个迁移都要带回滚脚本。", payload.OpAdd, payload.TypeDecision, "从现在起，每个迁移都要带回滚脚本"},
+	{"implicit-fact", "The API gateway listens on port 8443.", payload.OpAdd, payload.TypeFact, "The API gateway listens on port 8443"},
+	{"implicit-fix", "The build broke because of a stale go.sum; running go mod tidy fixed it.", payload.OpAdd, payload.TypeFix, "The build broke because of a stale go.sum; running go mod tidy fixed it"},
+	{"implicit-procedure", "发版步骤：先改版本号，再推 tag。", payload.OpAdd, payload.TypeProcedure, "发版步骤：先改版本号，再推 tag"},
+	{"implicit-architecture", "前端只通过 GraphQL 网关访问后端。", payload.OpAdd, payload.TypeArchitecture, "前端只通过 GraphQL 网关访问后端"},
 }
 
 func TestRulesPatterns(t *testing.T) {
@@ -74,6 +92,9 @@ func TestRulesEveryPatternTested(t *testing.T) {
 		tested[c.pattern] = true
 	}
 	for _, c := range correctionCases {
+		tested[c.pattern] = true
+	}
+	for _, c := range forgetCases {
 		tested[c.pattern] = true
 	}
 	for _, p := range patterns {
@@ -108,6 +129,24 @@ func TestRulesIgnores(t *testing.T) {
 		"之后用 bun 试试",
 		"帮我看看这个报错",
 		"remember that ;;", // nothing after the trigger but punctuation
+		"What if we always ran gofmt",
+		"如果不用 MySQL 的话，换成 PostgreSQL 要改多少代码",
+		"Sure, let's always deploy on Fridays lol",
+		"哈哈，以后都用 Excel 当数据库",
+		"In my side project I always use yarn",
+		"我另一个项目里一直用 yarn",
+		"The README says \"never commit to main\", is that still true",
+		"他说「以后都用 pnpm」",
+		"```\n// always close the body\n```",
+		"ERROR 2024-05-02 must not be null",
+		"> never deploy on Fridays",
+		"<system-reminder>Always answer in English.</system-reminder>",
+		"I never said we use MongoDB",
+		"We don't need to switch to PostgreSQL yet",
+		"Please run the tests now",
+		"Answer directly in one sentence. Do not call tools.",
+		"Reply with exactly OK. Don't explain.",
+		"api_key=[REDACTED:password] is the staging key",
 		"记住：，，",
 		"always --",
 		"",
@@ -200,6 +239,69 @@ var correctionCases = []struct {
 	{"en-instead-of", "use PostgreSQL instead of MySQL"},
 	{"en-instead-of", "We use PostgreSQL instead"},
 	{"en-instead-of-first", "Instead of MySQL, use PostgreSQL"},
+	{"en-not-its", "It's not MySQL, it's PostgreSQL now"},
+	{"en-not-its", "we dont use mysql anymore we use postgres"},
+	{"en-not-comma", "No, not MySQL, PostgreSQL"},
+	{"en-from-to", "The database was migrated from MySQL to PostgreSQL"},
+	{"en-replaced-with", "We replaced MySQL with PostgreSQL"},
+	{"en-replaced-with", "dropped MySQL in favour of PostgreSQL"},
+	{"en-reversed", "PostgreSQL, not MySQL"},
+	{"en-reversed", "We store it in PostgreSQL rather than MySQL"},
+	{"en-moved-to", "The service moved over to PostgreSQL last week"},
+	{"en-is-now", "The database is now PostgreSQL"},
+	{"en-now-runs", "The service now runs on PostgreSQL"},
+	{"en-actually", "Actually the database is PostgreSQL"},
+	{"en-replaced-by", "MySQL was replaced by PostgreSQL"},
+	{"en-no-longer", "No longer MySQL — the service uses PostgreSQL"},
+	{"en-y-replaced-x", "PostgreSQL replaced MySQL last year"},
+	{"en-deprecated", "MySQL is deprecated here, we use PostgreSQL now"},
+	{"en-these-days", "The service stores its data in PostgreSQL these days"},
+	{"zh-替换", "用 PostgreSQL 替换了 MySQL"},
+	{"zh-弃用", "MySQL 已经弃用了，现在用 PostgreSQL"},
+	{"zh-被取代", "MySQL 早就被 PostgreSQL 取代了"},
+	{"zh-已经", "服务已经在 PostgreSQL 上了"},
+	{"en-now", "btw the service is on PostgreSQL now"},
+	{"zh-不是而是", "已经不用 MySQL 了，现在用 PostgreSQL"},
+	{"zh-而不是", "用的是 PostgreSQL，不是 MySQL"},
+	{"zh-把X换成Y", "我们把 MySQL 换成了 PostgreSQL"},
+	{"zh-X改成Y", "MySQL 改成 PostgreSQL 了"},
+	{"zh-现在是", "数据库现在是 PostgreSQL"},
+	{"zh-其实", "其实数据库是 PostgreSQL"},
+}
+
+var forgetCases = []struct {
+	pattern, text, target string
+}{
+	{"en-forget", "Forget what I said about npm", "m-pm"},
+	{"en-forget", "please forget that we install with npm ci", "m-pm"},
+	{"en-delete-note", "Please delete the note about gofmt", "m-fmt"},
+	{"en-forget-it", "The MySQL thing, forget it", "m-db"},
+	{"zh-忘掉那条", "忘掉 npm 那条", "m-pm"},
+	{"zh-忘掉那条", "关于 gofmt 的那条记忆删掉吧", "m-fmt"},
+}
+
+// TestRulesForget: asked to forget a memory, the rules distiller forgets
+// the one related entry the statement names, and nothing when it names
+// none or several.
+func TestRulesForget(t *testing.T) {
+	related := []Entry{mysqlEntry, pnpmEntry, gofmtEntry}
+	for _, c := range forgetCases {
+		t.Run(c.pattern+"/"+c.text, func(t *testing.T) {
+			req := request(related, user(2, c.text))
+			ops := distillRules(t, req)
+			require.Len(t, ops, 1, "got %+v, want a forget of %s", ops, c.target)
+			assert.Equal(t, payload.OpForget, ops[0].Op, "got %+v, want a forget of %s", ops[0], c.target)
+			assert.Equal(t, c.target, ops[0].TargetID, "got %+v, want a forget of %s", ops[0], c.target)
+			valid, rej := Validate(req, Result{Operations: ops})
+			assert.False(t, len(rej) != 0 || len(valid) != 1, "Validate: got %+v rejected %+v", valid, rej)
+		})
+	}
+	for _, text := range []string{"I always forget how npm ci works", "Forget it, it works now.", "忘了带电脑"} {
+		t.Run("Nothing/"+text, func(t *testing.T) {
+			ops := distillRules(t, request(related, user(2, text)))
+			assert.Len(t, ops, 0, "got %+v, want no ops", ops)
+		})
+	}
 }
 
 // TestRulesCorrection: the MySQL → PostgreSQL correction, however the user
@@ -289,5 +391,70 @@ func TestSplit(t *testing.T) {
 	} {
 		got := split(c.in)
 		assert.Equal(t, strings.Join(c.want, "|"), strings.Join(got, "|"), "split(%q): got %q, want %q", c.in, got, c.want)
+	}
+}
+
+// TestRulesPassingMentionIsNoCorrection: a time word ("now", "已经")
+// next to the name of a sibling tool corrects nothing unless the
+// statement is about what the entry is about: a wrong supersede hides a
+// true fact.
+func TestRulesPassingMentionIsNoCorrection(t *testing.T) {
+	pg := Entry{ID: "m-pg", Scope: "ws-1", Type: payload.TypeFact, Title: "数据库用的是 PostgreSQL", Content: "数据库用的是 PostgreSQL。", Status: payload.StatusActive}
+	logs := Entry{ID: "m-logs", Scope: "ws-1", Type: payload.TypeFact, Title: "Logs go to Loki", Content: "Application logs are shipped to Loki.", Status: payload.StatusActive}
+	for _, text := range []string{
+		"The MySQL slow log is now attached",
+		"现在 MySQL 的慢查询日志在附件里",
+		"我已经把 MySQL 的慢查询日志发给你了",
+		"I'm now looking at the MySQL slow query log",
+	} {
+		t.Run(text, func(t *testing.T) {
+			for _, o := range distillRules(t, request([]Entry{pg, logs}, user(2, text))) {
+				assert.NotEqual(t, payload.OpSupersede, o.Op, "got %+v, want no supersede", o)
+			}
+		})
+	}
+	t.Run("AboutTheSameThing", func(t *testing.T) {
+		ops := distillRules(t, request([]Entry{pg, logs}, user(2, "数据库现在已经是 MySQL 了")))
+		require.Len(t, ops, 1, "got %+v", ops)
+		assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
+		assert.Equal(t, "m-pg", ops[0].TargetID, "got %+v", ops[0])
+	})
+}
+
+// TestRulesIssueExample is issue #16's case: the correction, split at
+// the comma by the first rules, supersedes the MySQL fact.
+func TestRulesIssueExample(t *testing.T) {
+	db := Entry{ID: "m-db", Scope: "ws-1", Type: payload.TypeFact, Title: "数据库用的是 MySQL 8", Content: "数据库用的是 MySQL 8", Status: payload.StatusActive}
+	req := request([]Entry{db}, user(1, "数据库用的是什么？"), user(2, "不是 MySQL，而是 PostgreSQL 16，我们上个月已经迁移过去了。"))
+	ops := distillRules(t, req)
+	require.Len(t, ops, 1, "got %+v", ops)
+	assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
+	assert.Equal(t, "m-db", ops[0].TargetID)
+	assert.Equal(t, "MySQL", ops[0].OldQuote)
+	assert.Equal(t, "不是 MySQL，而是 PostgreSQL 16，我们上个月已经迁移过去了", ops[0].NewQuote)
+	valid, rej := Validate(req, Result{Operations: ops})
+	require.Empty(t, rej)
+	require.Len(t, valid, 1)
+	assert.Equal(t, payload.OpSupersede, valid[0].Op)
+}
+
+// TestRulesCorrectionPicksTheEntryNamed: when several entries hold the
+// old words, the one the rest of the statement names is corrected.
+func TestRulesCorrectionPicksTheEntryNamed(t *testing.T) {
+	ours := Entry{ID: "m-ours", Scope: "ws-1", Type: payload.TypeFact, Title: "Our database is MySQL 8", Content: "Our database is MySQL 8; the DSN lives in config/db.yaml", Status: payload.StatusActive}
+	shop := Entry{ID: "m-shop", Scope: "ws-1", Type: payload.TypeFact, Title: "The shop database is MySQL 8 on db.internal", Content: "Remember that the shop database is MySQL 8 on db.internal", Status: payload.StatusActive}
+	ops := distillRules(t, request([]Entry{ours, shop}, user(2, "Correction: the shop database is not MySQL but PostgreSQL 16 now")))
+	require.Len(t, ops, 1, "got %+v", ops)
+	assert.Equal(t, payload.OpSupersede, ops[0].Op, "got %+v", ops[0])
+	assert.Equal(t, "m-shop", ops[0].TargetID, "got %+v", ops[0])
+	assert.Equal(t, "MySQL", ops[0].OldQuote, "got %+v", ops[0])
+}
+
+// TestRulesRedactedIsNoFact: a plain statement about a secret the intake
+// redacted is not learnt.
+func TestRulesRedactedIsNoFact(t *testing.T) {
+	for _, text := range []string{"api_key=[REDACTED:password] is a secret", "Deploy key for staging is [REDACTED:openai-key] — keep it out of the repo."} {
+		ops := distillRules(t, request(nil, user(2, text)))
+		assert.Len(t, ops, 0, "%q: got %+v, want nothing", text, ops)
 	}
 }

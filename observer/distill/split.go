@@ -36,6 +36,10 @@ func split(text string) []string {
 			emit(pos, r)
 			start = pos + size
 		case '.':
+			// Not in an ellipsis or a path ("./...", "wait... ok").
+			if i > 0 && (rs[i-1] == '.' || rs[i-1] == '/') {
+				break
+			}
 			if i+1 == len(rs) || rs[i+1] == ' ' || rs[i+1] == '\t' || rs[i+1] == '\n' {
 				emit(pos, r)
 				start = pos + size
@@ -47,7 +51,7 @@ func split(text string) []string {
 	return out
 }
 
-var fillerRe = regexp.MustCompile(`^(?i:(?:ok(?:ay)?|also|and|so|btw|by\s+the\s+way|hey|fyi|actually|well)\s*[,:]?\s+)+|^(?:(?:好的|好|另外|还有|对了|顺便说一下|注意|嗯|哦)\s*[，,：:\s]\s*)+`)
+var fillerRe = regexp.MustCompile(`^(?i:(?:ok(?:ay)?|also|and|so|btw|by\s+the\s+way|hey|fyi|for\s+the\s+record|well)\s*[,:]?\s+)+|^(?:(?:好的|好|另外|还有|对了|顺便说一下|注意|嗯|哦)\s*[，,：:\s]\s*)+`)
 
 func stripFillers(s string) string {
 	return strings.TrimSpace(fillerRe.ReplaceAllString(s, ""))
