@@ -117,9 +117,19 @@
 //   - Seqs of a stream are contiguous and the events of one Append call are
 //     contiguous and in order. Each frame holds at most Options.MaxBatch
 //     events and about 8 MiB of JSON.
-//   - The first write or sync error of a stream is sticky: every waiter of
-//     that group and every later Append fails with ErrStreamFailed and the
-//     cause, until the log is reopened (which cuts off any torn tail).
+//   - A write or sync error keeps nothing of its group: none of it was
+//     acknowledged, so what the group wrote is taken back (segments it
+//     created removed, the active one cut back to its committed size),
+//     and every waiter of the group gets ErrStreamFailed and the cause —
+//     an error means the events are not in the log. The error is sticky
+//     for Options.RetryAfter: appends are refused, and Log.Degraded
+//     names the stream and why. The first append after that makes the
+//     writer reopen the stream from disk (recover.go: tail verified
+//     against what was committed) and go on; if the cause is still
+//     there the stream stays failed for another RetryAfter. Reopening
+//     the log does the same at once.
+//   - A writer closes its segment file when its queue is empty, so idle
+//     streams hold no file descriptor.
 //   - A segment that reached Options.SegmentSize (or that Seal sealed)
 //     gets a seal record and is never appended to again; Rewrite may
 //     replace it whole (see Rewriting). Only the last segment of a

@@ -65,8 +65,10 @@ func syncDir(fsys FS, dir string) error {
 // FaultFS wraps an FS and fails the Nth write, sync or rename (counting
 // from 1 across all files, directory syncs included). After the fault it
 // keeps failing every later write and sync, like a disk that went away,
-// so no test sees a success after a failure by accident. Safe for
-// concurrent use.
+// so no test sees a success after a failure by accident — unless
+// Transient is set: then only the Nth operation fails, like a disk that
+// was full for a moment, so a test can see what the log does once the
+// cause is gone. Safe for concurrent use.
 type FaultFS struct {
 	FS        FS  // underlying file system; nil → OSFS
 	FailWrite int // 1-based index of the write to fail; 0 never
@@ -75,6 +77,7 @@ type FaultFS struct {
 	// A failed rename changes nothing, and later ones fail too.
 	FailRename int
 	Partial    bool  // the failing write first writes half of its bytes (a torn write)
+	Transient  bool  // only the Nth operation fails; the later ones succeed
 	Err        error // injected error; nil → ErrInjected
 
 	mu      sync.Mutex
@@ -141,6 +144,11 @@ func (f *FaultFS) tick(count *int, failAt int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	*count++
+	if f.Transient {
+		now := *count == failAt
+		f.failed = f.failed || now
+		return now
+	}
 	f.failed = f.failed || *count == failAt
 	return f.failed
 }

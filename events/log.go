@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Options configure a Log. The zero value works.
@@ -23,6 +24,10 @@ type Options struct {
 	// what came after the last fsync, so the torn-tail check loses
 	// nothing; damage to older bytes is for Verify to find.
 	Trusted map[string]uint64
+	// RetryAfter is how long a stream whose write or sync failed refuses
+	// appends before it tries to reopen itself from what is on disk
+	// (0 → 2s; see stream.recover).
+	RetryAfter time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -34,6 +39,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FS == nil {
 		o.FS = OSFS{}
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = 2 * time.Second
 	}
 	return o
 }
@@ -354,6 +362,10 @@ func saveBroken(fsys FS, path string) (string, error) {
 			err = cerr
 		}
 		if err != nil {
+			// A copy that failed (a full disk) is not left behind as an
+			// empty or partial .broken file for every later open to add
+			// to: the torn segment itself is still whole on disk.
+			fsys.Remove(dst)
 			return "", fmt.Errorf("copy torn segment %s to %s: %w", path, dst, err)
 		}
 		return dst, nil

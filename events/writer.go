@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -45,7 +46,10 @@ type appendReq struct {
 	tails [][]byte // each event's line after its seq: `,"id":…}`
 	first uint64   // seq of the first event, set by the writer
 	seal  bool     // Log.Seal: seal the active segment (tails is empty)
-	done  chan error
+	// recover: a failed stream asks its writer to reopen it from what
+	// is on disk (tails is empty; see stream.recover).
+	recover bool
+	done    chan error
 }
 
 // stream is one stream of a Log with its writer goroutine.
@@ -61,10 +65,15 @@ type stream struct {
 	reqs    chan *appendReq
 	done    chan struct{}
 
-	mu      sync.Mutex // guards the committed state below
-	segs    []segRef   // the last one's size is its committed size
-	lastSeq uint64
-	failed  error
+	mu       sync.Mutex // guards the committed state below
+	segs     []segRef   // the last one's size is its committed size
+	lastSeq  uint64
+	failed   error
+	failedAt time.Time // when failed was set; recovery is tried RetryAfter later
+	// rollbackDue: the bytes of the failed group could not all be taken
+	// back (the disk refused that too); recovery tries again first.
+	rollbackDue  bool
+	rollbackSnap writerState
 
 	// Owned by the writer goroutine.
 	wFile    File   // open active segment, nil if not open yet
@@ -138,7 +147,9 @@ func (l *Log) writerFor(name string) (*stream, error) {
 // (group commit). If ctx ends first, Append returns ctx.Err() and the
 // events may or may not be written. After a write or sync error every
 // Append to the stream fails with an error wrapping ErrStreamFailed and
-// the cause, until the log is reopened.
+// the cause until the stream reopens itself (Options.RetryAfter after the
+// failure, at the next append) or the log is reopened; the events of a
+// failed call are not in the log.
 func (l *Log) Append(ctx context.Context, stream string, evs []Envelope) ([]Envelope, error) {
 	p, err := l.Enqueue(ctx, stream, evs)
 	if err != nil || p == nil {
@@ -194,11 +205,8 @@ func (l *Log) Enqueue(ctx context.Context, stream string, evs []Envelope) (*Pend
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if failed != nil {
-		return nil, failed
+	if err := s.retryFailed(ctx); err != nil {
+		return nil, err
 	}
 	s.sendMu.RLock()
 	if s.closed {
@@ -227,11 +235,8 @@ func (l *Log) Seal(ctx context.Context, stream string) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if failed != nil {
-		return failed
+	if err := s.retryFailed(ctx); err != nil {
+		return err
 	}
 	req := &appendReq{seal: true, done: make(chan error, 1)}
 	s.sendMu.RLock()
@@ -344,10 +349,24 @@ func (s *stream) run() {
 				break drain
 			}
 		}
-		err := s.commit(group)
+		// A recover request is answered on its own, after the requests
+		// queued before it.
+		start := 0
 		for i, r := range group {
-			r.done <- err
-			group[i] = nil
+			if r.recover {
+				s.answer(group[start:i])
+				r.done <- s.recover()
+				start = i + 1
+			}
+		}
+		s.answer(group[start:])
+		clear(group)
+		if len(s.reqs) == 0 && s.wFile != nil {
+			// Idle: the file is opened again by the next write, so a
+			// root with thousands of workspaces holds no descriptor for
+			// the streams nobody writes to.
+			s.wFile.Close()
+			s.wFile = nil
 		}
 	}
 	if s.wFile != nil {
@@ -356,8 +375,23 @@ func (s *stream) run() {
 	}
 }
 
+// answer commits group and tells each of its callers the outcome.
+func (s *stream) answer(group []*appendReq) {
+	if len(group) == 0 {
+		return
+	}
+	err := s.commit(group)
+	for _, r := range group {
+		r.done <- err
+	}
+}
+
 // commit writes the events of group as frames of at most MaxBatch
-// events, rolling segments as they fill, and fsyncs.
+// events, rolling segments as they fill, and fsyncs. If any write or
+// sync fails, nothing of the group is kept: none of it was acknowledged,
+// so the bytes it wrote are taken back (rollback) and every caller of
+// the group is told the events are not in the log; the stream then
+// refuses appends until recover reopens it.
 func (s *stream) commit(group []*appendReq) error {
 	s.mu.Lock()
 	failed := s.failed
@@ -365,6 +399,17 @@ func (s *stream) commit(group []*appendReq) error {
 	if failed != nil {
 		return failed
 	}
+	snap := s.writerSnapshot()
+	err := s.commitGroup(group)
+	if err == nil {
+		return nil
+	}
+	rbErr := s.rollback(snap)
+	return s.fail(err, rbErr, snap)
+}
+
+// commitGroup does the work of commit.
+func (s *stream) commitGroup(group []*appendReq) error {
 	maxBatch := s.log.opts.MaxBatch
 	s.out = s.out[:0]
 	s.content = s.content[:0]
@@ -377,19 +422,19 @@ func (s *stream) commit(group []*appendReq) error {
 			// it seals; everything after, into a new one.
 			if count > 0 {
 				if err := s.addFrame(frameFirst, count); err != nil {
-					return s.fail(err)
+					return err
 				}
 				count, frameFirst = 0, s.wNext
 			}
 			if err := s.sealActive(); err != nil {
-				return s.fail(err)
+				return err
 			}
 			continue
 		}
 		for _, tail := range r.tails {
 			if count > 0 && len(s.content)+len(tail)+64 > maxFrameBytes {
 				if err := s.addFrame(frameFirst, count); err != nil {
-					return s.fail(err)
+					return err
 				}
 				count, frameFirst = 0, s.wNext
 			}
@@ -398,7 +443,7 @@ func (s *stream) commit(group []*appendReq) error {
 			count++
 			if int(count) == maxBatch {
 				if err := s.addFrame(frameFirst, count); err != nil {
-					return s.fail(err)
+					return err
 				}
 				count, frameFirst = 0, s.wNext
 			}
@@ -406,12 +451,12 @@ func (s *stream) commit(group []*appendReq) error {
 	}
 	if count > 0 {
 		if err := s.addFrame(frameFirst, count); err != nil {
-			return s.fail(err)
+			return err
 		}
 	}
 	if len(s.out) > 0 {
 		if err := s.flush(false); err != nil {
-			return s.fail(err)
+			return err
 		}
 	}
 	return nil
@@ -523,19 +568,6 @@ func (s *stream) createDir() error {
 		return fmt.Errorf("sync %s: %w", s.log.dir, err)
 	}
 	return nil
-}
-
-// fail makes err sticky for the stream.
-func (s *stream) fail(err error) error {
-	err = fmt.Errorf("append to stream %s: %w: %w", s.name, ErrStreamFailed, err)
-	s.mu.Lock()
-	s.failed = err
-	s.mu.Unlock()
-	if s.wFile != nil {
-		s.wFile.Close()
-		s.wFile = nil
-	}
-	return err
 }
 
 // Close stops accepting appends, commits what is queued, and closes the

@@ -377,6 +377,10 @@ type Health struct {
 	Sessions int       `json:"sessions"`           // live session runtimes
 	Watching string    `json:"watching,omitempty"` // the DSH sessions root followed
 	Log      *LogCheck `json:"log,omitempty"`      // the background walk of the log (logcheck.go)
+	// Degraded lists the streams that refuse writes since a write or
+	// sync failed (a full disk, no descriptor left), each with the
+	// reason, until they reopen themselves; empty when all is well.
+	Degraded []events.Degraded `json:"degraded"`
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -384,7 +388,12 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, err
 		s.broker.Touch(session)
 	}
 	h := Health{OK: true, API: "v1", PID: os.Getpid(), Root: s.eng.Root(), Sessions: s.broker.Sessions(), Watching: s.opts.DSHSessions,
-		Log: s.logCheck.get()}
+		Log: s.logCheck.get(), Degraded: []events.Degraded{}}
+	if lg := s.eng.Log(); lg != nil {
+		if d := lg.Degraded(); len(d) > 0 {
+			h.Degraded = d
+		}
+	}
 	return writeJSON(w, http.StatusOK, h)
 }
 

@@ -38,8 +38,14 @@ type testServer struct {
 
 func startServer(t *testing.T, root string, opts ServerOptions) *testServer {
 	t.Helper()
+	return startServerWith(t, root, observer.Options{}, opts)
+}
+
+// startServerWith is startServer with the engine's options.
+func startServerWith(t *testing.T, root string, eo observer.Options, opts ServerOptions) *testServer {
+	t.Helper()
 	ctx := context.Background()
-	eng, err := observer.Open(ctx, root, observer.Options{})
+	eng, err := observer.Open(ctx, root, eo)
 	require.NoError(t, err)
 	if opts.AutoCheckpoint == 0 {
 		opts.AutoCheckpoint = -1
