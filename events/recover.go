@@ -185,25 +185,7 @@ func (s *stream) retryFailed(ctx context.Context) error {
 	if time.Since(at) < s.log.opts.RetryAfter {
 		return failed
 	}
-	req := &appendReq{recover: true, done: make(chan error, 1)}
-	s.sendMu.RLock()
-	if s.closed {
-		s.sendMu.RUnlock()
-		return ErrClosed
-	}
-	select {
-	case s.reqs <- req:
-		s.sendMu.RUnlock()
-	case <-ctx.Done():
-		s.sendMu.RUnlock()
-		return ctx.Err()
-	}
-	select {
-	case err := <-req.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.do(ctx, &appendReq{recover: true, done: make(chan error, 1)})
 }
 
 // Degraded is a stream that refuses appends, and why.

@@ -238,7 +238,17 @@ func (l *Log) Seal(ctx context.Context, stream string) error {
 	if err := s.retryFailed(ctx); err != nil {
 		return err
 	}
-	req := &appendReq{seal: true, done: make(chan error, 1)}
+	if err := s.do(ctx, &appendReq{seal: true, done: make(chan error, 1)}); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("seal stream %s: %w", stream, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// do queues a request that carries no events (a seal, a recover) and
+// waits for the writer's answer.
+func (s *stream) do(ctx context.Context, req *appendReq) error {
 	s.sendMu.RLock()
 	if s.closed {
 		s.sendMu.RUnlock()
@@ -253,10 +263,7 @@ func (l *Log) Seal(ctx context.Context, stream string) error {
 	}
 	select {
 	case err := <-req.done:
-		if err != nil {
-			return fmt.Errorf("seal stream %s: %w", stream, err)
-		}
-		return nil
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
