@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -64,4 +65,25 @@ func TestBodyReadsAreBounded(t *testing.T) {
 	require.Eventually(t, func() bool { return len(ts.srv.bodies) == 0 }, 20*time.Second, 10*time.Millisecond)
 	code, out = ts.call("POST", "/v1/search", map[string]any{"query": "x"})
 	assert.Equal(t, 200, code, "%s", out)
+}
+
+// TestUncleanPathsRefused: a path with . or .. parts or doubled slashes
+// gets a JSON 400 naming the clean form (ServeMux would answer an HTML
+// redirect), and reaches no route.
+func TestUncleanPathsRefused(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	for _, p := range []string{"/v1/.", "/v1/../v1/healthz", "/v1//healthz", "/v1/sessions/../../etc/packet", "/ui/./"} {
+		req, err := http.NewRequest("GET", ts.url+p, nil)
+		require.NoError(t, err)
+		req.URL.Opaque = p // send it as written
+		req.Header.Set("Authorization", "Bearer "+ts.token)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", p, body)
+		assert.Contains(t, string(body), "not in its clean form", "%s", p)
+	}
+	code, _ := ts.call("GET", "/v1/healthz", nil)
+	assert.Equal(t, 200, code)
 }

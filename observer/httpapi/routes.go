@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"dshmem/events"
@@ -74,10 +76,33 @@ func (s *Server) Handler() http.Handler {
 	add("/v1/metrics", route{"metrics", http.MethodGet, s.handleMetrics})
 	add("/v1/ui/link", route{"ui_link", http.MethodPost, s.handleUILink})
 	mux.HandleFunc("/ui/", s.servePage)
+	// ServeMux answers a path with . or .. parts or doubled slashes with
+	// an HTML redirect to its clean form; the API answers in JSON, and a
+	// client that sent such a path has a bug worth saying.
+
 	add("/", route{"unknown", "", func(w http.ResponseWriter, r *http.Request) (int, error) {
 		return writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s: the API v1 lives under /v1/ (see the README, \"HTTP API v1\")", r.Method, r.URL.Path))
 	}})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := cleanPath(r.URL.Path); c != r.URL.Path {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("path %q is not in its clean form (no . or .. parts, no doubled slashes): send %q", r.URL.Path, c))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is p without . and .. parts and doubled slashes, keeping a
+// trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // serve runs one route: token, method, concurrency slot, body cap.
