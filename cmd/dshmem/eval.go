@@ -13,7 +13,7 @@ func init() {
 		name:    "eval",
 		summary: "measure recall (MADial-Bench) or distillation (the labelled corpus)",
 		usage: `eval madial --data DIR [--json]
-eval distill [--data DIR] [--distiller rules|openai] [--split tune|test|all] [--answers FILE] [--base-url URL] [--model M] [--confusions N] [--json]
+       dshmem eval distill [--data DIR] [--distiller rules|openai] [--split tune|test|all] [--answers FILE] [--base-url URL] [--model M] [--confusions N] [--json]
 
 Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
 that user's memories are folded as memory/remember events into a

@@ -130,17 +130,17 @@ func printScrubReport(env *cliEnv, rep scrub.Report) {
 	if rep.Sources {
 		src = " and the events they were learnt from"
 	}
-	fmt.Fprintf(w, "%s %d forgotten entries%s: %d events in %d segments of %d streams\n",
-		verb, rep.Entries, src, rep.Events, rep.Segments, len(rep.Streams))
+	fmt.Fprintf(w, "%s %s%s: %s in %s of %s\n",
+		verb, plural(rep.Entries, "forgotten entry"), src, plural(rep.Events, "event"), plural(rep.Segments, "segment"), plural(len(rep.Streams), "stream"))
 	for _, s := range rep.Streams {
 		sealed := ""
 		if s.Sealed {
 			sealed = " (its active segment sealed first)"
 		}
 		if rep.DryRun {
-			fmt.Fprintf(w, "  %s: %d events in %d segments (%d bytes)\n", s.Stream, s.Events, s.Segments, s.BytesBefore)
+			fmt.Fprintf(w, "  %s: %s in %s (%d bytes)\n", s.Stream, plural(s.Events, "event"), plural(s.Segments, "segment"), s.BytesBefore)
 		} else {
-			fmt.Fprintf(w, "  %s: %d events in %d segments, %d → %d bytes%s\n", s.Stream, s.Events, s.Segments, s.BytesBefore, s.BytesAfter, sealed)
+			fmt.Fprintf(w, "  %s: %s in %s, %d → %d bytes%s\n", s.Stream, plural(s.Events, "event"), plural(s.Segments, "segment"), s.BytesBefore, s.BytesAfter, sealed)
 		}
 	}
 	switch {
