@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"dshmem/events"
 	"dshmem/observer"
@@ -60,14 +59,16 @@ func crashChild(v string) {
 			fmt.Fprintln(os.Stderr, "child backup:", err)
 			os.Exit(3)
 		}
+		fmt.Println("backed-up")
 	}
 }
 
 // TestBackupKill9 kills a process that ingests and backs up, with
-// SIGKILL at random moments once it is ready, and checks after each
-// kill that the backup directory still verifies and restores into a
-// root that equals its replay; at the end, that the next backup is
-// clean. The seed is fixed; where the kills land depends on timing.
+// SIGKILL placed by the child's own signals — after "ready" and a number
+// of "backed-up" lines drawn from the seed, so the kill lands in the
+// next ingest or backup — and checks after each kill that the backup
+// directory still verifies and restores into a root that equals its
+// replay; at the end, that the next backup is clean.
 func TestBackupKill9(t *testing.T) {
 	const kills = 12
 	base := t.TempDir()
@@ -85,7 +86,15 @@ func TestBackupKill9(t *testing.T) {
 		require.NoError(t, cmd.Start())
 		sc := bufio.NewScanner(out)
 		require.True(t, sc.Scan() && sc.Text() == "ready", "kill %d: the child did not get ready: %s", k, stderr.String())
-		time.Sleep(time.Duration(5+rng.IntN(400)) * time.Millisecond) // where the kill lands
+		// Where the kill lands: after 0 to 2 more backups; the first kill
+		// waits for one, so a backup exists to check.
+		want := rng.IntN(3)
+		if k == 0 {
+			want = max(want, 1)
+		}
+		for n := 0; n < want; n++ {
+			require.True(t, sc.Scan() && sc.Text() == "backed-up", "kill %d: the child stopped before backup %d: %s", k, n+1, stderr.String())
+		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		cmd.Wait()
 		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)

@@ -31,6 +31,9 @@ func TestScrubRoute(t *testing.T) {
 	require.Equal(t, 1, dry.Events)
 
 	// A hand edit not synced is refused with 409, and nothing changes.
+	// (The files are written in the background after a fold: bring them
+	// up to the index before editing one.)
+	require.NoError(t, ts.eng.WriteFiles(t.Context()))
 	gm := filepath.Join(root, "global.md")
 	orig, err := os.ReadFile(gm)
 	require.NoError(t, err)
