@@ -442,3 +442,47 @@ func refusedUntouched(t *testing.T, dir, seg string, off int64, damaged []byte) 
 	b := brokenFiles(t, dir)
 	require.Len(t, b, 0, "got .broken files %v for corruption", b)
 }
+
+// TestSplicedBatchIsCaught: a batch taken from another log of the same
+// stream, with the right seqs and count, put in place of the original —
+// every frame checksum and every seq still fits — is caught by the hash
+// chain alone, with the segment and the batch's offset.
+func TestSplicedBatchIsCaught(t *testing.T) {
+	dirA, _ := writeBatches(t, Options{}, 3, 3, 3, 3)
+	// Log B: the same stream, the same batch sizes, other events.
+	dirB := t.TempDir()
+	lb := openLog(t, dirB, Options{})
+	for i := range 4 {
+		evs := testEvents(1000+i*3, 3)
+		for k := range evs {
+			evs[k].Data = []byte(`{"text":"from another log"}`)
+		}
+		mustAppend(t, lb, "global", evs)
+	}
+	require.NoError(t, lb.Close())
+	segA := segmentPaths(t, dirA, "global")[0]
+	segB := segmentPaths(t, dirB, "global")[0]
+	ba, bb := readBatches(t, segA), readBatches(t, segB)
+	require.Len(t, ba, 4)
+	require.Len(t, bb, 4)
+	a, err := os.ReadFile(segA)
+	require.NoError(t, err)
+	b, err := os.ReadFile(segB)
+	require.NoError(t, err)
+	// Batch 2 (seqs 4..6) of B replaces batch 2 of A.
+	require.Equal(t, ba[1].Header.FirstSeq, bb[1].Header.FirstSeq)
+	require.Equal(t, ba[1].Header.Count, bb[1].Header.Count)
+	spliced := append(append(append([]byte(nil), a[:ba[1].Offset]...), b[bb[1].Offset:bb[1].End]...), a[ba[1].End:]...)
+	require.NoError(t, os.WriteFile(segA, spliced, 0o644))
+
+	problems, err := Verify(dirA)
+	require.NoError(t, err)
+	require.NotEmpty(t, problems, "a spliced batch passed Verify")
+	p := problems[0]
+	assert.Equal(t, segA, p.Segment)
+	assert.Contains(t, p.Msg, "prev hash", "the problem is the hash chain, not a seq: %v", p)
+	assert.False(t, p.Repairable, "a spliced batch is corruption, not a torn tail: %v", p)
+	// And the writer refuses to open over it.
+	_, err = OpenLog(dirA, Options{})
+	require.Error(t, err, "OpenLog accepted a log with a spliced batch")
+}
