@@ -19,12 +19,14 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(c)
 	sessions := fs.Int("sessions", 16, "concurrent sessions")
 	seconds := fs.Int("seconds", 60, "how long to drive them")
+	slow := fs.Int("slow", 0, "hostile clients sending their bodies one byte every 2 s beside the sessions")
+	sample := fs.Int("sample-seconds", 10, "how often memory, goroutines and descriptors are sampled")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
-	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 {
-		return usageError{"--sessions must be 1..1024 and --seconds 1..3600"}
+	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 || *slow < 0 || *slow > 2000 || *sample < 1 {
+		return usageError{"--sessions must be 1..1024, --seconds 1..3600, --slow 0..2000 and --sample-seconds at least 1"}
 	}
 	stop, err := startCPUProfile(profile)
 	if err != nil {
@@ -36,7 +38,8 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("make temporary root: %w", err)
 	}
 	defer os.RemoveAll(root)
-	res, err := bench.BenchServe(ctx, root, bench.ServeBenchOptions{Sessions: *sessions, Duration: time.Duration(*seconds) * time.Second})
+	res, err := bench.BenchServe(ctx, root, bench.ServeBenchOptions{Sessions: *sessions, Duration: time.Duration(*seconds) * time.Second,
+		Slow: *slow, Sample: time.Duration(*sample) * time.Second})
 	if err != nil {
 		return err
 	}
@@ -56,6 +59,22 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "  packets: %d computed (%d discarded as stale), %d served, not served: %s; %d intake calls\n",
 			res.Packets.Computed, res.Packets.Discarded, res.Packets.Served, notServed, res.IntakeCalls)
+		if res.Slow > 0 {
+			fmt.Fprintf(env.stdout, "  slow clients: %d beside the sessions, cut off %d times\n", res.Slow, res.SlowCutOff)
+		}
+		if n := len(res.Samples); n > 1 {
+			first, last := res.Samples[0], res.Samples[n-1]
+			minRSS, maxRSS, maxG, maxFD := first.RSSMiB, first.RSSMiB, first.Goroutines, first.FDs
+			for _, x := range res.Samples[1:] {
+				minRSS, maxRSS = min(minRSS, x.RSSMiB), max(maxRSS, x.RSSMiB)
+				maxG, maxFD = max(maxG, x.Goroutines), max(maxFD, x.FDs)
+			}
+			// The first sample is before any load; the second is the
+			// first under it, which a steady process stays near.
+			second := res.Samples[1]
+			fmt.Fprintf(env.stdout, "  process (client and server): RSS %.0f MiB at start, %.0f under load at first, %.0f at the end (min %.0f, max %.0f); goroutines %d → %d (max %d); descriptors %d → %d (max %d); %d samples\n",
+				first.RSSMiB, second.RSSMiB, last.RSSMiB, minRSS, maxRSS, second.Goroutines, last.Goroutines, maxG, second.FDs, last.FDs, maxFD, n)
+		}
 	}
 	if res.Lost > 0 || res.Errors() > 0 {
 		return fmt.Errorf("bench serve: %d events lost, %d request errors", res.Lost, res.Errors())
@@ -63,7 +82,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--json]
+const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--slow K] [--sample-seconds T] [--json]
 
 Runs a real server (no DSH watcher, no automatic checkpoints) over a
 fresh temporary root, removed afterwards, on 127.0.0.1, seeds 25 memory
@@ -82,5 +101,12 @@ With no pause, the sessions keep both cores busy: the latencies are
 those of a saturated server. Prints p50/p99 per route, events/s,
 packets computed, served and not served (by reason), and intake calls;
 then checks that every pushed event is in the log (lost must be 0).
+Beside the sessions, a prober calls GET /v1/healthz every 50 ms (its
+latency is the healthz row), and --slow K hostile clients each send a
+request's headers and then its body one byte every 2 s, again as soon as
+the server cuts them off (it answers 408 after its body timeout). Every
+T seconds the process's resident memory, goroutines and file descriptors
+are sampled (client and server share the process). A soak:
+  dshmem bench serve --sessions 64 --slow 300 --seconds 600
 Exits 1 on any lost event or request error. --root is not used.
 `

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dshmem/events"
@@ -22,6 +27,13 @@ import (
 type ServeBenchOptions struct {
 	Sessions int           // concurrent sessions; 0 → 16
 	Duration time.Duration // how long to drive them; 0 → 60 s
+	// Slow is how many hostile clients run beside the sessions, each
+	// sending its headers and then a body one byte every 2 s, again as
+	// soon as the server cuts it off (0: none).
+	Slow int
+	// Sample is how often the process's memory, goroutines and file
+	// descriptors are sampled (0 → 10 s).
+	Sample time.Duration
 }
 
 // ServeBenchResult is what BenchServe measured. Lost and the routes'
@@ -35,7 +47,20 @@ type ServeBenchResult struct {
 	Lost         int               `json:"lost"` // pushed and acknowledged, but not in the log
 	IntakeCalls  uint64            `json:"intakeCalls"`
 	Packets      ServeBenchPackets `json:"packets"`
-	Routes       []ServeBenchRoute `json:"routes"` // events, recall, packet
+	Routes       []ServeBenchRoute `json:"routes"` // events, recall, packet, healthz
+	Slow         int               `json:"slow"`   // hostile slow-body clients beside the sessions
+	SlowCutOff   int               `json:"slowCutOff"`
+	// Samples are the process's resources over the run (client and
+	// server share the process, so the counts include the clients').
+	Samples []ServeBenchSample `json:"samples"`
+}
+
+// ServeBenchSample is one sample of the process's resources.
+type ServeBenchSample struct {
+	Seconds    float64 `json:"seconds"`
+	RSSMiB     float64 `json:"rssMiB"`
+	Goroutines int     `json:"goroutines"`
+	FDs        int     `json:"fds"`
 }
 
 // ServeBenchPackets are the server's packet counters at the end of a run.
@@ -71,7 +96,7 @@ var serveBenchTopics = []string{"database migrations", "deploy pipeline", "front
 
 // serveBenchRoutes are the routes a session drives, in the order they
 // are reported.
-var serveBenchRoutes = []string{"events", "recall", "packet"}
+var serveBenchRoutes = []string{"events", "recall", "packet", "healthz"}
 
 // BenchServe runs a real server (no DSH watcher, no automatic
 // checkpoints) over a fresh root on 127.0.0.1, seeds 25 entries in each
@@ -86,6 +111,9 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 	}
 	if o.Duration <= 0 {
 		o.Duration = 60 * time.Second
+	}
+	if o.Sample <= 0 {
+		o.Sample = 10 * time.Second
 	}
 	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
@@ -210,8 +238,62 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			mu.Unlock()
 		}()
 	}
+	// A health prober (what a host's heartbeat does), the hostile slow
+	// clients and the resource sampler run beside the sessions.
+	var side sync.WaitGroup
+	side.Add(1)
+	go func() {
+		defer side.Done()
+		var local []time.Duration
+		bad := 0
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			t0 := time.Now()
+			code, err := call("GET", "/v1/healthz", nil)
+			local = append(local, time.Since(t0))
+			if err != nil || code != 200 {
+				bad++
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		mu.Lock()
+		lat["healthz"] = local
+		errorsBy["healthz"] += bad
+		mu.Unlock()
+	}()
+	var cutOff atomic.Int64
+	for range o.Slow {
+		side.Add(1)
+		go func() {
+			defer side.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if slowBody(ctx, l.Addr().String(), srv.Token(), deadline) {
+					cutOff.Add(1)
+				}
+			}
+		}()
+	}
+	var samples []ServeBenchSample
+	side.Add(1)
+	go func() {
+		defer side.Done()
+		t := time.NewTicker(o.Sample)
+		defer t.Stop()
+		samples = append(samples, sampleProcess(0))
+		for {
+			select {
+			case <-t.C:
+				samples = append(samples, sampleProcess(time.Since(start).Seconds()))
+				if time.Now().After(deadline) {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	wg.Wait()
 	elapsed := time.Since(start)
+	side.Wait()
 	if err := stop(); err != nil {
 		return ServeBenchResult{}, err
 	}
@@ -234,7 +316,8 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 		}
 	}
 	m := srv.Metrics()
-	res := ServeBenchResult{Sessions: o.Sessions, Seconds: elapsed.Seconds(), Events: total,
+	res := ServeBenchResult{Sessions: o.Sessions, Slow: o.Slow, SlowCutOff: int(cutOff.Load()), Samples: samples,
+		Seconds: elapsed.Seconds(), Events: total,
 		EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost, IntakeCalls: m.IntakeCalls.Load(),
 		Packets: ServeBenchPackets{Computed: m.PacketsComputed.Load(), Discarded: m.PacketsDiscarded.Load(),
 			Served: m.PacketsServed.Load(), Suppressed: m.Suppressed()}}
@@ -245,4 +328,47 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			P50ms: millis(percentile(ds, 0.50)), P99ms: millis(percentile(ds, 0.99))})
 	}
 	return res, nil
+}
+
+// slowBody is one hostile client: it sends a request's headers and then
+// its body one byte every 2 seconds until the server cuts it off (true)
+// or the run ends.
+func slowBody(ctx context.Context, addr, token string, deadline time.Time) bool {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		time.Sleep(100 * time.Millisecond)
+		return false
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/search HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\n", token)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := conn.Write([]byte(" ")); err != nil {
+			return true
+		}
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 512)
+		if n, err := conn.Read(buf); n > 0 || err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return true // answered (408) or closed
+		}
+	}
+	return false
+}
+
+// sampleProcess reads this process's resident memory, goroutines and
+// open file descriptors (Linux; zero where /proc is missing).
+func sampleProcess(at float64) ServeBenchSample {
+	s := ServeBenchSample{Seconds: at, Goroutines: runtime.NumGoroutine()}
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		s.FDs = len(ents)
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				var kb float64
+				fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
+				s.RSSMiB = kb / 1024
+			}
+		}
+	}
+	return s
 }
