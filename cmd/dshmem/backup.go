@@ -77,15 +77,9 @@ func runBackup(ctx context.Context, env *cliEnv, args []string) error {
 	eng, err := openExisting(ctx, env)
 	var rep backup.Report
 	if err != nil {
-		cl, ok := httpapi.Serving(env.root, err)
-		if !ok {
-			return httpapi.NotServing(err)
-		}
-		body, _ := json.Marshal(httpapi.BackupAPIRequest{To: abs})
-		if err := cl.Post(ctx, "/v1/backup", body, &rep); err != nil {
+		if err := onServer(ctx, env, err, sayRunBy, "/v1/backup", httpapi.BackupAPIRequest{To: abs}, &rep, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stderr, "dshmem: run by the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	} else {
 		defer eng.Close()
 		if rep, err = backup.Run(ctx, eng, backup.Options{To: abs}); err != nil {
@@ -96,9 +90,7 @@ func runBackup(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(env, rep)
 	}
 	printBackup(env, rep)
 	return nil

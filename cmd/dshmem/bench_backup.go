@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -28,9 +27,7 @@ func benchBackup(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("bench backup: %w", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(env, r)
 	}
 	built := "cached"
 	if r.Built {

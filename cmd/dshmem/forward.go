@@ -15,6 +15,42 @@ import (
 // The write commands below run when the root is held by `dshmem serve`:
 // they send their change to it (httpapi.Client) and print its answer.
 
+// onServer sends req (JSON) to path on the server holding the root and
+// decodes its answer into resp; it first says on stderr who runs it,
+// with say (a format taking the server's pid and address). With no
+// server holding the root, it returns the open error that sent it here,
+// explained (httpapi.NotServing). client, when set, replaces the
+// server's client (a long run outlasts its default timeout).
+func onServer(ctx context.Context, env *cliEnv, openErr error, say, path string, req, resp any, client *http.Client) error {
+	cl, ok := httpapi.Serving(env.root, openErr)
+	if !ok {
+		return httpapi.NotServing(openErr)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode the request for %s: %w", path, err)
+	}
+	fmt.Fprintf(env.stderr, "dshmem: "+say+"\n", cl.Info.PID, cl.Info.Addr)
+	if client != nil {
+		cl.HTTP = client
+	}
+	return cl.Post(ctx, path, body, resp)
+}
+
+// What onServer says.
+const (
+	sayRunBy  = "run by the server holding the root (pid %d, %s)"
+	saySentTo = "sent to the server holding the root (pid %d, %s)"
+)
+
+// printJSON prints v as indented JSON, HTML characters as they are.
+func printJSON(env *cliEnv, v any) error {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
 // forwardIngest sends the input of `dshmem ingest` to the server as
 // JSONL, in calls under the server's cap, one after the other (so the
 // server sees them in input order). Line numbers in the errors are those

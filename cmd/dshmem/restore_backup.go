@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"dshmem/observer/backup"
@@ -52,9 +51,7 @@ func runRestoreBackup(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(env, rep)
 	}
 	fmt.Fprintf(env.stdout, "restored %s from %s (generation %d): %d segments (%s), %d events\n",
 		rep.Root, rep.From, rep.Generation, rep.Files, byteSize(rep.Bytes), rep.Events)

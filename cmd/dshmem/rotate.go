@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -43,14 +42,9 @@ func runRotate(ctx context.Context, env *cliEnv, args []string) error {
 	var rep backup.RotateReport
 	eng, err := openExisting(ctx, env)
 	if err != nil {
-		cl, ok := httpapi.Serving(env.root, err)
-		if !ok {
-			return httpapi.NotServing(err)
-		}
-		if err := cl.Post(ctx, "/v1/rotate", []byte(`{}`), &rep); err != nil {
+		if err := onServer(ctx, env, err, sayRunBy, "/v1/rotate", httpapi.RotateAPIRequest{}, &rep, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stderr, "dshmem: run by the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	} else {
 		defer eng.Close()
 		if rep, err = backup.Rotate(ctx, eng, time.Time{}); err != nil {
@@ -61,9 +55,7 @@ func runRotate(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(env, rep)
 	}
 	if len(rep.Days) == 0 {
 		fmt.Fprintf(env.stdout, "nothing to rotate: no session file of a day before %s is left in sessions/\n", rep.Before)

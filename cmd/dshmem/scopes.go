@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -187,11 +186,6 @@ func scopeArg(s string) (string, error) {
 // forwardScope sends archive, restore or purge to the server holding
 // the root.
 func forwardScope(ctx context.Context, env *cliEnv, openErr error, verb, arg, confirm string, asJSON bool) error {
-	cl, ok := httpapi.Serving(env.root, openErr)
-	if !ok {
-		return httpapi.NotServing(openErr)
-	}
-	body, _ := json.Marshal(httpapi.ScopeAPIRequest{Key: arg, Confirm: confirm})
 	var out any
 	var info observer.ScopeInfo
 	var rep observer.PurgeReport
@@ -200,14 +194,13 @@ func forwardScope(ctx context.Context, env *cliEnv, openErr error, verb, arg, co
 	} else {
 		out = &info
 	}
-	if err := cl.Post(ctx, "/v1/scopes/"+verb, body, out); err != nil {
+	if err := onServer(ctx, env, openErr, saySentTo, "/v1/scopes/"+verb, httpapi.ScopeAPIRequest{Key: arg, Confirm: confirm}, out, nil); err != nil {
 		var re *httpapi.RefusedError
 		if errors.As(err, &re) {
 			return fmt.Errorf("scopes %s: %s", verb, re.Message)
 		}
 		return err
 	}
-	fmt.Fprintf(env.stderr, "dshmem: sent to the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	if verb == "purge" {
 		return printScopeChange(env, verb, rep, asJSON)
 	}
@@ -233,11 +226,4 @@ func printScopeChange(env *cliEnv, verb string, out any, asJSON bool) error {
 		}
 	}
 	return nil
-}
-
-func printJSON(env *cliEnv, v any) error {
-	enc := json.NewEncoder(env.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,14 +79,8 @@ func runScrub(ctx context.Context, env *cliEnv, args []string) error {
 	eng, err := openExisting(ctx, env)
 	var rep scrub.Report
 	if err != nil {
-		cl, ok := httpapi.Serving(env.root, err)
-		if !ok {
-			return httpapi.NotServing(err)
-		}
-		fmt.Fprintf(env.stderr, "dshmem: the server holding the root (pid %d, %s) runs the scrub; waiting for it\n", cl.Info.PID, cl.Info.Addr)
-		cl.HTTP = &http.Client{} // a scrub of a large root outlasts the default timeout; ctx still ends it
-		body, _ := json.Marshal(httpapi.ScrubAPIRequest{Sources: *sources, DryRun: *dryRun})
-		if err := cl.Post(ctx, "/v1/scrub", body, &rep); err != nil {
+		// A scrub of a large root outlasts the default timeout; ctx still ends it.
+		if err := onServer(ctx, env, err, "the server holding the root (pid %d, %s) runs the scrub; waiting for it", "/v1/scrub", httpapi.ScrubAPIRequest{Sources: *sources, DryRun: *dryRun}, &rep, &http.Client{}); err != nil {
 			return err
 		}
 	} else {
@@ -105,9 +98,7 @@ func runScrub(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(env, rep)
 	}
 	printScrubReport(env, rep)
 	return nil
