@@ -128,8 +128,9 @@
 //     against what was committed) and go on; if the cause is still
 //     there the stream stays failed for another RetryAfter. Reopening
 //     the log does the same at once.
-//   - A writer closes its segment file when its queue is empty, so idle
-//     streams hold no file descriptor.
+//   - A writer closes its segment file after a second with nothing to
+//     write, so idle streams hold no file descriptor and a busy one does
+//     not reopen its file for every batch.
 //   - A segment that reached Options.SegmentSize (or that Seal sealed)
 //     gets a seal record and is never appended to again; Rewrite may
 //     replace it whole (see Rewriting). Only the last segment of a

@@ -146,8 +146,8 @@ func TestIdleStreamsHoldNoFile(t *testing.T) {
 		_, err := l.Append(context.Background(), fmt.Sprintf("ws-%020d", i), testEvents(0, 1))
 		require.NoError(t, err)
 	}
-	// Each writer closes its file once its queue is empty, after it
-	// answered: wait for the last ones to get there.
+	// Each writer closes its file a second after its last write: wait
+	// for them to get there.
 	require.Eventually(t, func() bool { return fds() < before+20 }, 10*time.Second, 10*time.Millisecond,
 		"%d descriptors open after writing 200 streams, %d before", fds(), before)
 	// And they still take appends (the file is opened again).

@@ -340,7 +340,28 @@ func (s *stream) run() {
 	defer close(s.done)
 	maxGroup := 16 * s.log.opts.MaxBatch
 	var group []*appendReq
-	for req := range s.reqs {
+	// A stream idle for idleClose closes its segment file; the next
+	// write opens it again. So a root with thousands of workspaces holds
+	// no descriptor for the streams nobody writes to, while a busy stream
+	// does not reopen its file for every batch.
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
+	for {
+		var req *appendReq
+		var ok bool
+		select {
+		case req, ok = <-s.reqs:
+		case <-idle.C:
+			if s.wFile != nil {
+				s.wFile.Close()
+				s.wFile = nil
+			}
+			continue
+		}
+		if !ok {
+			break
+		}
 		group = append(group[:0], req)
 		n := len(req.tails)
 	drain:
@@ -368,12 +389,8 @@ func (s *stream) run() {
 		}
 		s.answer(group[start:])
 		clear(group)
-		if len(s.reqs) == 0 && s.wFile != nil {
-			// Idle: the file is opened again by the next write, so a
-			// root with thousands of workspaces holds no descriptor for
-			// the streams nobody writes to.
-			s.wFile.Close()
-			s.wFile = nil
+		if s.wFile != nil {
+			idle.Reset(idleClose)
 		}
 	}
 	if s.wFile != nil {
@@ -381,6 +398,10 @@ func (s *stream) run() {
 		s.wFile = nil
 	}
 }
+
+// idleClose is how long a stream's writer keeps its segment file open
+// with nothing to write.
+const idleClose = time.Second
 
 // answer commits group and tells each of its callers the outcome.
 func (s *stream) answer(group []*appendReq) {
