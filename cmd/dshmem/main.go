@@ -123,7 +123,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "Run 'dshmem %s --help' for details.\n", c.name)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "dshmem %s: %v\n", c.name, err)
+		// A package named like the command (backup, replay, scrub) starts
+		// its errors with that name: say it once.
+		msg := strings.TrimPrefix(err.Error(), c.name+": ")
+		fmt.Fprintf(stderr, "dshmem %s: %s\n", c.name, msg)
 		return 1
 	}
 }

@@ -257,3 +257,12 @@ func TestIngestMissingFileSaysWhatToPass(t *testing.T) {
 	require.Contains(t, errs, "standard input", "exit %d, stderr %q", code, errs)
 	require.NotContains(t, errs, "open input", "exit %d, stderr %q", code, errs)
 }
+
+// TestErrorNamesCommandOnce: an error of a package named like the
+// command is not prefixed twice ("dshmem backup: backup: …").
+func TestErrorNamesCommandOnce(t *testing.T) {
+	code, _, errs := cli(t, "", "--root", t.TempDir(), "backup", "verify", filepath.Join(t.TempDir(), "none"))
+	require.Equal(t, 1, code, errs)
+	assert.Contains(t, errs, "dshmem backup: no manifest:")
+	assert.NotContains(t, errs, "backup: backup:")
+}
