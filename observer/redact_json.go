@@ -166,6 +166,8 @@ var (
 		"authorization": true, "cookie": true, "cookies": true, "credential": true, "credentials": true,
 		"auth": true, "pwd": true, "signature": true, "otp": true,
 		"密码": true, "口令": true, "密钥": true, "秘钥": true, "私钥": true, "令牌": true,
+		"passwort": true, "kennwort": true, "contraseña": true, "senha": true, "пароль": true,
+		"パスワード": true, "비밀번호": true, "암호": true,
 	}
 	secretPairs = map[string]bool{
 		"api key": true, "access key": true, "private key": true, "secret key": true, "auth key": true,
@@ -187,6 +189,9 @@ func SecretKey(key string) bool {
 		return false
 	}
 	if secretWords[words[n-1]] {
+		return true
+	}
+	if n >= 2 && words[n-1] == "pass" { // db_pass, mysqlPass; a bare "pass" may be a test's
 		return true
 	}
 	return n >= 2 && secretPairs[words[n-2]+" "+words[n-1]]

@@ -18,11 +18,12 @@ func TestSecretKey(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY": true, "aws_access_key": true, "authorization": true, "Authorization": true,
 		"cookie": true, "Set-Cookie": true, "credentials": true, "auth": true, "signing_key": true, "密码": true,
 		"令牌": true, "refreshToken": true, "encryption-key": true, "otp": true,
+		"Passwort": true, "contraseña": true, "пароль": true, "パスワード": true, "비밀번호": true, "db_pass": true, "mysqlPass": true,
 		// Not secrets: counts, kinds, names, hashes, ids.
 		"max_tokens": false, "input_tokens": false, "token_count": false, "tokenizer": false, "token_type": false,
 		"secret_name": false, "password_hash": false, "passwordHint": false, "key": false, "cache_key": false,
 		"keys": false, "author": false, "authority": false, "senderSessionId": false, "sessionId": false,
-		"access_key_id": false, "primaryKey": false, "keyboard": false, "": false, "monkey": false, "tokens": false,
+		"pass": false, "bypass": false, "passes": false, "access_key_id": false, "primaryKey": false, "keyboard": false, "": false, "monkey": false, "tokens": false,
 	} {
 		assert.Equal(t, want, SecretKey(key), "SecretKey(%q)", key)
 	}
@@ -77,6 +78,16 @@ func TestRedactNewShapes(t *testing.T) {
 		{"ADOPassword", "Server=s;Uid=u;Pwd=Pa55w0rd!;", "Server=s;Uid=u;Pwd=[REDACTED:connection-string];"},
 		{"ChineseIs", "WiFi 密码是Fake8888，连上就行", "WiFi 密码是[REDACTED:secret-label-zh]，连上就行"},
 		{"ChineseQuestionStays", "密码是什么？", "密码是什么？"},
+		// The word for password in other languages, and other shapes.
+		{"Japanese", "パスワード: Hunter2xyz9", "パスワード: [REDACTED:password]"},
+		{"Korean", "비밀번호=Qwe12345rt", "비밀번호=[REDACTED:password]"},
+		{"Spanish", "la contraseña: Secreto123x", "la contraseña: [REDACTED:password]"},
+		{"German", "Passwort=Geheim123x", "Passwort=[REDACTED:password]"},
+		{"French", "mot de passe : Secret123x", "mot de passe : [REDACTED:password]"},
+		{"Russian", "пароль: Tajna123x9", "пароль: [REDACTED:password]"},
+		{"EnvPassSuffix", "DB_PASS=Zx81kd92jd", "DB_PASS=[REDACTED:password]"},
+		{"BypassStays", "bypass: enabled", "bypass: enabled"},
+		{"RedisCLI", "redis-cli -h cache -a Zx81kd92jd ping", "redis-cli -h cache -a [REDACTED:cli-password] ping"},
 	}
 	r := NewRedactor()
 	for _, tt := range tests {

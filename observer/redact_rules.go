@@ -74,7 +74,10 @@ type rule struct {
 // value is quoted, or an unquoted run that stops at white space, quotes,
 // , ; & ) } < > and CJK text or punctuation. No match spans lines.
 const (
-	credWord = `(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|credentials?)` +
+	// credLabels are the word for a password in other languages (and a
+	// key ending in _pass: DB_PASS, MYSQL_PASS; not "bypass").
+	credLabels = `密码|口令|密钥|秘钥|私钥|令牌|passwort|kennwort|contraseña|senha|mot de passe|пароль|パスワード|비밀번호|암호|_pass\b`
+	credWord   = `(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|credentials?)` +
 		`(?:[_.-]?(?:key|base|value|b64))?`
 	kvSep        = `["']?[ \t]*(?::=|=>|[:=：])[ \t]*`
 	unquotedChar = `[^\s"'\x60,;&)}<>\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\x{3000}-\x{303F}\x{FF00}-\x{FFEF}]`
@@ -135,6 +138,10 @@ var rules = []rule{
 		// prompts; "-p name" is a database name).
 		re:     regexp.MustCompile(`\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?[ \t]-p([^\s"'-][^\s"']*)`),
 		groups: []int{1}, valid: plausibleValue},
+	{kind: kindCLIPassword, hints: []string{"redis-cli"}, perLine: true,
+		// redis-cli -a PASSWORD (and --pass is the option rule's).
+		re:     regexp.MustCompile(`\bredis-cli\b[^\n|;&]*?[ \t]-a[ \t]+["']?([^\s"'-][^\s"']*)`),
+		groups: []int{1}, valid: plausibleValue},
 	{kind: kindCLIPassword, hints: []string{"sshpass", "login"}, perLine: true,
 		re:     regexp.MustCompile(`\b(?:sshpass[ \t]+-p|(?:docker|podman|helm|oras|buildah)[ \t]+(?:registry[ \t]+)?login\b[^\n|;&]*?[ \t](?:-p|--password))[ \t]*["']?([^\s"']+)`),
 		groups: []int{1}, valid: plausibleValue},
@@ -165,8 +172,9 @@ var rules = []rule{
 		// 密码是…, 令牌为…, 密钥用… : an ASCII value after a verb.
 		re:     regexp.MustCompile(`(?:密码|口令|密钥|秘钥|私钥|令牌|授权码)(?:是|为|用的是|改成|设为)[ \t]*["'“「]?([A-Za-z0-9!@#$%^&*._+/=~-]{4,})`),
 		groups: []int{1}, valid: plausibleValue},
-	{kind: kindPassword, late: true, hints: []string{"pass", "secret", "token", "key", "credential", "密码", "口令", "密钥", "秘钥", "私钥", "令牌"}, perLine: true,
-		re:     regexp.MustCompile(`(?i)(?:` + credWord + `|密码|口令|密钥|秘钥|私钥|令牌)` + kvSep + kvValue),
+	{kind: kindPassword, late: true, hints: []string{"pass", "secret", "token", "key", "credential", "密码", "口令", "密钥", "秘钥", "私钥", "令牌",
+		"contrase", "senha", "mot de passe", "пароль", "パスワード", "비밀번호", "암호"}, perLine: true,
+		re:     regexp.MustCompile(`(?i)(?:` + credWord + `|` + credLabels + `)` + kvSep + kvValue),
 		groups: []int{1, 2, 3}, valid: plausibleValue},
 }
 
