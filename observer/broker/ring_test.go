@@ -108,6 +108,7 @@ func TestSessionCap(t *testing.T) {
 		observe(fmt.Sprintf("flood-%d", i))
 	}
 	assert.Equal(t, 3, b.Sessions())
+	assert.Equal(t, 1024, PacketOptions{}.withDefaults().MaxSessions, "the default cap README quotes")
 }
 
 // noRecall finds nothing.

@@ -626,6 +626,10 @@ func TestServerTimeoutDefaults(t *testing.T) {
 	require.Equal(t, 2*time.Minute, h.WriteTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
 	require.Equal(t, 2*time.Minute, h.IdleTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
 	require.Equal(t, 10*time.Second, h.ReadHeaderTimeout, "got read %v, write %v, idle %v, header %v; want 30s, 2m, 2m, 10s as ServerOptions says", h.ReadTimeout, h.WriteTimeout, h.IdleTimeout, h.ReadHeaderTimeout)
+	// The bounds README's Reliability section quotes.
+	require.Equal(t, 10*time.Second, ts.srv.opts.BodyTimeout, "a body's deadline")
+	require.Equal(t, 1024, cap(ts.srv.bodies), "bodies read at once")
+	require.Equal(t, DefaultMaxInFlight, cap(ts.srv.slots), "request slots")
 }
 
 // TestServerReadTimeout: a client that sends its headers and part of a
