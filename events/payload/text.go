@@ -131,6 +131,11 @@ func rewriteObject(data []byte, paths []string, op int, fn func(TextField, strin
 	if !changed {
 		return data, false, nil
 	}
+	return joinObject(ms), true, nil
+}
+
+// joinObject writes the members back as a JSON object, in their order.
+func joinObject(ms []member) []byte {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, m := range ms {
@@ -142,7 +147,7 @@ func rewriteObject(data []byte, paths []string, op int, fn func(TextField, strin
 		b.Write(m.value)
 	}
 	b.WriteByte('}')
-	return b.Bytes(), true, nil
+	return b.Bytes()
 }
 
 // rewriteMember applies path p to member m, when p names it.
@@ -277,18 +282,7 @@ func rewriteAny(v json.RawMessage, fn func(string) string) (json.RawMessage, boo
 		if !changed {
 			return v, false, nil
 		}
-		var b bytes.Buffer
-		b.WriteByte('{')
-		for i, m := range ms {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(marshalString(m.key))
-			b.WriteByte(':')
-			b.Write(m.value)
-		}
-		b.WriteByte('}')
-		return b.Bytes(), true, nil
+		return joinObject(ms), true, nil
 	}
 	return v, false, nil
 }
