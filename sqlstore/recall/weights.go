@@ -108,7 +108,18 @@ type Weights struct {
 	// recalls rotate. Injected episodes (memory the host showed the
 	// model) multiply by Injected: they are echoes, not observations.
 	// (They are candidates only with Query.IncludeInjected.)
-	Importance      float64
+	Importance float64
+	// Confidence (0–1, moved by evidence: tool results after an entry
+	// was shown, the user's confirmations and corrections, reuse across
+	// sessions) scales an entry by 1 − Confidence·(1 − c): an entry at
+	// the default 1 is unchanged, one at 0.3 keeps 0.65 of its score at
+	// 0.5. Chosen by TestConfidenceRanksDown (an entry the evidence spoke
+	// against falls below an equal match, not below a clearly better
+	// one: at 0.5 a 0.3 entry loses to an equal 1.0 one and still beats
+	// a match of half its lexical score); MADial is the same at every
+	// value, since its memories are remembered at the default 1
+	// (`dshmem eval madial`, before and after, in README).
+	Confidence      float64
 	Recency         float64
 	RecencyHalfLife time.Duration
 	Shown           float64
@@ -183,6 +194,7 @@ var DefaultWeights = Weights{
 	FetchCap:    64,
 
 	Importance:      0.15,
+	Confidence:      0.5,
 	Recency:         0.1,
 	RecencyHalfLife: 30 * 24 * time.Hour,
 	Shown:           0.5,
