@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,9 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/observer"
+	"dshmem/observer/broker"
+	"dshmem/observer/metrics"
 	"dshmem/observer/internal/enginetest"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
@@ -275,9 +278,51 @@ func TestAliasExpandsRecall(t *testing.T) {
 	live, fresh := ckReplayDump(t, eng, "aliases")
 	require.Contains(t, live, "aliases\t")
 	assert.Equal(t, fresh, live)
-	_ = fmt.Sprint()
 }
 
 func recallQuery(text, scope string) recall.Query {
 	return recall.Query{Text: text, Scopes: []string{scope}}
+}
+
+// TestActiveProcedureReachesPacket: through the real engine, the
+// procedure a history made P3 reaches a packet of a new session in its
+// workspace as a checklist; the one a history left at P2 does not, and
+// neither reaches a session of another workspace.
+func TestActiveProcedureReachesPacket(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		offers bool
+	}{{"procedure-p3-confirmed.jsonl", true}, {"procedure-p2.jsonl", false}, {"procedure-p4-failed.jsonl", false}} {
+		t.Run(strings.TrimSuffix(tc.file, ".jsonl"), func(t *testing.T) {
+			eng := enginetest.Open(t, t.TempDir())
+			evPlay(t, eng, tc.file, 0, nil)
+			b := broker.New(eng, broker.PacketOptions{}, metrics.New(), time.Now, t.Logf)
+			packet := func(session, cwd string) *broker.Packet {
+				data, _ := json.Marshal(map[string]any{"text": "run the checks before the release"})
+				b.Observe([]events.Envelope{{Stream: eng.Scope(cwd).Stream, Session: session, Type: events.TypeUserMessage, Data: data}})
+				b.ComputeNow(context.Background(), session)
+				return b.Fetch(session, 0, false, 0, false).Packet
+			}
+			procs := func(p *broker.Packet) (ids []string) {
+				if p != nil {
+					for _, e := range p.Entries {
+						if e.Procedure {
+							ids = append(ids, e.ID)
+						}
+					}
+				}
+				return ids
+			}
+			p := packet("new", "/home/u/shop")
+			if tc.offers {
+				require.NotNil(t, p)
+				assert.Equal(t, broker.ModeChecklist, p.Mode)
+				assert.Len(t, procs(p), 1, "entries %+v", p.Entries)
+				assert.Contains(t, p.Text, "bash go vet ./...")
+			} else {
+				assert.Empty(t, procs(p), "a procedure below P3 or deprecated reached the packet")
+			}
+			assert.Empty(t, procs(packet("elsewhere", "/home/u/other")), "a procedure reached another workspace")
+		})
+	}
 }
