@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -88,4 +89,9 @@ func TestLowConfidenceMarked(t *testing.T) {
 	assert.Contains(t, out, "low-confidence", "recall:\n%s", out)
 	_, out, _ = cli(t, "", "--root", root, "history", id)
 	assert.Contains(t, out, "reason: correction: the user replied", "history:\n%s", out)
+	sum, err := os.ReadFile(filepath.Join(root, "scopes", es[0]["scope"].(string), "memory_summary.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(sum), "The API listens on port 8080 (low confidence)", "memory_summary.md:\n%s", sum)
+	code, out, errs = cli(t, "", "--root", root, "replay", "--verify")
+	assert.EqualValues(t, 0, code, "replay --verify: %s\n%s", out, errs)
 }

@@ -17,7 +17,9 @@ import (
 )
 
 // procIndex recalls nothing and holds procedures by stream.
-type procIndex struct{ procs map[string][]payload.Procedure }
+type procIndex struct {
+	procs map[string][]payload.Procedure
+}
 
 func (procIndex) Recall(ctx context.Context, q recall.Query) (*recall.Result, error) {
 	return &recall.Result{Items: []recall.Item{}}, nil

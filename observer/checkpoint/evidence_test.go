@@ -18,8 +18,8 @@ import (
 	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/broker"
-	"dshmem/observer/metrics"
 	"dshmem/observer/internal/enginetest"
+	"dshmem/observer/metrics"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
 
