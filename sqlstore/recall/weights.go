@@ -113,12 +113,13 @@ type Weights struct {
 	// was shown, the user's confirmations and corrections, reuse across
 	// sessions) scales an entry by 1 − Confidence·(1 − c): an entry at
 	// the default 1 is unchanged, one at 0.3 keeps 0.65 of its score at
-	// 0.5. Chosen by TestConfidenceRanksDown (an entry the evidence spoke
-	// against falls below an equal match, not below a clearly better
-	// one: at 0.5 a 0.3 entry loses to an equal 1.0 one and still beats
-	// a match of half its lexical score); MADial is the same at every
-	// value, since its memories are remembered at the default 1
-	// (`dshmem eval madial`, before and after, in README).
+	// 0.5. TestConfidenceRanksDown fails at 0 (an entry the evidence spoke
+	// against ties with its 1.0 twin) and passes from 0.1 to 1 (a 0.3
+	// entry holding the whole query still beats a 1.0 one holding a third
+	// of it); 0.5, the middle, is a choice, not a measured optimum: no
+	// labelled set of evidence-moved entries exists yet. MADial is the
+	// same at every value, since its memories are remembered at the
+	// default 1 (`dshmem eval madial`, before and after, in README).
 	Confidence      float64
 	Recency         float64
 	RecencyHalfLife time.Duration
