@@ -85,7 +85,7 @@ func TestLowConfidenceMarked(t *testing.T) {
 	assert.Contains(t, out, "[low confidence 0.35]", "entries:\n%s", out)
 	_, out, _ = cli(t, "", "--root", root, "show", id)
 	assert.Contains(t, out, "confidence 0.35 (low confidence", "show:\n%s", out)
-	_, out, _ = cli(t, "", "--root", root, "recall", "--cwd", "/home/u/shop", "api port 8080")
+	_, out, _ = cli(t, "", "--root", root, "recall", "--timeout", "1m", "--cwd", "/home/u/shop", "api port 8080")
 	assert.Contains(t, out, "low-confidence", "recall:\n%s", out)
 	_, out, _ = cli(t, "", "--root", root, "history", id)
 	assert.Contains(t, out, "reason: correction: the user replied", "history:\n%s", out)
