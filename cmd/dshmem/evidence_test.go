@@ -13,13 +13,15 @@ import (
 
 // cliPlay feeds a history of testdata/evidence to the CLI: each part
 // before a "#checkpoint" line is ingested, then checkpointed (--force);
-// {{entry:1}} becomes the first entry's id.
-func cliPlay(t *testing.T, root, name string) {
+// {{entry:1}} becomes the first entry's id. It returns what the
+// checkpoints printed.
+func cliPlay(t *testing.T, root, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("../../testdata/evidence/" + name)
 	require.NoError(t, err)
 	ph := regexp.MustCompile(`\{\{entry:1\}\}`)
 	var part []string
+	var printed strings.Builder
 	for _, l := range strings.Split(string(b), "\n") {
 		switch {
 		case l == "#checkpoint":
@@ -33,19 +35,22 @@ func cliPlay(t *testing.T, root, name string) {
 			require.EqualValues(t, 0, code, "ingest: %s", errs)
 			code, out, errs := cli(t, "", "--root", root, "checkpoint", "--force")
 			require.EqualValues(t, 0, code, "checkpoint: %s\n%s", out, errs)
+			printed.WriteString(out)
 			part = nil
 		case l == "" || strings.HasPrefix(l, "#"):
 		default:
 			part = append(part, l)
 		}
 	}
+	return printed.String()
 }
 
 // TestHistoryShowsProcedureStages: 'dshmem history p-…' lists every
 // stage change of a learned procedure with its reason and evidence.
 func TestHistoryShowsProcedureStages(t *testing.T) {
 	root := t.TempDir()
-	cliPlay(t, root, "procedure-p3-confirmed.jsonl")
+	printed := cliPlay(t, root, "procedure-p3-confirmed.jsonl")
+	assert.Regexp(t, `procedure +p-[0-9a-f]{16}  P1 → P3: succeeded in session s3`, printed, "checkpoint output")
 	code, out, errs := cli(t, "", "--root", root, "sql", "SELECT id FROM procedures")
 	require.EqualValues(t, 0, code, "sql: %s", errs)
 	id := regexp.MustCompile(`p-[0-9a-f]{16}`).FindString(out)

@@ -252,7 +252,7 @@ func Find(ctx context.Context, s *sqlstore.Store, q Query) (*Result, error) {
 	}
 	r.pick(all)
 	if len(r.res.Items) == 0 && r.res.Guidance == "" {
-		r.res.Guidance = r.guidance(text, kinds)
+		r.res.Guidance = r.guidance(strings.TrimSpace(q.Text), kinds) // the words asked, not their expansion
 	}
 	return r.res, nil
 }
