@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"dshmem/events"
 	"dshmem/events/payload"
@@ -37,8 +38,9 @@ import (
 //	                     named before
 //
 // Aliases (op "alias"): distill.Aliases over each message the user typed
-// in the range; the distiller's add ops resting only on such a message
-// are dropped (an alias is lexical memory, never a preference entry).
+// in the range; the distiller's add ops resting only on messages that say
+// nothing but an alias (its quote is at least 4/5 of the message) are
+// dropped: an alias is lexical memory, never a preference entry.
 //
 // Procedures (op "procedure", workspace streams only; procedure.go).
 //
@@ -192,7 +194,9 @@ func (ps *evidencePass) event(ev sqlstore.Event) {
 		}
 		if ps.inRange(ev.Seq) {
 			for _, a := range distill.Aliases(d.Text) {
-				ps.aliasEv[ev.ID] = true
+				if 5*utf8.RuneCountInString(a.Quote) >= 4*utf8.RuneCountInString(strings.TrimSpace(d.Text)) {
+					ps.aliasEv[ev.ID] = true // the message is the alias and nothing more
+				}
 				ps.ops = append(ps.ops, payload.Op{Op: payload.OpAlias, Alias: a.Alias, Expansion: a.Expansion,
 					NewQuote: a.Quote, EvidenceEventIDs: []string{ev.ID}, Provenance: payload.ProvenanceEvidence,
 					Reason: fmt.Sprintf("alias: the user calls %s %q", a.Expansion, a.Alias)})

@@ -328,3 +328,26 @@ func TestActiveProcedureReachesPacket(t *testing.T) {
 		})
 	}
 }
+
+// TestAliasOnlyMessageIsNoEntry: a distiller's add resting on a message
+// that says nothing but an alias is dropped (the alias is learned); an
+// add resting on a message that says more keeps its entry, and the alias
+// is learned from it too.
+func TestAliasOnlyMessageIsNoEntry(t *testing.T) {
+	for _, tc := range []struct {
+		text    string
+		entries int
+	}{
+		{"PG 就是 PostgreSQL", 0},
+		{"PG 就是 PostgreSQL，replica 跑在 5433 端口，主库在 5432，备份每天凌晨三点", 1},
+	} {
+		eng := enginetest.Open(t, t.TempDir())
+		c := &ckConv{session: "s1", cwd: "/home/u/shop"}
+		enginetest.Ingest(t, eng, c.add("user: "+tc.text, "assistant: 好的。").lines)
+		ckCheckpoint(t, eng, Request{Force: true, Distiller: &ckFakeDistiller{answer: ckAddFirstUser}})
+		assert.Len(t, ckEntries(t, eng, payload.StatusActive), tc.entries, "%q", tc.text)
+		as, err := eng.Store().Aliases(context.Background(), nil)
+		require.NoError(t, err)
+		assert.Len(t, as, 1, "%q: aliases %+v", tc.text, as)
+	}
+}

@@ -45,8 +45,8 @@ var aliasRules = []aliasRule{
 	{regexp.MustCompile(`(?i)\bwhen i say\s+"?([A-Za-z][A-Za-z0-9.+-]{0,15})"?,?\s+i mean\s+(.+)`), 1, 2, false},
 	// we call the billing service "Ledger"
 	{regexp.MustCompile(`(?i)\bwe call\s+(?:the\s+)?(.+?)\s+"([^"]{1,24})"`), 2, 1, false},
-	// PG 就是 PostgreSQL / PG 指的是 PostgreSQL / PG 即 PostgreSQL
-	{regexp.MustCompile(`([A-Za-z][A-Za-z0-9.+-]{0,7})\s*(?:就是|指的是|说的是|即|=)\s*(.+)`), 1, 2, true},
+	// PG 就是 PostgreSQL / PG 指的是 PostgreSQL / PG 即 PostgreSQL (never "=": KEY=value is config)
+	{regexp.MustCompile(`([A-Za-z][A-Za-z0-9.+-]{0,7})\s*(?:就是|指的是|说的是|即)\s*(.+)`), 1, 2, true},
 	// PG 是 PostgreSQL 的简称 / 缩写
 	{regexp.MustCompile(`(\S{1,16}?)\s*是\s*(.+?)\s*的(?:简称|缩写|别名)`), 1, 2, false},
 	// PostgreSQL 简称 PG / PostgreSQL，简称 PG / 也叫 / 又叫
@@ -88,7 +88,24 @@ func Aliases(text string) []Alias {
 			continue
 		}
 		seen[key] = true
-		out = append(out, Alias{Alias: short, Expansion: long, Quote: t[m[0]:m[1]]})
+		// The quote runs to the end of the clause that holds the later
+		// side ("PG 是 PostgreSQL 的简称"), not into the next one.
+		end := m[0]
+		for _, g := range [][3]int{{m[2*r.short], m[2*r.short+1], 0}, {m[2*r.long], m[2*r.long+1], 1}} {
+			side := short
+			if g[2] == 1 {
+				side = long
+			}
+			if i := strings.Index(t[g[0]:g[1]], side); i >= 0 {
+				end = max(end, g[0]+i+len(side))
+			}
+		}
+		if loc := aliasCut.FindStringIndex(t[end:m[1]]); loc != nil {
+			end += loc[0]
+		} else {
+			end = m[1]
+		}
+		out = append(out, Alias{Alias: short, Expansion: long, Quote: strings.TrimSpace(t[m[0]:end])})
 	}
 	return out
 }
