@@ -179,8 +179,8 @@ const (
 // correction of what the agent just said, or neither.
 func Feedback(text string) string {
 	t := strings.ToLower(strings.TrimSpace(text))
-	if t == "" || strings.ContainsAny(t, "?？") {
-		return FeedbackNone
+	if t == "" || strings.ContainsAny(t, "?？") || strings.HasSuffix(t, "/s") {
+		return FeedbackNone // a question, or sarcasm marked as such
 	}
 	n := utf8.RuneCountInString(t)
 	for _, w := range correctWords {

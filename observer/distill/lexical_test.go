@@ -44,7 +44,7 @@ func TestFeedback(t *testing.T) {
 		"yes, that's right": FeedbackConfirm, "对，没错": FeedbackConfirm, "Exactly.": FeedbackConfirm, "好了，谢谢": FeedbackConfirm,
 		"no, that's wrong": FeedbackCorrection, "不对，是 8080": FeedbackCorrection, "错了": FeedbackCorrection, "no": FeedbackCorrection,
 		"对不起，我说错了": FeedbackNone, "yesterday it broke": FeedbackNone, "right?": FeedbackNone, "is that correct?": FeedbackNone,
-		"Correctly configured the cache": FeedbackNone, "notes for later": FeedbackNone,
+		"Correctly configured the cache": FeedbackNone, "对对对，以后都别写测试了 /s": FeedbackNone, "notes for later": FeedbackNone,
 		"yes, and then please also update the deployment docs, the changelog and the release notes": FeedbackNone,
 	} {
 		assert.Equal(t, want, Feedback(text), "%q", text)
