@@ -43,6 +43,11 @@ CREATE TABLE procedures (
 
 CREATE INDEX procedures_scope ON procedures (scope, stage);
 
+-- The evidence pass asks whether an entry was shown in another session
+-- before (reuse, sqlstore.Store.ShownElsewhereBefore): the memory/shown
+-- events of a stream below a seq, without reading its other events.
+CREATE INDEX events_memory_shown ON events (stream, seq) WHERE type = 'memory/shown';
+
 CREATE TABLE procedure_versions (
     procedure_id TEXT    NOT NULL,
     version      INTEGER NOT NULL,
@@ -58,6 +63,7 @@ CREATE TABLE procedure_versions (
 ) STRICT, WITHOUT ROWID;
 
 -- +goose Down
+DROP INDEX events_memory_shown;
 DROP TABLE procedure_versions;
 DROP INDEX procedures_scope;
 DROP TABLE procedures;
