@@ -333,3 +333,54 @@ func TestGlobalEvidenceKill9(t *testing.T) {
 	assert.Empty(t, ps, "pending after the retry")
 	ckCheckReplay(t, eng)
 }
+
+// TestGlobalEvidenceRacingCheckpoints: checkpoint A claims a session's
+// events before a global entry is shown and fails; B claims them after,
+// the same first seq and a longer range. A commits first (no global
+// evidence); B must then commit nothing, not the global evidence of its
+// longer range (which the next claim, from A's end on, judges again):
+// the failure counts once.
+func TestGlobalEvidenceRacingCheckpoints(t *testing.T) {
+	eng := enginetest.Open(t, t.TempDir())
+	g := gcGlobal(t, eng)
+	lines := gcFailure("a1", "/home/u/shop", g.ID, 1)
+	enginetest.Ingest(t, eng, lines[:2])
+
+	run := func(f *ckFakeDistiller) (chan []Result, chan error) {
+		res, errc := make(chan []Result, 1), make(chan error, 1)
+		go func() {
+			r, err := Run(context.Background(), eng, Request{Force: true, Distiller: f})
+			res <- r
+			errc <- err
+		}()
+		for { // until it has claimed: its distiller was called
+			f.mu.Lock()
+			n := f.calls
+			f.mu.Unlock()
+			if n > 0 {
+				return res, errc
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	fa := &ckFakeDistiller{wait: make(chan struct{})}
+	resA, errA := run(fa)
+	// A user turn after the failure: work without one is never due.
+	enginetest.Ingest(t, eng, append(lines[2:], gcLines("a1", "/home/u/shop", 1, 6,
+		`user/message {"text":"I will look at the logs later"}`, `session/end {}`)...))
+	fb := &ckFakeDistiller{wait: make(chan struct{})}
+	resB, errB := run(fb)
+	close(fa.wait)
+	require.NoError(t, <-errA)
+	a := <-resA
+	close(fb.wait)
+	require.NoError(t, <-errB)
+	b := <-resB
+	require.True(t, len(a) > 0 && a[0].Checkpoint != "" && len(b) > 0 && b[0].Duplicate, "A: %+v\nB: %+v", a, b)
+	assert.Empty(t, b[0].GlobalOps, "B committed global evidence: %+v", b[0])
+
+	ckCheckpoint(t, eng, Request{Force: true})
+	assert.InDelta(t, 0.8, gcEntry(t, eng, g.ID).Confidence, 1e-9, "the failure counted once")
+	assert.Len(t, gcOpsEvents(t, eng, observer.GlobalStream), 1)
+	ckCheckReplay(t, eng)
+}
