@@ -10,6 +10,7 @@ import (
 
 // Problem is one finding of Verify.
 type Problem struct {
+	Stream  string
 	Segment string // path of the segment
 	Offset  int64  // byte offset in the segment
 	Msg     string
@@ -99,13 +100,27 @@ func (l *Log) Verify(ctx context.Context) ([]Problem, Checked, error) {
 	}
 	l.mu.Unlock()
 	sort.Strings(names)
-	return verifyStreams(ctx, l.fs, l.dir, names, func(name string) ([]segRef, error) {
+	problems, c, err := verifyStreams(ctx, l.fs, l.dir, names, func(name string) ([]segRef, error) {
 		l.mu.Lock()
 		s := l.streams[name]
 		l.mu.Unlock()
 		segs, _ := s.snapshot()
 		return segs, nil
 	})
+	// Damage quarantines its stream (a torn tail cannot be met here: a
+	// segment is read only as far as was committed).
+	for _, p := range problems {
+		if p.Repairable {
+			continue
+		}
+		if _, ok := l.QuarantinedStream(p.Stream); ok {
+			continue
+		}
+		if qerr := l.Quarantine(Damage{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset, Reason: p.Msg}); qerr != nil && err == nil {
+			err = qerr
+		}
+	}
+	return problems, c, err
 }
 
 func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, segments func(string) ([]segRef, error)) ([]Problem, Checked, error) {
@@ -124,7 +139,9 @@ func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, seg
 			st, err := walkSegment(fsys, seg, walkOpts{
 				stream: name, decode: true, expNext: expNext, expPrev: expPrev,
 				report: func(ce *CorruptError) error {
-					problems = append(problems, corruptProblem(ce))
+					p := corruptProblem(ce)
+					p.Stream = name
+					problems = append(problems, p)
 					return nil
 				},
 				onBatch: func(b Batch) error {
@@ -142,10 +159,12 @@ func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, seg
 			}
 			if i < len(segs)-1 {
 				if ce := notLastProblem(seg, st); ce != nil {
-					problems = append(problems, corruptProblem(ce))
+					p := corruptProblem(ce)
+					p.Stream = name
+					problems = append(problems, p)
 				}
 			} else if st.torn >= 0 {
-				problems = append(problems, Problem{Segment: seg.path, Offset: st.torn, Repairable: true,
+				problems = append(problems, Problem{Stream: name, Segment: seg.path, Offset: st.torn, Repairable: true,
 					Msg: fmt.Sprintf("torn tail: the last %d bytes are an incomplete batch (a crash during a write); `dshmem repair` cuts them off and keeps a .broken copy", seg.size-st.torn)})
 			}
 			expNext, expPrev = st.next, &st.last
