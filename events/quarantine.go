@@ -126,34 +126,9 @@ func (l *Log) refuseQuarantinedLocked(stream string) error {
 	return nil
 }
 
-// writeQuarantine writes the marker atomically: a temporary file,
-// fsync, rename, fsync of the directory.
+// writeQuarantine writes the marker atomically (writeJSONFile).
 func writeQuarantine(fsys FS, sdir string, d Damage) error {
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(sdir, quarantineFile)
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("record quarantine of %s: %w", d.Stream, err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(fsys, sdir)
-	}
-	if err != nil {
-		fsys.Remove(tmp)
+	if err := writeJSONFile(fsys, filepath.Join(sdir, quarantineFile), d); err != nil {
 		return fmt.Errorf("record quarantine of %s: %w", d.Stream, err)
 	}
 	return nil
