@@ -98,6 +98,7 @@ type Log struct {
 	torn    []TornTail // read-only: torn tails left in place
 	// quarantined: damaged streams, read-only until salvaged (quarantine.go).
 	quarantined map[string]Damage
+	gaps        map[string][]SeqRange // Lost's cache
 }
 
 // OpenLog opens (creating if needed) the log in dir. A sealed segment is

@@ -154,3 +154,43 @@ func readQuarantine(fsys FS, sdir string) (d Damage, ok bool, err error) {
 	}
 	return d, true, nil
 }
+
+// Lost reports whether every seq first..last of stream lies in gap
+// records: seqs `dshmem salvage` could not keep, which a fold steps
+// over. The gaps of a stream are read once (its segments walked, which
+// only a fold crossing a gap asks for) and kept: only Salvage writes
+// gaps, with no Log open.
+func (l *Log) Lost(stream string, first, last uint64) bool {
+	if first > last {
+		return false
+	}
+	l.mu.Lock()
+	gaps, ok := l.gaps[stream]
+	s := l.streams[stream]
+	l.mu.Unlock()
+	if !ok && s != nil {
+		segs, _ := s.snapshot()
+		for _, seg := range segs {
+			walkSegment(l.fs, seg, walkOpts{stream: stream, report: func(*CorruptError) error { return nil },
+				onBatch: func(b Batch) error {
+					if b.Header.Gap {
+						gaps = append(gaps, SeqRange{b.Header.FirstSeq, b.Header.LastSeq()})
+					}
+					return nil
+				}})
+		}
+		mergeRanges(&gaps)
+		l.mu.Lock()
+		if l.gaps == nil {
+			l.gaps = map[string][]SeqRange{}
+		}
+		l.gaps[stream] = gaps
+		l.mu.Unlock()
+	}
+	for _, g := range gaps {
+		if g.First <= first && last <= g.Last {
+			return true
+		}
+	}
+	return false
+}

@@ -47,6 +47,9 @@ type Checked struct {
 	// new frames were checked, and their place in the hash chain, but
 	// the bytes they were first written with are gone by design.
 	Scrubbed []ScrubbedRange
+	// Lost lists the seqs of gap records: seqs Salvage could not keep
+	// (Stream, First and Last as in Scrubbed).
+	Lost []ScrubbedRange
 }
 
 // ScrubbedRange is a run of seqs of a stream in scrubbed batches.
@@ -147,6 +150,9 @@ func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, seg
 				onBatch: func(b Batch) error {
 					if b.Header.Scrubbed {
 						c.addScrubbed(name, b.Header)
+					}
+					if b.Header.Gap {
+						c.Lost = append(c.Lost, ScrubbedRange{Stream: name, First: b.Header.FirstSeq, Last: b.Header.LastSeq()})
 					}
 					return ctx.Err()
 				},

@@ -93,11 +93,14 @@ type salvagePlan struct {
 // into a new directory under quarantineDir. No Log may have logDir open
 // for writing (the caller holds the root's writer lock). It first
 // finishes a salvage a crash interrupted (FinishSalvage). A stream with
-// no damage is refused with ErrNotDamaged and left as it is.
+// no damage is refused with ErrNotDamaged and left as it is. A dry run
+// only reads: it may run beside the writer.
 func Salvage(logDir, quarantineDir, stream string, opts SalvageOptions) (SalvageReport, error) {
 	fsys := FS(OSFS{})
-	if _, err := FinishSalvage(logDir, quarantineDir, nil); err != nil {
-		return SalvageReport{Stream: stream}, err
+	if !opts.DryRun {
+		if _, err := FinishSalvage(logDir, quarantineDir, nil); err != nil {
+			return SalvageReport{Stream: stream}, err
+		}
 	}
 	plan, err := planSalvage(fsys, logDir, stream, opts)
 	if err != nil || opts.DryRun {
