@@ -59,6 +59,8 @@ func (r SeqRange) String() string {
 type SalvageReport struct {
 	Stream string `json:"stream"`
 	DryRun bool   `json:"dryRun,omitempty"`
+	// Resumed: this salvage was interrupted (a crash) and is now finished.
+	Resumed bool `json:"resumed,omitempty"`
 	// Damage is what Verify found in the stream before the salvage.
 	Damage []string `json:"damage"`
 	// Batches and Events kept, whole, in the new chain.

@@ -168,9 +168,10 @@ func writeChain(fsys FS, dir, stream string, items []salvageItem, size int64) ([
 // FinishSalvage finishes every salvage under quarantineDir that a crash
 // interrupted (see the steps above), then calls rebuilt (when set) for
 // each stream whose salvage swapped its segments but whose derived
-// state is not yet rebuilt, and marks it done. It returns the streams
-// it finished. OpenLog's caller runs it before opening the log.
-func FinishSalvage(logDir, quarantineDir string, rebuilt func(stream string) error) ([]string, error) {
+// state is not yet rebuilt, and marks it done. It returns the reports
+// of the salvages it finished (Resumed set). OpenLog's caller runs it
+// before opening the log.
+func FinishSalvage(logDir, quarantineDir string, rebuilt func(stream string) error) ([]SalvageReport, error) {
 	fsys := FS(OSFS{})
 	ents, err := fsys.ReadDir(quarantineDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -180,7 +181,7 @@ func FinishSalvage(logDir, quarantineDir string, rebuilt func(stream string) err
 		return nil, fmt.Errorf("finish salvage: %w", err)
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	var done []string
+	var done []SalvageReport
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
@@ -215,7 +216,8 @@ func FinishSalvage(logDir, quarantineDir string, rebuilt func(stream string) err
 				return done, err
 			}
 		}
-		done = append(done, st.Stream)
+		st.Report.Resumed = true
+		done = append(done, st.Report)
 	}
 	return done, nil
 }

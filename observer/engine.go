@@ -107,7 +107,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		pendingIDs: map[string]map[string]string{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
 	// A salvage a crash interrupted is finished first (quarantine.go).
-	if err := finishSalvages(root); err != nil {
+	if _, err := finishSalvages(root); err != nil {
 		e.Close()
 		return nil, err
 	}

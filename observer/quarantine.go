@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"dshmem/events"
 	"dshmem/sqlstore"
@@ -95,14 +96,20 @@ func Salvage(ctx context.Context, root, stream string, opts SalvageOptions) (eve
 	if err != nil {
 		return events.SalvageReport{Stream: stream}, err
 	}
-	if err := finishSalvages(root); err != nil {
+	finished, err := finishSalvages(root)
+	if err != nil {
 		lk.release()
 		return events.SalvageReport{Stream: stream}, err
 	}
-	known := indexCursor(root, stream)
-	rep, err := events.Salvage(logDir, qDir, stream, events.SalvageOptions{
-		SegmentSize: opts.Log.SegmentSize, KnownLast: known, DryRun: opts.DryRun, Step: opts.Step})
-	if err == nil && !opts.DryRun {
+	var rep events.SalvageReport
+	if i := slices.IndexFunc(finished, func(r events.SalvageReport) bool { return r.Stream == stream }); i >= 0 {
+		// A salvage of this stream a crash interrupted: now finished.
+		rep = finished[i]
+	} else {
+		rep, err = events.Salvage(logDir, qDir, stream, events.SalvageOptions{
+			SegmentSize: opts.Log.SegmentSize, KnownLast: indexCursor(root, stream), Step: opts.Step})
+	}
+	if err == nil && !rep.Resumed {
 		err = dropIndex(root)
 		if err == nil {
 			if opts.Step != nil {
@@ -114,7 +121,7 @@ func Salvage(ctx context.Context, root, stream string, opts SalvageOptions) (eve
 	if rerr := lk.release(); err == nil && rerr != nil {
 		err = rerr
 	}
-	if err != nil || opts.DryRun {
+	if err != nil {
 		return rep, err
 	}
 	// The rebuild: the index, then every projection, from the log.
@@ -160,9 +167,8 @@ func dropIndex(root string) error {
 
 // finishSalvages finishes a salvage a crash interrupted (its renames,
 // then the index dropped for the rebuild) before the log is opened.
-func finishSalvages(root string) error {
-	_, err := events.FinishSalvage(filepath.Join(root, LogDir), filepath.Join(root, QuarantineDir), func(string) error {
+func finishSalvages(root string) ([]events.SalvageReport, error) {
+	return events.FinishSalvage(filepath.Join(root, LogDir), filepath.Join(root, QuarantineDir), func(string) error {
 		return dropIndex(root)
 	})
-	return err
 }
