@@ -79,7 +79,9 @@ func runSalvage(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	logDir := filepath.Join(env.root, observer.LogDir)
-	if fi, err := os.Stat(filepath.Join(logDir, stream)); !events.ValidStream(stream) || err != nil || !fi.IsDir() {
+	// A salvage a crash interrupted may have moved the stream aside.
+	interrupted, _ := filepath.Glob(filepath.Join(env.root, observer.QuarantineDir, stream+".*", "salvage.json"))
+	if fi, err := os.Stat(filepath.Join(logDir, stream)); !events.ValidStream(stream) || (err != nil || !fi.IsDir()) && len(interrupted) == 0 {
 		return fmt.Errorf("no stream %q in %s (streams: %s); 'dshmem stats' lists them and marks the quarantined ones", stream, logDir, streamList(logDir))
 	}
 	rep, err := observer.Salvage(ctx, env.root, stream, observer.SalvageOptions{DryRun: *dryRun, Step: stepPause(env, salvagePauseEnv)})
