@@ -106,7 +106,7 @@ type Log struct {
 // before it); the last segment of each stream is walked, checking each
 // frame's checksum (past Options.Trusted), the seqs and the hash chain
 // (JSON is not decoded). It cuts off torn tails (keeping a .broken copy)
-// and refuses to open a log with corruption it met. Verify reads every
+// and quarantines a stream with damage it met (quarantine.go). Verify reads every
 // byte of every segment.
 func OpenLog(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
@@ -174,7 +174,7 @@ func quarantineAtOpen(fsys FS, dir, name string, rec recovered, err error) (*Dam
 // last whole batch. It finds the end of each stream as OpenLog does — a
 // sealed segment is trusted by its seal record, the last one is walked,
 // by batch headers up to Options.Trusted and by frame checksums past
-// it — and refuses a log with corruption it meets. The full checksum
+// it — and quarantines a stream with damage it meets. The full checksum
 // walk of every byte is Verify's.
 //
 // The log is a snapshot: it holds what was in the files when it was

@@ -121,6 +121,11 @@ func TestCorruptionIsQuarantined(t *testing.T) {
 		total += len(segmentBatches(t, filepath.Join(sdir, s)))
 	}
 	rng := rand.New(rand.NewPCG(7, 12))
+	var flips, hit, lostSeqs int
+	defer func() {
+		t.Logf("%d flips in 2 segments of 1 of 3 streams (%d batches): %d hit a batch (%d seqs lost, each reported exactly), %d a stream header or seal (nothing lost)",
+			flips, total, hit, lostSeqs, flips-hit)
+	}()
 	for _, target := range []string{segs[0], segs[len(segs)-1]} {
 		clean, err := os.ReadFile(filepath.Join(sdir, target))
 		require.NoError(t, err)
@@ -198,6 +203,11 @@ func TestCorruptionIsQuarantined(t *testing.T) {
 				require.Empty(t, vr.Differences, "replay --verify after salvage")
 				require.Empty(t, vr.Behind)
 				require.NoError(t, eng.Close())
+				flips++
+				if len(lost) > 0 {
+					hit++
+					lostSeqs += int(lost[0].Last - lost[0].First + 1)
+				}
 			})
 		}
 	}
