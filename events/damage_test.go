@@ -165,6 +165,10 @@ func TestCorruption(t *testing.T) {
 		{"ActiveMiddleBatchFrame", Options{}, 0, 1, true},
 		{"ActiveMiddleBatchHeader", Options{}, 0, 1, false},
 		{"ActiveStreamHeader", Options{}, 0, -1, true},
+		// A whole last batch that does not check is damage, not a torn
+		// tail: a crash leaves a batch cut short, never a whole one.
+		{"ActiveLastBatchFrame", Options{}, 0, 7, true},
+		{"ActiveLastBatchHeader", Options{}, 0, 7, false},
 		{"SealedMiddleBatchFrame", sealed, 0, 1, true},
 		{"SealedLastBatchFrame", sealed, 0, 2, true},
 		{"SealedStreamHeader", sealed, 0, -1, true},
