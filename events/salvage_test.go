@@ -134,3 +134,23 @@ func TestSalvageRefuses(t *testing.T) {
 		require.True(t, errors.Is(err, os.ErrNotExist), "a dry run made %s", q)
 	})
 }
+
+// TestDropQuarantined: a quarantined stream can be dropped (a scope
+// purge) instead of salvaged; a new stream of that name takes appends.
+func TestDropQuarantined(t *testing.T) {
+	dir, _ := writeBatches(t, Options{}, 3, 3, 3)
+	seg := segmentPaths(t, dir, "global")[0]
+	bs := readBatches(t, seg)
+	b, _ := os.ReadFile(seg)
+	b[bs[1].Offset+20] ^= 1
+	require.NoError(t, os.WriteFile(seg, b, 0o644))
+	l := openLog(t, dir, Options{})
+	defer l.Close()
+	_, ok := l.QuarantinedStream("global")
+	require.True(t, ok)
+	require.NoError(t, l.Drop("global", filepath.Join(t.TempDir(), "trash")))
+	_, ok = l.QuarantinedStream("global")
+	require.False(t, ok, "the quarantine outlived its stream")
+	got := mustAppend(t, l, "global", testEvents(0, 1))
+	require.EqualValues(t, 1, got[0].Seq)
+}
