@@ -66,7 +66,7 @@ func (e *Engine) refuseQuarantined(stream string, idx []int, items []intakeItem,
 	msg := (&events.QuarantinedError{Damage: d}).Error()
 	for _, i := range idx {
 		n := items[i].outcome
-		out[n].Status, out[n].Error = StatusRejected, &LineError{Line: items[i].line, Msg: msg}
+		out[n].Status, out[n].Error, out[n].Stream = StatusRejected, &LineError{Line: items[i].line, Msg: msg}, stream
 	}
 	return true
 }

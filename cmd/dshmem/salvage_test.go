@@ -317,7 +317,7 @@ func TestServeWithDamagedStream(t *testing.T) {
 
 	var e map[string]any
 	code := call("POST", "/v1/remember", fmt.Sprintf(`{"content":"we deploy on fridays","cwd":%q}`, cwds[0]), &e)
-	require.NotEqual(t, 200, code)
+	require.Equal(t, http.StatusServiceUnavailable, code, "a damaged stream is the server's condition, not a bad request")
 	require.Contains(t, fmt.Sprint(e), "quarantined")
 	require.Contains(t, fmt.Sprint(e), "dshmem salvage "+streams[0])
 	require.Equal(t, 200, call("POST", "/v1/remember", fmt.Sprintf(`{"content":"we deploy on mondays","cwd":%q}`, cwds[1]), &e))
