@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -153,4 +154,28 @@ func TestDropQuarantined(t *testing.T) {
 	require.False(t, ok, "the quarantine outlived its stream")
 	got := mustAppend(t, l, "global", testEvents(0, 1))
 	require.EqualValues(t, 1, got[0].Seq)
+}
+
+// FuzzSalvageRecords: Salvage's scan of a damaged segment's raw bytes
+// never panics and keeps only what is whole: each batch it keeps lies in
+// the input and its frame matches its checksum; anything else is a gap.
+func FuzzSalvageRecords(f *testing.F) {
+	segmentSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		items, _ := wholeRecords(data, "global")
+		for _, it := range items {
+			if it.raw == nil {
+				if !it.h.Gap {
+					t.Fatalf("an item with no bytes that is not a gap: %+v", it.h)
+				}
+				continue
+			}
+			if !bytes.Contains(data, it.raw) {
+				t.Fatalf("kept bytes that are not in the input")
+			}
+			if n := it.h.recordFrameLen(); sha256.Sum256(it.raw[n:]) != it.h.Checksum {
+				t.Fatalf("kept a batch whose frame does not match its checksum: %+v", it.h)
+			}
+		}
+	})
 }
