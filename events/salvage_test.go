@@ -179,3 +179,41 @@ func FuzzSalvageRecords(f *testing.F) {
 		}
 	})
 }
+
+// TestQuarantineMarker: damage that open does not read (a frame in a
+// sealed segment, trusted by its seal) is found by Log.Verify, which
+// quarantines the stream and records it, so the next open — for writing
+// or read-only — knows it without reading the frame.
+func TestQuarantineMarker(t *testing.T) {
+	dir, _ := writeBatches(t, Options{SegmentSize: 700}, 3, 3, 3, 3, 3, 3)
+	segs := segmentPaths(t, dir, "global")
+	require.GreaterOrEqual(t, len(segs), 2)
+	bs := readBatches(t, segs[0])
+	b, _ := os.ReadFile(segs[0])
+	b[bs[1].Offset+recordFrameSize+int64(bs[1].Header.Length)/2] ^= 1
+	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+
+	l := openLog(t, dir, Options{})
+	_, ok := l.QuarantinedStream("global")
+	require.False(t, ok, "open read the frame of a sealed segment")
+	_, _, err := l.Verify(context.Background())
+	require.NoError(t, err)
+	d, ok := l.QuarantinedStream("global")
+	require.True(t, ok, "Verify found the damage but did not quarantine")
+	require.Equal(t, segs[0], d.Segment)
+	require.Equal(t, bs[1].Offset, d.Offset)
+	require.NoError(t, l.Close())
+
+	l = openLog(t, dir, Options{})
+	d2, ok := l.QuarantinedStream("global")
+	require.True(t, ok, "the next open forgot the quarantine")
+	require.Equal(t, d, d2)
+	_, err = l.Append(context.Background(), "global", testEvents(900, 1))
+	require.ErrorIs(t, err, ErrQuarantined)
+	require.NoError(t, l.Close())
+	r, err := OpenLogReadOnly(dir, Options{})
+	require.NoError(t, err)
+	_, ok = r.QuarantinedStream("global")
+	require.True(t, ok, "a read-only open does not see the marker")
+	r.Close()
+}
