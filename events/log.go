@@ -157,7 +157,8 @@ func quarantineAtOpen(fsys FS, dir, name string, rec recovered, err error) (*Dam
 		return nil, merr
 	}
 	if ok && (err == nil || marked.Segment != "") {
-		marked.Stream = name // the first damage recorded stays
+		// The first damage recorded stays; what is served is this open's.
+		marked.Stream, marked.Serves = name, rec.next-1
 		return &marked, nil
 	}
 	if err != nil {
