@@ -64,6 +64,7 @@ type Engine struct {
 	nextTicket uint64               // guarded by foldMu; taken under mu
 	foldTurn   uint64               // guarded by foldMu
 	folding    bool                 // guarded by foldMu: a caller is folding
+	foldBehind bool                 // owned by the caller folding: a fold failed, the index is behind the log
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
 	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
@@ -434,7 +435,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 		folded = append(folded, stamped...)
 	}
 	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
-		err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
+		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)
 	}
 	e.tally(&res, out)
 	if err != nil && res.Appended == 0 && res.Duplicates == 0 && qs == nil {

@@ -481,6 +481,11 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 	case 0, 1: // remember: a fact whose answer never came, or a new one
 		m.mu.Lock()
 		f := m.facts
+		// (A fact answered since is not sent again: once forgotten, the
+		// same text would rightly be a new entry.)
+		for len(m.unsure) > 0 && m.told[m.unsure[0]] {
+			m.unsure = m.unsure[1:]
+		}
 		if len(m.unsure) > 0 && rng.IntN(2) == 0 {
 			f, m.unsure = m.unsure[0], m.unsure[1:]
 		} else {
