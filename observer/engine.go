@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/projector"
 	"dshmem/sqlstore"
 )
@@ -33,6 +34,9 @@ type Options struct {
 	// 0 means DefaultFilesInterval; < 0 holds them until WriteFiles or
 	// Close (tests that crash a writer before its files are written).
 	FilesInterval time.Duration
+	// Files is the file-system seam of the Markdown files' writes (fault
+	// tests); nil means the operating system.
+	Files markdown.FS
 }
 
 // Engine is one open root: the writer lock, the log, the index and the
@@ -158,6 +162,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	}
 	e.proj = projector.New(e.store)
 	e.proj.Root = root // the Markdown projections (projector/files.go)
+	e.proj.FS = opts.Files
 	// Folds commit and queue their files; the file writer writes them
 	// (files.go), so an acknowledgement waits for the log's fsync and
 	// the index commit only.

@@ -406,6 +406,10 @@ type Health struct {
 	// sync failed (a full disk, no descriptor left), each with the
 	// reason, until they reopen themselves; empty when all is well.
 	Degraded []events.Degraded `json:"degraded"`
+	// Files is the error of the last write of the Markdown files, while
+	// it lasts (they stay queued and are retried every second); the log
+	// and the index are not affected.
+	Files string `json:"files,omitempty"`
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -418,6 +422,9 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, err
 		if d := lg.Degraded(); len(d) > 0 {
 			h.Degraded = d
 		}
+	}
+	if err := s.eng.FilesError(); err != nil {
+		h.Files = "the Markdown files are not written: " + err.Error() + " (the log and the index are not affected; retried every second)"
 	}
 	return writeJSON(w, http.StatusOK, h)
 }
