@@ -162,7 +162,7 @@ func TestDiskFull(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &h))
 	require.NotEmpty(t, h.Degraded, "healthz on a full disk lists no degraded stream: %s", body)
 	require.Contains(t, h.Degraded[0].Reason, "no space left on device", "%s", body)
-	t.Logf("full: %d refused, healthz %+v", len(h.Degraded), h.Degraded)
+	t.Logf("full: %d streams degraded: %+v", len(h.Degraded), h.Degraded)
 
 	// Free the space: the same server takes writes again, within seconds.
 	require.NoError(t, os.Remove(filler))
