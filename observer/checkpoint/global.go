@@ -121,6 +121,17 @@ func (e engine) commitGlobal(ctx context.Context, res *Result, req distill.Reque
 	case len(ops) == 0:
 		return true, nil
 	}
+	for _, d := range e.Quarantined() {
+		if d.Stream == observer.GlobalStream {
+			// A damaged global stream takes no event until it is
+			// salvaged; the workspace's checkpoint is not held up for it.
+			for _, o := range ops {
+				res.Rejected = append(res.Rejected, distill.Rejected{Op: o, Why: "the global stream is quarantined " +
+					"(run 'dshmem salvage global'): this evidence for a global entry is not recorded"})
+			}
+			return true, nil
+		}
+	}
 	data := payload.Ops{Checkpoint: ck, From: req.From, To: req.To}
 	line, ops, rejected, err := opsEventLine(observer.GlobalStream, globalEventID(req.Stream, req.Session, req.From), data, ops, nil, now)
 	if err != nil {

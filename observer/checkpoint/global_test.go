@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -383,4 +385,55 @@ func TestGlobalEvidenceRacingCheckpoints(t *testing.T) {
 	assert.InDelta(t, 0.8, gcEntry(t, eng, g.ID).Confidence, 1e-9, "the failure counted once")
 	assert.Len(t, gcOpsEvents(t, eng, observer.GlobalStream), 1)
 	ckCheckReplay(t, eng)
+}
+
+// TestQuarantinedGlobalDoesNotHoldUpCheckpoints: with the global stream
+// quarantined (a flipped byte in its second batch), a workspace
+// session's checkpoint still commits; the evidence for the global entry
+// is reported rejected, naming the salvage, and nothing moves.
+func TestQuarantinedGlobalDoesNotHoldUpCheckpoints(t *testing.T) {
+	root := t.TempDir()
+	var gid string
+	func() {
+		eng := enginetest.Open(t, root)
+		gid = gcGlobal(t, eng).ID
+		enginetest.Ingest(t, eng, [][]byte{[]byte(`{"id":"g:1","type":"memory/remember","time":"2026-08-18T00:00:01Z","data":{"content":"Answers are short."}}`)})
+		require.NoError(t, eng.Close())
+	}()
+	dir := filepath.Join(root, observer.LogDir, observer.GlobalStream)
+	segs, err := filepath.Glob(filepath.Join(dir, "*.jsonl.zst"))
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	f, err := os.Open(segs[0])
+	require.NoError(t, err)
+	var batches []events.Batch
+	for r := events.NewReader(f); ; {
+		b, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		batches = append(batches, b)
+	}
+	f.Close()
+	require.Len(t, batches, 2)
+	raw, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	raw[(batches[1].Offset+batches[1].End)/2] ^= 0x10
+	require.NoError(t, os.WriteFile(segs[0], raw, 0o644))
+	require.NoError(t, os.Remove(filepath.Join(root, "index.db")))
+
+	eng := enginetest.Open(t, root)
+	q := eng.Quarantined()
+	require.True(t, len(q) == 1 && q[0].Stream == observer.GlobalStream, "quarantined: %+v", q)
+	enginetest.Ingest(t, eng, append(gcFailure("a1", "/home/u/shop", gid, 1), gcLines("a1", "/home/u/shop", 1, 6, `session/end {}`)...))
+	res := ckCheckpoint(t, eng, Request{Force: true})
+	require.Len(t, res, 1)
+	assert.NotEmpty(t, res[0].Checkpoint, "the workspace's checkpoint: %+v", res[0])
+	require.Len(t, res[0].Rejected, 1, "rejected: %+v", res[0].Rejected)
+	assert.Contains(t, res[0].Rejected[0].Why, "dshmem salvage global")
+	assert.Equal(t, 1.0, gcEntry(t, eng, gid).Confidence)
+	ps, err := Scan(context.Background(), eng)
+	require.NoError(t, err)
+	assert.Empty(t, ps, "pending after the checkpoint")
 }
