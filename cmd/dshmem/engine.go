@@ -8,6 +8,7 @@ import (
 
 	"dshmem/observer"
 	"dshmem/observer/reader"
+	"dshmem/sqlstore/vectors"
 )
 
 // openEngine opens the root for writing and tells the user about any
@@ -124,4 +125,35 @@ func workDir(flagValue string) (string, error) {
 // directory (from scope.json's record) and the stream, or s alone.
 func scopeNamed(eng *observer.Engine, s string) string {
 	return observer.DescribeStream(s, eng.ScopeDir(s))
+}
+
+// useEncoder lets eng's recall fuse the sentence encoder's vectors when
+// the model is installed and the index holds vectors (a root without
+// either is read exactly as before, and the model is not even loaded).
+// A model that does not load is told on stderr; recall then uses words
+// alone.
+func useEncoder(ctx context.Context, env *cliEnv, eng *observer.Engine) {
+	if st, err := eng.Store().VectorState(ctx); err != nil || st.Max == 0 {
+		return
+	}
+	m, err := vectors.LoadInstalled(false)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "dshmem: %v\n", err)
+		return
+	}
+	if m != nil {
+		eng.UseDense(vectors.NewDense(m))
+	}
+}
+
+// loadEncoder loads and verifies the installed sentence encoder for a
+// process that fills vectors (serve, replay): nil when it is not
+// installed, or, told on stderr, when it does not verify or load.
+func loadEncoder(env *cliEnv) *vectors.Model {
+	m, err := vectors.LoadInstalled(true)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "dshmem: %v\n", err)
+		return nil
+	}
+	return m
 }

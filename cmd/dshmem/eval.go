@@ -88,9 +88,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "MADial-Bench (%s): Recall@k and nDCG@k, macro-averaged over dialogues\n", *data)
 	fmt.Fprintln(env.stdout, note)
-	fmt.Fprintf(env.stdout, "%-4s %-20s %5s %6s %6s %6s %6s %6s %6s %6s\n", "lang", "retriever", "cases", "R@1", "R@3", "R@5", "R@10", "R@20", "nDCG@5", "nDCG@10")
+	fmt.Fprintf(env.stdout, "%-4s %-22s %5s %6s %6s %6s %6s %6s %6s %6s\n", "lang", "retriever", "cases", "R@1", "R@3", "R@5", "R@10", "R@20", "nDCG@5", "nDCG@10")
 	for _, r := range rows {
-		fmt.Fprintf(env.stdout, "%-4s %-20s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
+		fmt.Fprintf(env.stdout, "%-4s %-22s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
 			r.Recall["1"], r.Recall["3"], r.Recall["5"], r.Recall["10"], r.Recall["20"], r.NDCG["5"], r.NDCG["10"])
 	}
 	return nil

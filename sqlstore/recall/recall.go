@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/vectors"
 )
 
 // Kinds of memory a recall or search ranks.
@@ -72,6 +73,11 @@ type Query struct {
 	ScopeDirs map[string]string
 	// Weights replaces DefaultWeights.
 	Weights *Weights
+	// Dense, when set (the sentence encoder is installed), adds the
+	// nearest vectors of the scopes to the candidates and fuses their
+	// cosines with the lexical scores (fuse.go), for an English query;
+	// nil ranks by words alone.
+	Dense *vectors.Dense
 }
 
 // Episode holds the fields of an episodic hit; they keep the names

@@ -142,6 +142,16 @@ type Weights struct {
 	// 0.739, its last line 0.567 / 0.697, its last two 0.618 / 0.735;
 	// with the dense lists at 50 instead of 20, ±0.01.
 	DenseBlend float64
+	// DenseK is how many nearest vectors of the scopes join a recall's
+	// candidates: the dense top 20 of the figures above (50: ±0.01).
+	DenseK int
+	// DenseFloor: a candidate whose normalised dense score reaches it
+	// passes the absolute floors (AbsCoverage, AbsIDF) that a candidate
+	// sharing no rare word with the query fails; RelFloor still applies
+	// to its fused score. 0.5: the upper half of the dense top DenseK.
+	// Not chosen by a figure: MADial is scored without floors (NoFloor),
+	// and no labelled set of "should not have been shown" exists here.
+	DenseFloor float64
 }
 
 // DefaultWeights are the weights Recall uses when the query sets none.
@@ -149,6 +159,8 @@ var DefaultWeights = Weights{
 	K1: 1.2, B: 0.75,
 
 	DenseBlend: 1,
+	DenseK:     20,
+	DenseFloor: 0.5,
 
 	BM25:      1.0,
 	Coverage:  0.8,

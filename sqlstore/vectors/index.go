@@ -1,0 +1,247 @@
+package vectors
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+
+	"dshmem/sqlstore"
+	"dshmem/sqlstore/encoder"
+)
+
+// Rerank is how many vectors nearest by their sign bits are ranked again
+// by their int8 cosine, at the least (a query asking for k ranks
+// max(Rerank, 8k)). On MADial en's vectors the true top 20 by float32
+// cosine were all within it (TestSignScanFindsTheNearest).
+const Rerank = 256
+
+// Hit is a vector near the query: the corpus rowid of its text and the
+// cosine.
+type Hit struct {
+	N      int64
+	Cosine float64
+}
+
+// Dense answers nearest-vector queries over indexes, with one Model.
+// It is safe for concurrent use.
+type Dense struct {
+	m *Model
+
+	mu     sync.Mutex
+	caches map[string]*cache // by index path
+	qmu    sync.Mutex
+	qvecs  map[string]*queryVec // the vectors of recent queries
+}
+
+// NewDense returns a Dense over m.
+func NewDense(m *Model) *Dense {
+	return &Dense{m: m, caches: map[string]*cache{}, qvecs: map[string]*queryVec{}}
+}
+
+// Model returns d's model.
+func (d *Dense) Model() *Model { return d.m }
+
+type queryVec struct {
+	once sync.Once
+	v    []float32
+}
+
+// maxQueryVecs bounds the remembered query vectors (a recall of both
+// kinds encodes its query once; the map is emptied when full).
+const maxQueryVecs = 64
+
+// queryVector encodes text once per recent text. A query is encoded by
+// its last encoder.MaxPieces pieces: a dialogue's newest lines lead.
+func (d *Dense) queryVector(text string) []float32 {
+	d.qmu.Lock()
+	q := d.qvecs[text]
+	if q == nil {
+		if len(d.qvecs) >= maxQueryVecs {
+			clear(d.qvecs)
+		}
+		q = &queryVec{}
+		d.qvecs[text] = q
+	}
+	d.qmu.Unlock()
+	q.once.Do(func() {
+		e := d.m.get()
+		q.v = e.EncodeTail(nil, text)
+		d.m.put(e)
+	})
+	return q.v
+}
+
+// Nearest returns at most k texts of kind (sqlstore.VectorEntry or
+// VectorEpisode) in scopes (nil: every stream) nearest text, best first.
+// A text that is not English gets none (nil), and so does an index with
+// no vectors of kind; the query is not encoded then.
+func (d *Dense) Nearest(ctx context.Context, s *sqlstore.Store, kind string, scopes []string, text string, k int) ([]Hit, error) {
+	if k <= 0 || !encoder.English(text) {
+		return nil, nil
+	}
+	c := d.cache(s)
+	ki, names, err := c.refresh(ctx, s, kind)
+	if err != nil || len(ki.ns) == 0 {
+		return nil, err
+	}
+	q := d.queryVector(text)
+	var allowed []bool
+	if scopes != nil {
+		allowed = make([]bool, len(names))
+		for i, n := range names {
+			allowed[i] = slices.Contains(scopes, n)
+		}
+	}
+	var qb [words]uint64
+	signBits(qb[:0], q)
+	cand := ki.scan(qb[:], allowed, max(Rerank, 8*k))
+	if len(cand) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(cand))
+	for i, j := range cand {
+		ids[i] = ki.ids[j]
+	}
+	codes, err := s.VectorCodes(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hit, 0, len(cand))
+	for _, j := range cand {
+		v, ok := codes[ki.ids[j]]
+		if !ok || len(v.Code) != encoder.Dim {
+			continue // deleted since the cache was loaded
+		}
+		out = append(out, Hit{N: ki.ns[j], Cosine: float64(cosine(q, v.Scale, v.Code))})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Cosine != out[j].Cosine {
+			return out[i].Cosine > out[j].Cosine
+		}
+		return out[i].N > out[j].N
+	})
+	return out[:min(k, len(out))], nil
+}
+
+func (d *Dense) cache(s *sqlstore.Store) *cache {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.caches[s.Path()]
+	if c == nil {
+		c = &cache{scopeIdx: map[string]uint16{}}
+		d.caches[s.Path()] = c
+	}
+	return c
+}
+
+// cache is what a process holds of one index's vectors.
+type cache struct {
+	mu       sync.Mutex
+	state    sqlstore.VectorState
+	kinds    [2]*kindIndex // entry, episode
+	scopeIdx map[string]uint16
+	names    []string
+}
+
+// kindIndex holds the sign bits of one kind's vectors, append-only: a
+// reload builds a new one, so a scan may go on over the old.
+type kindIndex struct {
+	gen   int64
+	last  int64    // the greatest vectors.id loaded
+	ids   []int64  // vectors.id
+	ns    []int64  // corpus rowid
+	scope []uint16 // into cache.names
+	bits  []uint64 // words a vector
+}
+
+// refresh brings the cache of kind up to date with the index (one small
+// query when nothing changed) and returns it with the scope names.
+func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*kindIndex, []string, error) {
+	st, err := s.VectorState(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.Epoch != c.state.Epoch {
+		c.kinds = [2]*kindIndex{}
+	}
+	i, gen := 0, st.EntryGen
+	if kind == sqlstore.VectorEpisode {
+		i, gen = 1, st.EpisodeGen
+	}
+	ki := c.kinds[i]
+	if ki == nil || ki.gen != gen {
+		ki = &kindIndex{gen: gen}
+	}
+	if ki.last < st.Max {
+		// Copy on write: a scan running on the old slices keeps them.
+		nk := &kindIndex{gen: ki.gen, last: ki.last, ids: slices.Clip(ki.ids), ns: slices.Clip(ki.ns),
+			scope: slices.Clip(ki.scope), bits: slices.Clip(ki.bits)}
+		err := s.LoadVectors(ctx, kind, encoder.ModelVersion, ki.last, func(v sqlstore.StoredVector) {
+			if len(v.Code) != encoder.Dim {
+				return
+			}
+			si, ok := c.scopeIdx[v.Stream]
+			if !ok {
+				si = uint16(len(c.names))
+				c.scopeIdx[v.Stream] = si
+				c.names = append(c.names, v.Stream)
+			}
+			nk.ids = append(nk.ids, v.ID)
+			nk.ns = append(nk.ns, v.N)
+			nk.scope = append(nk.scope, si)
+			nk.bits = signBits(nk.bits, v.Code)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		nk.last = st.Max
+		ki = nk
+	}
+	c.kinds[i] = ki
+	c.state = st
+	return ki, slices.Clip(c.names), nil
+}
+
+// scan returns the positions of the r vectors (of the allowed scopes;
+// nil: all) nearest q by Hamming distance of their signs, in no order.
+// Distances go into a histogram of the 513 possible values, which gives
+// the cut without sorting.
+func (ki *kindIndex) scan(q []uint64, allowed []bool, r int) []int {
+	n := len(ki.ns)
+	dist := make([]uint16, n)
+	var hist [encoder.Dim + 1]int
+	for j := 0; j < n; j++ {
+		if allowed != nil && (int(ki.scope[j]) >= len(allowed) || !allowed[ki.scope[j]]) {
+			dist[j] = encoder.Dim + 1
+			continue
+		}
+		h := hamming(q, ki.bits[j*words:j*words+words])
+		dist[j] = uint16(h)
+		hist[h]++
+	}
+	cut, total := 0, 0
+	for ; cut <= encoder.Dim; cut++ {
+		total += hist[cut]
+		if total >= r {
+			break
+		}
+	}
+	out := make([]int, 0, min(total, n))
+	for j, dj := range dist {
+		if int(dj) < cut {
+			out = append(out, j)
+		}
+	}
+	for j, dj := range dist { // the ties at the cut, oldest first, to fill r
+		if len(out) >= r {
+			break
+		}
+		if int(dj) == cut {
+			out = append(out, j)
+		}
+	}
+	return out
+}
