@@ -30,7 +30,7 @@ type recallRetriever struct {
 	// recall path with the encoder.
 	dense  *vectors.Dense
 	stores map[int]*userIndex
-	err     error
+	err    error
 }
 
 type userIndex struct {
