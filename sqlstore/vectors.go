@@ -109,9 +109,24 @@ func (s *Store) PendingEpisodeVectors(ctx context.Context, limit int) (out []Vec
 // returned): a purge that lowered it meanwhile wins.
 func (s *Store) PutVectors(ctx context.Context, vs []Vector, from, episodesUpto int64) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		del, err := tx.PrepareContext(ctx, `DELETE FROM vectors WHERE kind = ?1 AND stream = ?2 AND seq = ?3 AND entry = ?4`)
+		if err != nil {
+			return err
+		}
+		defer del.Close()
+		exists, err := tx.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ?1 AND seq = ?2)`)
+		if err != nil {
+			return err
+		}
+		defer exists.Close()
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO vectors (kind, stream, seq, entry, version, model, model_version, scale, code)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
 		for _, v := range vs {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM vectors WHERE kind = ?1 AND stream = ?2 AND seq = ?3 AND entry = ?4`,
-				v.Kind, v.Stream, int64(v.Seq), v.Entry); err != nil {
+			if _, err := del.ExecContext(ctx, v.Kind, v.Stream, int64(v.Seq), v.Entry); err != nil {
 				return err
 			}
 			var code any
@@ -126,17 +141,14 @@ func (s *Store) PutVectors(ctx context.Context, vs []Vector, from, episodesUpto 
 			if v.Kind == VectorEpisode {
 				// An episode purged meanwhile gets no row.
 				var ok bool
-				if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ?1 AND seq = ?2)`,
-					v.Stream, int64(v.Seq)).Scan(&ok); err != nil || !ok {
+				if err := exists.QueryRowContext(ctx, v.Stream, int64(v.Seq)).Scan(&ok); err != nil || !ok {
 					if err != nil {
 						return err
 					}
 					continue
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO vectors (kind, stream, seq, entry, version, model, model_version, scale, code)
-				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
-				v.Kind, v.Stream, int64(v.Seq), v.Entry, v.Version, v.Model, v.ModelVersion, scale, code); err != nil {
+			if _, err := ins.ExecContext(ctx, v.Kind, v.Stream, int64(v.Seq), v.Entry, v.Version, v.Model, v.ModelVersion, scale, code); err != nil {
 				return err
 			}
 		}

@@ -19,6 +19,11 @@ type FillOptions struct {
 	// index's write lock for a few milliseconds only, so a fold on the
 	// acknowledgement path waits at most that long.
 	Batch int
+	// Encode, when set, replaces the model's forward pass (the unit
+	// vector of an English text): `dshmem bench recall --vectors` fills a
+	// million-record root with stand-ins in minutes rather than hours,
+	// since what a scan costs does not depend on what the vectors hold.
+	Encode func(text string) []float32
 }
 
 // FillReport counts what one Fill did.
@@ -33,7 +38,8 @@ type FillReport struct {
 // kilobyte or two; a 256 KiB tool result is not tokenized whole for them.
 const maxTextBytes = 8 << 10
 
-// Fill gives every English text of s that has no vector of m one, and
+// Fill gives every English text of s that has no vector of m one (m may
+// be nil when o.Encode is set), and
 // drops the vectors of entries that are no longer active or conflict,
 // until nothing is left or ctx ends (then it returns ctx's error with
 // what it did). Each batch commits on its own, so a Fill cut short keeps
@@ -50,7 +56,12 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 	if err != nil {
 		return rep, err
 	}
-	encs := m.encoders(workers)
+	var encs []*encoder.Encoder
+	if m != nil {
+		encs = m.encoders(workers)
+	} else {
+		encs = make([]*encoder.Encoder, workers) // o.Encode encodes
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -62,7 +73,7 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 		if len(texts) == 0 {
 			break
 		}
-		vs := encodeAll(encs, texts, &rep, true)
+		vs := encodeAll(encs, o.Encode, texts, &rep, true)
 		if err := s.PutVectors(ctx, vs, 0, 0); err != nil {
 			return rep, err
 		}
@@ -78,7 +89,7 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 		if len(texts) == 0 {
 			break
 		}
-		vs := encodeAll(encs, texts, &rep, false)
+		vs := encodeAll(encs, o.Encode, texts, &rep, false)
 		if err := s.PutVectors(ctx, vs, from, texts[len(texts)-1].N); err != nil {
 			return rep, err
 		}
@@ -89,7 +100,7 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 // encodeAll encodes the English texts with the encoders, one goroutine
 // each; with marks, a text that is not English gets a row without a
 // vector (entries), else none (episodes).
-func encodeAll(encs []*encoder.Encoder, texts []sqlstore.VectorText, rep *FillReport, marks bool) []sqlstore.Vector {
+func encodeAll(encs []*encoder.Encoder, encode func(string) []float32, texts []sqlstore.VectorText, rep *FillReport, marks bool) []sqlstore.Vector {
 	out := make([]sqlstore.Vector, len(texts))
 	keep := make([]bool, len(texts))
 	var next int
@@ -110,7 +121,13 @@ func encodeAll(encs []*encoder.Encoder, texts []sqlstore.VectorText, rep *FillRe
 					Model: encoder.ModelID, ModelVersion: encoder.ModelVersion}
 				text := cut(t.Text, maxTextBytes)
 				if encoder.English(text) {
-					v.Scale, v.Code = Quantize(e.Encode(nil, text))
+					var f []float32
+					if encode != nil {
+						f = encode(text)
+					} else {
+						f = e.Encode(nil, text)
+					}
+					v.Scale, v.Code = Quantize(f)
 					keep[i] = true
 				} else {
 					keep[i] = marks

@@ -138,14 +138,15 @@ func (d *Dense) cache(s *sqlstore.Store) *cache {
 // cache is what a process holds of one index's vectors.
 type cache struct {
 	mu       sync.Mutex
-	state    sqlstore.VectorState
+	epoch    string
 	kinds    [2]*kindIndex // entry, episode
+	loading  [2]bool       // a background load of the kind runs
 	scopeIdx map[string]uint16
 	names    []string
 }
 
 // kindIndex holds the sign bits of one kind's vectors, append-only: a
-// reload builds a new one, so a scan may go on over the old.
+// top-up builds a new one, so a scan may go on over the old.
 type kindIndex struct {
 	gen   int64
 	last  int64    // the greatest vectors.id loaded
@@ -154,6 +155,12 @@ type kindIndex struct {
 	scope []uint16 // into cache.names
 	bits  []uint64 // words a vector
 }
+
+// inlineLoad is the most rows a query loads itself; a larger load (the
+// first of a big index: about a second per 100k rows on this machine)
+// runs in the background while queries go on with what is loaded (words
+// alone until then), so no query waits for it or loses its deadline.
+const inlineLoad = 4096
 
 // refresh brings the cache of kind up to date with the index (one small
 // query when nothing changed) and returns it with the scope names.
@@ -164,8 +171,8 @@ func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*k
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st.Epoch != c.state.Epoch {
-		c.kinds = [2]*kindIndex{}
+	if st.Epoch != c.epoch {
+		c.epoch, c.kinds = st.Epoch, [2]*kindIndex{}
 	}
 	i, gen := 0, st.EntryGen
 	if kind == sqlstore.VectorEpisode {
@@ -174,35 +181,76 @@ func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*k
 	ki := c.kinds[i]
 	if ki == nil || ki.gen != gen {
 		ki = &kindIndex{gen: gen}
+		c.kinds[i] = ki
 	}
-	if ki.last < st.Max {
-		// Copy on write: a scan running on the old slices keeps them.
-		nk := &kindIndex{gen: ki.gen, last: ki.last, ids: slices.Clip(ki.ids), ns: slices.Clip(ki.ns),
-			scope: slices.Clip(ki.scope), bits: slices.Clip(ki.bits)}
-		err := s.LoadVectors(ctx, kind, encoder.ModelVersion, ki.last, func(v sqlstore.StoredVector) {
-			if len(v.Code) != encoder.Dim {
-				return
-			}
-			si, ok := c.scopeIdx[v.Stream]
-			if !ok {
-				si = uint16(len(c.names))
-				c.scopeIdx[v.Stream] = si
-				c.names = append(c.names, v.Stream)
-			}
-			nk.ids = append(nk.ids, v.ID)
-			nk.ns = append(nk.ns, v.N)
-			nk.scope = append(nk.scope, si)
-			nk.bits = signBits(nk.bits, v.Code)
-		})
+	if ki.last >= st.Max {
+		return ki, slices.Clip(c.names), nil
+	}
+	if st.Max-ki.last <= inlineLoad {
+		rows, err := readVectors(ctx, s, kind, ki.last)
 		if err != nil {
 			return nil, nil, err
 		}
-		nk.last = st.Max
-		ki = nk
+		ki = c.install(i, ki, rows, st.Max)
+		return ki, slices.Clip(c.names), nil
 	}
-	c.kinds[i] = ki
-	c.state = st
+	if !c.loading[i] {
+		c.loading[i] = true
+		go func(from *kindIndex, epoch string) {
+			rows, err := readVectors(context.Background(), s, kind, from.last)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.loading[i] = false
+			if err == nil && c.epoch == epoch && c.kinds[i] == from {
+				c.install(i, from, rows, st.Max)
+			}
+		}(ki, st.Epoch)
+	}
 	return ki, slices.Clip(c.names), nil
+}
+
+// loaded is one row read for the cache.
+type loaded struct {
+	id, n  int64
+	stream string
+	bits   [words]uint64
+}
+
+// readVectors reads the vectors of kind above the row id after.
+func readVectors(ctx context.Context, s *sqlstore.Store, kind string, after int64) ([]loaded, error) {
+	var rows []loaded
+	err := s.LoadVectors(ctx, kind, encoder.ModelVersion, after, func(v sqlstore.StoredVector) {
+		if len(v.Code) != encoder.Dim {
+			return
+		}
+		r := loaded{id: v.ID, n: v.N, stream: v.Stream}
+		signBits(r.bits[:0], v.Code)
+		rows = append(rows, r)
+	})
+	return rows, err
+}
+
+// install appends rows to a copy of ki (a scan running on ki keeps it)
+// and makes the copy the cache of kind i, whose rows now reach upTo. It
+// runs under c.mu.
+func (c *cache) install(i int, ki *kindIndex, rows []loaded, upTo int64) *kindIndex {
+	nk := &kindIndex{gen: ki.gen, last: upTo, ids: slices.Clip(ki.ids), ns: slices.Clip(ki.ns),
+		scope: slices.Clip(ki.scope), bits: slices.Clip(ki.bits)}
+	for _, r := range rows {
+		nk.last = max(nk.last, r.id) // read past max: committed since the state was read
+		si, ok := c.scopeIdx[r.stream]
+		if !ok {
+			si = uint16(len(c.names))
+			c.scopeIdx[r.stream] = si
+			c.names = append(c.names, r.stream)
+		}
+		nk.ids = append(nk.ids, r.id)
+		nk.ns = append(nk.ns, r.n)
+		nk.scope = append(nk.scope, si)
+		nk.bits = append(nk.bits, r.bits[:]...)
+	}
+	c.kinds[i] = nk
+	return nk
 }
 
 // scan returns the positions of the r vectors (of the allowed scopes;
