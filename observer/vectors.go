@@ -43,6 +43,10 @@ func (e *Engine) StartVectors(d *vectors.Dense, workers int) {
 	go v.run()
 }
 
+// KickVectors asks the background fill to look for text without a
+// vector (a scrub that replaced the index calls it).
+func (e *Engine) KickVectors() { e.vec.kick() }
+
 // VectorsIdle waits until the background fill has nothing left to do
 // (tests, and `dshmem bench` before it measures), or ctx ends.
 func (e *Engine) VectorsIdle(ctx context.Context) error {

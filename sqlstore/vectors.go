@@ -106,15 +106,27 @@ func (s *Store) PendingEpisodeVectors(ctx context.Context, limit int) (out []Vec
 // PutVectors stores vs in one transaction, replacing the row of the same
 // text, and, when episodesUpto > 0, moves the episode cursor to it. The
 // cursor moves only forward from from (what PendingEpisodeVectors
-// returned): a purge that lowered it meanwhile wins.
-func (s *Store) PutVectors(ctx context.Context, vs []Vector, from, episodesUpto int64) error {
+// returned): a purge that lowered it meanwhile wins. Nothing is stored
+// when the index is no longer the one of epoch (a scrub replaced it
+// while the texts were encoded), and no row is stored for a text that
+// changed meanwhile: an episode purged, an entry revised, forgotten or
+// superseded.
+func (s *Store) PutVectors(ctx context.Context, epoch string, vs []Vector, from, episodesUpto int64) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		var now string
+		if err := tx.QueryRowContext(ctx, `SELECT epoch FROM vector_state WHERE id = 1`).Scan(&now); err != nil {
+			return err
+		}
+		if now != epoch {
+			return nil
+		}
 		del, err := tx.PrepareContext(ctx, `DELETE FROM vectors WHERE kind = ?1 AND stream = ?2 AND seq = ?3 AND entry = ?4`)
 		if err != nil {
 			return err
 		}
 		defer del.Close()
-		exists, err := tx.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ?1 AND seq = ?2)`)
+		exists, err := tx.PrepareContext(ctx, `SELECT CASE ?1 WHEN 'episode' THEN EXISTS (SELECT 1 FROM events WHERE stream = ?2 AND seq = ?3)
+			ELSE EXISTS (SELECT 1 FROM entries WHERE id = ?4 AND version = ?5 AND status IN ('active', 'conflict')) END`)
 		if err != nil {
 			return err
 		}
@@ -138,15 +150,12 @@ func (s *Store) PutVectors(ctx context.Context, vs []Vector, from, episodesUpto 
 				}
 				code, scale = b, float64(v.Scale)
 			}
-			if v.Kind == VectorEpisode {
-				// An episode purged meanwhile gets no row.
-				var ok bool
-				if err := exists.QueryRowContext(ctx, v.Stream, int64(v.Seq)).Scan(&ok); err != nil || !ok {
-					if err != nil {
-						return err
-					}
-					continue
-				}
+			var ok bool
+			if err := exists.QueryRowContext(ctx, v.Kind, v.Stream, int64(v.Seq), v.Entry, v.Version).Scan(&ok); err != nil {
+				return err
+			}
+			if !ok {
+				continue
 			}
 			if _, err := ins.ExecContext(ctx, v.Kind, v.Stream, int64(v.Seq), v.Entry, v.Version, v.Model, v.ModelVersion, scale, code); err != nil {
 				return err
@@ -204,6 +213,7 @@ type VectorState struct {
 }
 
 // VectorState reads the vectors table's state (one row and one seek).
+// Its Epoch is what PutVectors checks.
 func (s *Store) VectorState(ctx context.Context) (VectorState, error) {
 	var st VectorState
 	if err := s.queryRow(ctx, `SELECT epoch, entry_gen, episode_gen, (SELECT coalesce(max(id), 0) FROM vectors)

@@ -66,6 +66,10 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
+		st, err := s.VectorState(ctx)
+		if err != nil {
+			return rep, err
+		}
 		texts, err := s.PendingEntryVectors(ctx, encoder.ModelVersion, batch)
 		if err != nil {
 			return rep, err
@@ -74,12 +78,16 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 			break
 		}
 		vs := encodeAll(encs, o.Encode, texts, &rep, true)
-		if err := s.PutVectors(ctx, vs, 0, 0); err != nil {
+		if err := s.PutVectors(ctx, st.Epoch, vs, 0, 0); err != nil {
 			return rep, err
 		}
 	}
 	for {
 		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		st, err := s.VectorState(ctx)
+		if err != nil {
 			return rep, err
 		}
 		texts, from, err := s.PendingEpisodeVectors(ctx, batch)
@@ -90,7 +98,7 @@ func Fill(ctx context.Context, s *sqlstore.Store, m *Model, o FillOptions) (Fill
 			break
 		}
 		vs := encodeAll(encs, o.Encode, texts, &rep, false)
-		if err := s.PutVectors(ctx, vs, from, texts[len(texts)-1].N); err != nil {
+		if err := s.PutVectors(ctx, st.Epoch, vs, from, texts[len(texts)-1].N); err != nil {
 			return rep, err
 		}
 	}
