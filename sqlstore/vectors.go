@@ -233,13 +233,13 @@ type StoredVector struct {
 }
 
 // LoadVectors calls fn for every vector of kind and model version mv with
-// a row id above after, in id order. Code is valid only during the call.
+// a row id above after, in no order. Code is valid only during the call.
 func (s *Store) LoadVectors(ctx context.Context, kind, mv string, after int64, fn func(StoredVector)) error {
 	q := `SELECT v.id, e.n, v.stream, v.scale, v.code FROM vectors v JOIN entries e ON e.id = v.entry
-		WHERE v.kind = 'entry' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL ORDER BY v.id`
+		WHERE v.kind = 'entry' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL`
 	if kind == VectorEpisode {
 		q = `SELECT v.id, e.n, v.stream, v.scale, v.code FROM vectors v JOIN events e ON e.stream = v.stream AND e.seq = v.seq
-		WHERE v.kind = 'episode' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL ORDER BY v.id`
+		WHERE v.kind = 'episode' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL`
 	}
 	rows, err := s.db.QueryContext(ctx, q, after, mv)
 	if err != nil {

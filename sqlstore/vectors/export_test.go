@@ -19,7 +19,7 @@ func SignScan(q []float32, vs [][]float32, r, k int) []int {
 		ki.ns = append(ki.ns, int64(i))
 		ki.ids = append(ki.ids, int64(i))
 		ki.scope = append(ki.scope, 0)
-		ki.bits = signBits(ki.bits, c)
+		ki.bits = codeBits(ki.bits, b)
 	}
 	var qb [words]uint64
 	signBits(qb[:0], q)

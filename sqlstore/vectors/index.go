@@ -2,6 +2,7 @@ package vectors
 
 import (
 	"context"
+	bits64 "math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -224,7 +225,7 @@ func readVectors(ctx context.Context, s *sqlstore.Store, kind string, after int6
 			return
 		}
 		r := loaded{id: v.ID, n: v.N, stream: v.Stream}
-		signBits(r.bits[:0], v.Code)
+		codeBits(r.bits[:0], v.Code)
 		rows = append(rows, r)
 	})
 	return rows, err
@@ -253,20 +254,35 @@ func (c *cache) install(i int, ki *kindIndex, rows []loaded, upTo int64) *kindIn
 	return nk
 }
 
+// distPool keeps the distance buffers of scans (2 bytes a vector).
+var distPool = sync.Pool{New: func() any { return new([]uint16) }}
+
 // scan returns the positions of the r vectors (of the allowed scopes;
 // nil: all) nearest q by Hamming distance of their signs, in no order.
 // Distances go into a histogram of the 513 possible values, which gives
 // the cut without sorting.
 func (ki *kindIndex) scan(q []uint64, allowed []bool, r int) []int {
 	n := len(ki.ns)
-	dist := make([]uint16, n)
-	var hist [encoder.Dim + 1]int
-	for j := 0; j < n; j++ {
-		if allowed != nil && (int(ki.scope[j]) >= len(allowed) || !allowed[ki.scope[j]]) {
-			dist[j] = encoder.Dim + 1
-			continue
+	buf := distPool.Get().(*[]uint16)
+	defer distPool.Put(buf)
+	if cap(*buf) < n {
+		*buf = make([]uint16, n)
+	}
+	dist := (*buf)[:n]
+	var hist [encoder.Dim + 2]int
+	bits := ki.bits[:n*words]
+	q0, q1, q2, q3, q4, q5, q6, q7 := q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]
+	// hamming, inlined: eight XOR and POPCNT, one bounds check a vector.
+	for j := range dist {
+		if allowed != nil {
+			if sc := ki.scope[j]; int(sc) >= len(allowed) || !allowed[sc] {
+				dist[j] = encoder.Dim + 1
+				continue
+			}
 		}
-		h := hamming(q, ki.bits[j*words:j*words+words])
+		b := bits[j*words : j*words+words : j*words+words]
+		h := bits64.OnesCount64(b[0]^q0) + bits64.OnesCount64(b[1]^q1) + bits64.OnesCount64(b[2]^q2) + bits64.OnesCount64(b[3]^q3) +
+			bits64.OnesCount64(b[4]^q4) + bits64.OnesCount64(b[5]^q5) + bits64.OnesCount64(b[6]^q6) + bits64.OnesCount64(b[7]^q7)
 		dist[j] = uint16(h)
 		hist[h]++
 	}
@@ -292,4 +308,33 @@ func (ki *kindIndex) scan(q []uint64, allowed []bool, r int) []int {
 		}
 	}
 	return out
+}
+
+// Warm loads every vector of s into the cache now, whatever their
+// number (a one-shot command makes one query: a background load would
+// not be done in time for it). It costs about what a background load
+// does; a server leaves it to the first queries.
+func (d *Dense) Warm(ctx context.Context, s *sqlstore.Store) error {
+	c := d.cache(s)
+	st, err := s.VectorState(ctx)
+	if err != nil {
+		return err
+	}
+	for i, kind := range []string{sqlstore.VectorEntry, sqlstore.VectorEpisode} {
+		rows, err := readVectors(ctx, s, kind, 0)
+		if err != nil {
+			return err
+		}
+		gen := st.EntryGen
+		if i == 1 {
+			gen = st.EpisodeGen
+		}
+		c.mu.Lock()
+		if c.epoch != st.Epoch {
+			c.epoch, c.kinds = st.Epoch, [2]*kindIndex{}
+		}
+		c.install(i, &kindIndex{gen: gen}, rows, st.Max)
+		c.mu.Unlock()
+	}
+	return nil
 }

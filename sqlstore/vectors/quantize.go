@@ -2,7 +2,6 @@ package vectors
 
 import (
 	"math"
-	"math/bits"
 
 	"dshmem/sqlstore/encoder"
 )
@@ -30,12 +29,11 @@ func Quantize(v []float32) (scale float32, code []int8) {
 
 // signBits appends the sign bits of the vector (bit i of word i/64 set
 // when component i is positive) to dst.
-func signBits[T int8 | float32 | byte](dst []uint64, v []T) []uint64 {
+func signBits(dst []uint64, v []float32) []uint64 {
 	for w := 0; w < words; w++ {
 		var b uint64
-		for i := 0; i < 64; i++ {
-			x := v[w*64+i]
-			if pos(x) {
+		for i, x := range v[w*64 : w*64+64] {
+			if x > 0 {
 				b |= 1 << i
 			}
 		}
@@ -44,25 +42,19 @@ func signBits[T int8 | float32 | byte](dst []uint64, v []T) []uint64 {
 	return dst
 }
 
-func pos[T int8 | float32 | byte](x T) bool {
-	switch y := any(x).(type) {
-	case byte: // an int8 code read back as a byte
-		return y != 0 && y < 128
-	case int8:
-		return y > 0
-	case float32:
-		return y > 0
+// codeBits is signBits of an int8 code read back as bytes (a byte of 1
+// to 127 is a positive code).
+func codeBits(dst []uint64, code []byte) []uint64 {
+	for w := 0; w < words; w++ {
+		var b uint64
+		for i, x := range code[w*64 : w*64+64] {
+			if x-1 < 127 { // 1..127: unsigned wrap sends 0 to 255
+				b |= 1 << i
+			}
+		}
+		dst = append(dst, b)
 	}
-	return false
-}
-
-// hamming is the count of differing bits of two vectors' signs.
-func hamming(a, b []uint64) int {
-	_ = a[words-1]
-	_ = b[words-1]
-	return bits.OnesCount64(a[0]^b[0]) + bits.OnesCount64(a[1]^b[1]) + bits.OnesCount64(a[2]^b[2]) +
-		bits.OnesCount64(a[3]^b[3]) + bits.OnesCount64(a[4]^b[4]) + bits.OnesCount64(a[5]^b[5]) +
-		bits.OnesCount64(a[6]^b[6]) + bits.OnesCount64(a[7]^b[7])
+	return dst
 }
 
 // cosine is scale·Σ q[i]·code[i], code read as int8 from bytes.
