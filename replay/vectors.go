@@ -63,7 +63,10 @@ func compareVectors(ctx context.Context, live, rebuilt *sqlstore.Store) ([]Diffe
 			rebuiltOnly++
 		}
 	}
-	note := fmt.Sprintf("%d vector rows equal their replay; %d only in the live index, %d only in the replay", same, liveOnly, rebuiltOnly)
+	note := ""
+	if liveOnly+rebuiltOnly > 0 { // every row equal is what "ok" says already
+		note = fmt.Sprintf("%d vector rows equal their replay; %d only in the live index, %d only in the replay (the server's fill had not caught up, or has not run since)", same, liveOnly, rebuiltOnly)
+	}
 	if differ == 0 {
 		return nil, note, nil
 	}

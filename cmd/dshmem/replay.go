@@ -69,7 +69,15 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	defer r.Close()
 	opts := replay.Options{Progress: replayProgress(env)}
 	if *encode {
-		opts.Vectors, opts.VectorWorkers = loadEncoder(env), runtime.NumCPU()
+		// verify compares the vectors only of a root that has some.
+		has := false
+		if idx := r.Index(); idx != nil {
+			st, err := idx.VectorState(ctx)
+			has = err == nil && st.Max > 0
+		}
+		if !*verify || has {
+			opts.Vectors, opts.VectorWorkers = loadEncoder(env), runtime.NumCPU()
+		}
 	}
 	if *verify {
 		if r.Unreadable != "" {
@@ -99,9 +107,6 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 				diffs += len(rep.Behind)
 			}
 		}
-		if rep.Vectors != "" {
-			fmt.Fprintf(env.stdout, "vectors: %s\n", rep.Vectors)
-		}
 		if rep.Moved != "" {
 			fmt.Fprintf(env.stdout, "the root changed while verify ran (%s): a difference may be only that; run it again when the root is idle\n", rep.Moved)
 		}
@@ -113,6 +118,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return exitError{1}
 		}
 		fmt.Fprintf(env.stdout, "ok: %s and the index equal their replay of %s\n", plural(rep.Files, "projection file"), plural(int(rep.Stats.Events), "event"))
+		if rep.Vectors != "" {
+			fmt.Fprintf(env.stdout, "vectors: %s\n", rep.Vectors)
+		}
 		return nil
 	}
 	for _, t := range r.Log.TornTails() {
