@@ -19,7 +19,12 @@ Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
 that user's memories are folded as memory/remember events into a
 temporary index, and the dialogue up to its test turn is the query of
 the real recall path (the same recall.Find as 'dshmem recall', with
-no score floor, 20 results). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
+no score floor, 20 results). With the sentence encoder installed
+('dshmem model install') it adds, per language, the dense ranking alone
+(en), the eval's fusion of the two ("recall+dense", recall.FuseDense
+over both top 20s) and the same fusion inside recall.Find with the
+index's vectors filled as the server fills them ("recall+vectors": what
+recall, search and packets do). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
 zh and en, beside the dense retrievers' published rankings in
 DIR/baselines-zh (BGE-M3, Stella, Acge, Dmeta, OpenAI), scored with the
 same metric code. DIR holds MADial-Bench-{zh,en}-{memory,dialogue}.json.
