@@ -364,7 +364,9 @@ func loadSummaryEntries(ctx context.Context, r sqlstore.Reader, scope string, po
 	}
 	out := make([]markdown.Entry, 0, len(rows))
 	for i := range rows {
-		out = append(out, mdEntry(&rows[i]))
+		e := mdEntry(&rows[i])
+		e.LowConfidence = rows[i].Confidence < payload.LowConfidence
+		out = append(out, e)
 	}
 	return out, meta, total - len(out), nil
 }

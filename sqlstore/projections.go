@@ -52,8 +52,9 @@ type ProjectedEntry struct {
 	Importance         int
 	Status             string
 	ConflictGroup      string
-	UpdatedSeq         uint64 // ScopeEntries only
-	UpdatedAt          string // ScopeEntries only
+	UpdatedSeq         uint64  // ScopeEntries only
+	UpdatedAt          string  // ScopeEntries only
+	Confidence         float64 // SummaryEntries only
 }
 
 // ScopeEntries reads every entry of scope, whatever its status, in id
@@ -99,7 +100,7 @@ const summaryOrder = `(CASE status WHEN 'conflict' THEN 1 ELSE 0 END),
 // entries_summary index: the cost does not grow with the scope.
 func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]ProjectedEntry, error) {
 	rows, err := r.q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
-			status, conflict_group
+			status, conflict_group, confidence
 		FROM entries INDEXED BY entries_summary WHERE scope = ? AND status IN ('active', 'conflict')
 		ORDER BY `+summaryOrder+` LIMIT ?`, scope, limit)
 	if err != nil {
@@ -110,7 +111,7 @@ func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]
 	for rows.Next() {
 		var e ProjectedEntry
 		if err := rows.Scan(&e.ID, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
-			&e.Importance, &e.Status, &e.ConflictGroup); err != nil {
+			&e.Importance, &e.Status, &e.ConflictGroup, &e.Confidence); err != nil {
 			return nil, fmt.Errorf("read entries of %s: %w", scope, err)
 		}
 		out = append(out, e)

@@ -411,7 +411,7 @@ func fetch(ctx context.Context, s *sqlstore.Store, src *source, ids []int64) ([]
 			out = append(out, candidate{
 				n: e.N,
 				item: Item{ID: e.ID, Kind: KindSemantic, Scope: e.Scope, Title: e.Title, Text: e.Content,
-					Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt},
+					Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt, Confidence: e.Confidence},
 				body:  joinLines(e.Description, e.Content),
 				tags:  strings.Join(tl, "\n"),
 				terms: e.Terms,

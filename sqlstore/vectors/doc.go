@@ -8,7 +8,7 @@
 // A vector is made from a row of the index (an active or conflict entry's
 // current text, an episode's text), never from an event, so the fold
 // stays as it was and a root without the model is exactly as before.
-// Rows live in the index's vectors table (migrations/00011_vectors.sql)
+// Rows live in the index's vectors table (migrations/00012_vectors.sql)
 // with the model's id and version; `dshmem replay` rebuilds them when the
 // model is installed, and a row of another model version is dropped,
 // never scanned. Removing the model leaves the log alone: the rows stay
