@@ -113,6 +113,11 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
 		pendingIDs: map[string]map[string]string{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
+	// A salvage a crash interrupted is finished first (quarantine.go).
+	if _, err := finishSalvages(root); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
@@ -168,7 +173,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	// (files.go), so an acknowledgement waits for the log's fsync and
 	// the index commit only.
 	e.proj.Defer = true
-	if err := e.proj.CatchUp(ctx, e.log, opts.Progress); err != nil {
+	if err := e.proj.CatchUp(ctx, quarantineSource{e.log}, opts.Progress); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("catch up index from log: %w", err)
 	}
@@ -198,6 +203,9 @@ func (e *Engine) indexAhead() (string, error) {
 	}
 	sort.Strings(streams)
 	for _, s := range streams {
+		if _, ok := e.log.QuarantinedStream(s); ok {
+			continue // its log reads only up to the damage; the index keeps what it folded
+		}
 		if last := e.log.LastSeq(s); cursors[s] > last {
 			return fmt.Sprintf("index of stream %s was at seq %d but the log ends at seq %d", s, cursors[s], last), nil
 		}
@@ -530,6 +538,9 @@ func (e *Engine) stage(ctx context.Context, items []intakeItem, out []Outcome, r
 	var qs []queued
 	for _, stream := range order {
 		idx := byStream[stream]
+		if e.refuseQuarantined(stream, idx, items, out) {
+			continue
+		}
 		ids := make([]string, len(idx))
 		for k, i := range idx {
 			ids[k] = items[i].env.ID

@@ -240,6 +240,10 @@ func (e *Engine) appendOwn(ctx context.Context, env events.Envelope) (Outcome, e
 	o := outs[0]
 	switch o.Status {
 	case StatusRejected:
+		if d, ok := e.log.QuarantinedStream(o.Stream); ok && o.Stream != "" {
+			// Not the input's fault: the stream is damaged.
+			return o, fmt.Errorf("write %s: %w", env.Type, &events.QuarantinedError{Damage: d})
+		}
 		r := &RefusedError{Msg: "the event was refused"}
 		if o.Error != nil {
 			r.Field, r.Msg = strings.TrimPrefix(o.Error.Field, "data."), o.Error.Msg
