@@ -16,7 +16,6 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
-	"dshmem/sqlstore/vectors"
 )
 
 // Options configure an Engine. The zero value works.
@@ -76,12 +75,7 @@ type Engine struct {
 
 	// files writes the Markdown projections off the intake's path.
 	files *fileWriter
-
-	// The sentence encoder's vectors (vectors.go): the fill, and what
-	// Recall searches.
-	vec     *vectorFill
-	denseMu sync.Mutex
-	dense   *vectors.Dense
+	vectors vectorState // the sentence encoder's vectors (vectors.go)
 }
 
 // ErrReadOnly is returned by every write (intake, checkpoint, sync,
@@ -255,10 +249,7 @@ func (e *Engine) Repairs() []events.Repaired {
 // log, the index and the lock.
 func (e *Engine) Close() error {
 	var errs []error
-	if e.vec != nil {
-		e.vec.stop()
-		e.vec = nil
-	}
+	e.stopVectors()
 	if e.files != nil {
 		errs = append(errs, e.files.stop())
 		e.files = nil
@@ -455,7 +446,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
 		err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
 	}
-	e.vec.kick() // the new text's vectors, in the background
+	e.vectors.fill.kick() // the new text's vectors, in the background
 	e.tally(&res, out)
 	if err != nil && res.Appended == 0 && res.Duplicates == 0 && qs == nil {
 		return res, nil, err

@@ -14,18 +14,34 @@ import (
 // acknowledgement, and Recall fuses them with the words (recall.Query's
 // Dense). Without a model nothing here runs and recall is as it was.
 
+// vectorState is the Engine's part in the vectors: the fill, and what
+// Recall searches.
+type vectorState struct {
+	fill  *vectorFill
+	mu    sync.Mutex
+	dense *vectors.Dense
+}
+
+// stopVectors stops the fill (Close).
+func (e *Engine) stopVectors() {
+	if e.vectors.fill != nil {
+		e.vectors.fill.stop()
+		e.vectors.fill = nil
+	}
+}
+
 // UseDense makes Recall find the nearest vectors of d for queries that
 // set no Dense of their own (nil: words alone). It does not fill any.
 func (e *Engine) UseDense(d *vectors.Dense) {
-	e.denseMu.Lock()
-	e.dense = d
-	e.denseMu.Unlock()
+	e.vectors.mu.Lock()
+	e.vectors.dense = d
+	e.vectors.mu.Unlock()
 }
 
 func (e *Engine) denseOf() *vectors.Dense {
-	e.denseMu.Lock()
-	defer e.denseMu.Unlock()
-	return e.dense
+	e.vectors.mu.Lock()
+	defer e.vectors.mu.Unlock()
+	return e.vectors.dense
 }
 
 // StartVectors uses d for recall (UseDense) and starts the background
@@ -33,30 +49,30 @@ func (e *Engine) denseOf() *vectors.Dense {
 // at once; Close stops the fill. A read-only engine only uses d.
 func (e *Engine) StartVectors(d *vectors.Dense, workers int) {
 	e.UseDense(d)
-	if e.log == nil || e.vec != nil {
+	if e.log == nil || e.vectors.fill != nil {
 		return
 	}
 	v := &vectorFill{e: e, d: d, opts: vectors.FillOptions{Workers: workers},
 		kicks: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	e.vec = v
+	e.vectors.fill = v
 	v.kick() // what the index holds already
 	go v.run()
 }
 
 // KickVectors asks the background fill to look for text without a
 // vector (a scrub that replaced the index calls it).
-func (e *Engine) KickVectors() { e.vec.kick() }
+func (e *Engine) KickVectors() { e.vectors.fill.kick() }
 
 // VectorsIdle waits until the background fill has nothing left to do
 // (tests, and `dshmem bench` before it measures), or ctx ends.
 func (e *Engine) VectorsIdle(ctx context.Context) error {
-	if e.vec == nil {
+	if e.vectors.fill == nil {
 		return nil
 	}
 	for {
-		e.vec.mu.Lock()
-		idle, ch := !e.vec.busy, e.vec.idle
-		e.vec.mu.Unlock()
+		e.vectors.fill.mu.Lock()
+		idle, ch := !e.vectors.fill.busy, e.vectors.fill.idle
+		e.vectors.fill.mu.Unlock()
 		if idle {
 			return nil
 		}
@@ -70,12 +86,12 @@ func (e *Engine) VectorsIdle(ctx context.Context) error {
 
 // VectorsError is the error of the last background fill, or nil.
 func (e *Engine) VectorsError() error {
-	if e.vec == nil {
+	if e.vectors.fill == nil {
 		return nil
 	}
-	e.vec.mu.Lock()
-	defer e.vec.mu.Unlock()
-	return e.vec.err
+	e.vectors.fill.mu.Lock()
+	defer e.vectors.fill.mu.Unlock()
+	return e.vectors.fill.err
 }
 
 // vectorFill runs vectors.Fill whenever a fold kicked it.
