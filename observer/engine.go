@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/projector"
 	"dshmem/sqlstore"
 )
@@ -33,6 +34,9 @@ type Options struct {
 	// 0 means DefaultFilesInterval; < 0 holds them until WriteFiles or
 	// Close (tests that crash a writer before its files are written).
 	FilesInterval time.Duration
+	// Files is the file-system seam of the Markdown files' writes (fault
+	// tests); nil means the operating system.
+	Files markdown.FS
 }
 
 // Engine is one open root: the writer lock, the log, the index and the
@@ -64,6 +68,7 @@ type Engine struct {
 	nextTicket uint64               // guarded by foldMu; taken under mu
 	foldTurn   uint64               // guarded by foldMu
 	folding    bool                 // guarded by foldMu: a caller is folding
+	foldBehind bool                 // owned by the caller folding: a fold failed, the index is behind the log
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
 	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
@@ -163,6 +168,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	}
 	e.proj = projector.New(e.store)
 	e.proj.Root = root // the Markdown projections (projector/files.go)
+	e.proj.FS = opts.Files
 	// Folds commit and queue their files; the file writer writes them
 	// (files.go), so an acknowledgement waits for the log's fsync and
 	// the index commit only.
@@ -444,7 +450,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 		folded = append(folded, stamped...)
 	}
 	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
-		err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
+		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)
 	}
 	e.vectors.fill.kick() // the new text's vectors, in the background
 	e.tally(&res, out)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/sqlstore"
 )
 
@@ -44,6 +45,9 @@ type Projector struct {
 	// Held, when set, is told about each projection file left as it is
 	// because it holds a hand edit not yet captured (see put).
 	Held func(path string)
+	// FS is the file-system seam of the Markdown files' writes (a fault
+	// test's); nil means the operating system.
+	FS markdown.FS
 
 	// Defer leaves the Markdown files of a fold queued (queue.go) for
 	// WriteQueued instead of writing them before Fold returns, so the

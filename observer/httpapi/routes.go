@@ -413,6 +413,10 @@ type Health struct {
 	// with the segment, offset and reason of its damage, until `dshmem
 	// salvage STREAM`; empty when all is well (quarantine.go).
 	Quarantined []events.Damage `json:"quarantined"`
+	// Files is the error of the last write of the Markdown files, while
+	// it lasts (they stay queued and are retried every second); the log
+	// and the index are not affected.
+	Files string `json:"files,omitempty"`
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -426,6 +430,9 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, err
 			h.Degraded = d
 		}
 		h.Quarantined = lg.Quarantined()
+	}
+	if err := s.eng.FilesError(); err != nil {
+		h.Files = "the Markdown files are not written: " + err.Error() + " (the log and the index are not affected; retried every second)"
 	}
 	return writeJSON(w, http.StatusOK, h)
 }
