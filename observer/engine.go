@@ -79,7 +79,7 @@ type Engine struct {
 	mu sync.Mutex
 
 	// files writes the Markdown projections off the intake's path.
-	files *fileWriter
+	files   *fileWriter
 	vectors vectorState // the sentence encoder's vectors (vectors.go)
 }
 
