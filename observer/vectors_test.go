@@ -123,7 +123,8 @@ func TestVectorsProjection(t *testing.T) {
 			{Text: "日志 内存", Kind: recall.KindEpisodic, NoFloor: true, Bytes: -1},
 			{Text: "依赖", Kind: recall.KindSemantic},
 		} {
-			q.Now = time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+			// No 250 ms deadline: at load 15 a cut recall finds nothing.
+			q.Now, q.Timeout = time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), 10*time.Second
 			ra, err := a.Recall(ctx, q)
 			require.NoError(t, err)
 			rb, err := b.Recall(ctx, q)
@@ -135,7 +136,7 @@ func TestVectorsProjection(t *testing.T) {
 
 	t.Run("EnglishFindsByMeaning", func(t *testing.T) {
 		// No word of the query is in the entry; only its meaning is.
-		q := recall.Query{Text: "shipping updates to production", Scopes: []string{observer.StreamForCwd("/home/u/proj")}}
+		q := recall.Query{Text: "shipping updates to production", Scopes: []string{observer.StreamForCwd("/home/u/proj")}, Timeout: 10 * time.Second}
 		ra, err := a.Recall(ctx, q)
 		require.NoError(t, err)
 		require.NotEmpty(t, ra.Items, "with the model: nothing found")
