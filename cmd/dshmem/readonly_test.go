@@ -94,9 +94,10 @@ func runBin(t *testing.T, bin string, args ...string) (code int, stdout, stderr 
 // and waits for exit 0.
 func startServe(t *testing.T, bin, root string) (stop func()) {
 	t.Helper()
-	// No scheduled backup or rotation: the callers compare the root
-	// before and after, and its events are older than a backup's due.
-	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--maintenance-every", "0")
+	// No scheduled backup or rotation, and no background fill of
+	// vectors: the callers compare the root before and after, and its
+	// events are older than a backup's due.
+	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--maintenance-every", "0", "--vectors=false")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
