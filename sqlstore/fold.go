@@ -108,6 +108,17 @@ func (t *FoldTx) stmt(query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// queryRow runs a one-row query through its prepared statement; a
+// failed prepare is reported by the row's Scan.
+func (t *FoldTx) queryRow(query string, args ...any) *sql.Row {
+	return foldQuerier{t}.QueryRowContext(context.Background(), query, args...)
+}
+
+// query runs query through its prepared statement.
+func (t *FoldTx) query(query string, args ...any) (*sql.Rows, error) {
+	return foldQuerier{t}.QueryContext(context.Background(), query, args...)
+}
+
 func (t *FoldTx) exec(query string, args ...any) (sql.Result, error) {
 	st, err := t.stmt(query)
 	if err != nil {
@@ -143,7 +154,7 @@ func (t *FoldTx) Reader() Reader { return Reader{foldQuerier{t}} }
 // Cursor returns the last seq of stream folded (0 when none).
 func (t *FoldTx) Cursor(stream string) (uint64, error) {
 	var seq int64
-	err := t.tx.QueryRow(`SELECT seq FROM cursors WHERE stream = ?`, stream).Scan(&seq)
+	err := t.queryRow(`SELECT seq FROM cursors WHERE stream = ?`, stream).Scan(&seq)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
@@ -293,7 +304,7 @@ type EntryRow struct {
 // EntryExists reports whether an entry with id exists in any scope.
 func (t *FoldTx) EntryExists(id string) (bool, error) {
 	var n int
-	if err := t.tx.QueryRow(`SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := t.queryRow(`SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up entry %s: %w", id, err)
 	}
 	return n > 0, nil
@@ -335,7 +346,7 @@ func (t *FoldTx) UpdateEntry(e *EntryRow, seq uint64, time string) error {
 
 // LoadEntry reads entry id of scope; ok is false when there is none.
 func (t *FoldTx) LoadEntry(id, scope string) (e EntryRow, ok bool, err error) {
-	err = t.tx.QueryRow(`SELECT n, id, scope, type, title, description, terms, content, tags,
+	err = t.queryRow(`SELECT n, id, scope, type, title, description, terms, content, tags,
 			importance, confidence, status, conflict_group, supersedes, superseded_by, provenance, version
 		FROM entries WHERE id = ? AND scope = ?`, id, scope).
 		Scan(&e.N, &e.ID, &e.Scope, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
@@ -398,7 +409,7 @@ func (t *FoldTx) InsertVersion(v *VersionRow) error {
 // ConflictContenders lists, in id order, the entries of scope still in
 // status conflict in group.
 func (t *FoldTx) ConflictContenders(scope, group string) ([]string, error) {
-	rows, err := t.tx.Query(`SELECT id FROM entries WHERE scope = ? AND conflict_group = ? AND status = 'conflict' ORDER BY id`,
+	rows, err := t.query(`SELECT id FROM entries WHERE scope = ? AND conflict_group = ? AND status = 'conflict' ORDER BY id`,
 		scope, group)
 	if err != nil {
 		return nil, fmt.Errorf("read conflict group %s: %w", group, err)
@@ -461,7 +472,7 @@ func (t *FoldTx) QueueFiles(key string) error {
 // of stream ("" when none).
 func (t *FoldTx) LastSummarySHA(stream string) (string, error) {
 	var last string
-	err := t.tx.QueryRow(`SELECT sha256 FROM summary_versions WHERE stream = ? ORDER BY seq DESC LIMIT 1`,
+	err := t.queryRow(`SELECT sha256 FROM summary_versions WHERE stream = ? ORDER BY seq DESC LIMIT 1`,
 		stream).Scan(&last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("read summary versions of %s: %w", stream, err)
