@@ -55,6 +55,12 @@ type fileTrack struct {
 	// version, push it out of the kept set, and no other memory event
 	// after it needs its text to compare with (plan).
 	unrendered map[streamSeq]bool
+	// versions are the summary versions the call made, per stream, oldest
+	// first, at most HistoryKeep: written to summary_versions when the
+	// call ends (writeVersions), so a group of remembers inserts each
+	// kept version once and trims the table once, instead of an insert
+	// and a trim per remember.
+	versions map[string][]sqlstore.SummaryVersion
 }
 
 type streamSeq struct {
@@ -78,6 +84,7 @@ func (p *Projector) newFileTrack() *fileTrack {
 		last:       map[string]string{},
 		shown:      map[string]int{},
 		unrendered: map[streamSeq]bool{},
+		versions:   map[string][]sqlstore.SummaryVersion{},
 	}
 }
 
@@ -147,6 +154,9 @@ func registeredDir(ev *events.Envelope) (string, bool) {
 func (t *fileTrack) queue(f *fold) error {
 	if !t.on {
 		return nil
+	}
+	if err := t.writeVersions(f); err != nil {
+		return err
 	}
 	var keys []string
 	if t.global {

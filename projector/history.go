@@ -2,8 +2,10 @@ package projector
 
 import (
 	"context"
+	"slices"
 
 	"dshmem/events"
+	"dshmem/sqlstore"
 )
 
 // The versions of a workspace summary that summary_history/ keeps: one
@@ -103,5 +105,24 @@ func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
 		return nil
 	}
 	t.last[ev.Stream] = sum
-	return f.tx.AddSummaryVersion(ev.Stream, ev.Seq, ev.Time, sum, string(r.Data), HistoryKeep)
+	vs := append(t.versions[ev.Stream], sqlstore.SummaryVersion{Seq: ev.Seq, Time: ev.Time, SHA256: sum, Content: string(r.Data)})
+	if len(vs) > HistoryKeep {
+		// Older than HistoryKeep versions of this call: never kept.
+		vs = slices.Delete(vs, 0, len(vs)-HistoryKeep)
+	}
+	t.versions[ev.Stream] = vs
+	return nil
+}
+
+// writeVersions writes the versions the call made and drops all but the
+// newest HistoryKeep of each stream. The rows equal those of writing each
+// version as it was made and trimming after each: the newest HistoryKeep
+// of the old rows and the new ones.
+func (t *fileTrack) writeVersions(f *fold) error {
+	for _, stream := range sortedKeys(t.versions) {
+		if err := f.tx.AddSummaryVersions(stream, t.versions[stream], HistoryKeep); err != nil {
+			return err
+		}
+	}
+	return nil
 }

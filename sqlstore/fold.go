@@ -480,13 +480,18 @@ func (t *FoldTx) LastSummarySHA(stream string) (string, error) {
 	return last, nil
 }
 
-// AddSummaryVersion keeps content (hashing to sha) as the summary of
-// stream as of the event at seq and time, and drops all but the newest
-// keep versions.
-func (t *FoldTx) AddSummaryVersion(stream string, seq uint64, time, sha, content string, keep int) error {
-	if _, err := t.exec(`INSERT INTO summary_versions (stream, seq, time, sha256, content) VALUES (?, ?, ?, ?, ?)`,
-		stream, int64(seq), time, sha, content); err != nil {
-		return fmt.Errorf("record summary version %s seq %d: %w", stream, seq, err)
+// AddSummaryVersions keeps vs (in seq order, each above the stream's
+// newest kept version) as summaries of stream, and drops all but the
+// newest keep versions.
+func (t *FoldTx) AddSummaryVersions(stream string, vs []SummaryVersion, keep int) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	for _, v := range vs {
+		if _, err := t.exec(`INSERT INTO summary_versions (stream, seq, time, sha256, content) VALUES (?, ?, ?, ?, ?)`,
+			stream, int64(v.Seq), v.Time, v.SHA256, v.Content); err != nil {
+			return fmt.Errorf("record summary version %s seq %d: %w", stream, v.Seq, err)
+		}
 	}
 	if _, err := t.exec(`DELETE FROM summary_versions WHERE stream = ?1 AND seq <= (
 			SELECT seq FROM summary_versions WHERE stream = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,

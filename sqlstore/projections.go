@@ -209,13 +209,14 @@ func (r Reader) DayBlockEvents(ctx context.Context, day string) ([]Event, error)
 type SummaryVersion struct {
 	Seq     uint64
 	Time    string
+	SHA256  string // of Content
 	Content string
 }
 
 // SummaryVersions returns the kept summary versions of stream, oldest
 // first.
 func (r Reader) SummaryVersions(ctx context.Context, stream string) ([]SummaryVersion, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT seq, time, content FROM summary_versions WHERE stream = ? ORDER BY seq`, stream)
+	rows, err := r.q.QueryContext(ctx, `SELECT seq, time, sha256, content FROM summary_versions WHERE stream = ? ORDER BY seq`, stream)
 	if err != nil {
 		return nil, fmt.Errorf("read summary versions of %s: %w", stream, err)
 	}
@@ -224,7 +225,7 @@ func (r Reader) SummaryVersions(ctx context.Context, stream string) ([]SummaryVe
 	for rows.Next() {
 		var v SummaryVersion
 		var seq int64
-		if err := rows.Scan(&seq, &v.Time, &v.Content); err != nil {
+		if err := rows.Scan(&seq, &v.Time, &v.SHA256, &v.Content); err != nil {
 			return nil, fmt.Errorf("read summary versions of %s: %w", stream, err)
 		}
 		v.Seq = uint64(seq)
