@@ -24,11 +24,30 @@ import (
 // goroutine per statement to watch a cancellable context, which would
 // cost more than the insert. The projector checks its context between
 // events.
+//
+// The FTS5 writes (IndexEntry, ReindexEntry, InsertEpisode) wait in text
+// until Commit, which runs them, in order, after every other statement.
+// FTS5 keeps the terms of a transaction in memory and writes them as one
+// segment at the end, but flushes them early whenever a later statement
+// of the transaction opens a statement savepoint (an insert with a
+// trigger, an upsert): interleaved with the other rows, each entry or
+// episode became a segment of its own, and the segment merges that
+// follow cost more than the inserts. Nothing in a fold reads the FTS
+// tables, so only when they are written changes.
 type FoldTx struct {
 	s          *Store
 	tx         *sql.Tx
 	stmts      map[string]*sql.Stmt
 	unprepared []string // queries to prepare on the pool once the transaction ends
+	text       []textWrite
+}
+
+// textWrite is an FTS5 statement held until Commit; what names it in an
+// error.
+type textWrite struct {
+	query string
+	args  []any
+	what  string
 }
 
 // BeginFold starts a fold's transaction. It takes the write lock at
@@ -42,8 +61,22 @@ func (s *Store) BeginFold(ctx context.Context) (*FoldTx, error) {
 	return &FoldTx{s: s, tx: tx}, nil
 }
 
-// Commit commits the fold.
-func (t *FoldTx) Commit() error { return t.tx.Commit() }
+// Commit runs the held FTS5 writes and commits the fold.
+func (t *FoldTx) Commit() error {
+	for i := range t.text {
+		w := &t.text[i]
+		if _, err := t.exec(w.query, w.args...); err != nil {
+			return fmt.Errorf("%s: %w", w.what, err)
+		}
+	}
+	t.text = nil
+	return t.tx.Commit()
+}
+
+// holdText queues an FTS5 write for Commit.
+func (t *FoldTx) holdText(what, query string, args ...any) {
+	t.text = append(t.text, textWrite{query: query, args: args, what: what})
+}
 
 // Close rolls the transaction back unless Commit ran, closes its
 // statements, and prepares on the pool the queries it met first.
@@ -207,15 +240,13 @@ func (t *FoldTx) InsertEvent(ev *Event) (n int64, err error) {
 }
 
 // InsertEpisode indexes event row n as an episode: terms are its
-// distinct terms joined by spaces (episodes_fts), injected flags text
-// the host injected.
+// distinct terms joined by spaces (episodes_fts, written at Commit),
+// injected flags text the host injected.
 func (t *FoldTx) InsertEpisode(n int64, injected bool, terms string) error {
 	if _, err := t.exec(`INSERT INTO episodes (n, injected) VALUES (?, ?)`, n, injected); err != nil {
 		return fmt.Errorf("insert episode: %w", err)
 	}
-	if _, err := t.exec(`INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, terms); err != nil {
-		return fmt.Errorf("index episode: %w", err)
-	}
+	t.holdText(fmt.Sprintf("index episode %d", n), `INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, terms)
 	return nil
 }
 
@@ -361,20 +392,16 @@ func (t *FoldTx) LoadEntry(id, scope string) (e EntryRow, ok bool, err error) {
 }
 
 // IndexEntry writes the entries_fts row of entry row n (id names it in
-// errors). An entry's index row is replaced with ReindexEntry.
+// errors) at Commit. An entry's index row is replaced with ReindexEntry.
 func (t *FoldTx) IndexEntry(n int64, id, title, body, bigrams string) error {
-	if _, err := t.exec(`INSERT INTO entries_fts (rowid, title, body, bigrams) VALUES (?, ?, ?, ?)`,
-		n, title, body, bigrams); err != nil {
-		return fmt.Errorf("index entry %s: %w", id, err)
-	}
+	t.holdText("index entry "+id, `INSERT INTO entries_fts (rowid, title, body, bigrams) VALUES (?, ?, ?, ?)`,
+		n, title, body, bigrams)
 	return nil
 }
 
-// ReindexEntry replaces the entries_fts row of entry row n.
+// ReindexEntry replaces the entries_fts row of entry row n at Commit.
 func (t *FoldTx) ReindexEntry(n int64, id, title, body, bigrams string) error {
-	if _, err := t.exec(`DELETE FROM entries_fts WHERE rowid = ?`, n); err != nil {
-		return fmt.Errorf("reindex entry %s: %w", id, err)
-	}
+	t.holdText("reindex entry "+id, `DELETE FROM entries_fts WHERE rowid = ?`, n)
 	return t.IndexEntry(n, id, title, body, bigrams)
 }
 
