@@ -61,6 +61,10 @@ type fileTrack struct {
 	// kept version once and trims the table once, instead of an insert
 	// and a trim per remember.
 	versions map[string][]sqlstore.SummaryVersion
+	// tops are the tops of summary rankings this call has rendered, per
+	// stream, while no event has changed entries other than by a
+	// remember (summaryText).
+	tops map[string]*summaryTop
 }
 
 type streamSeq struct {
@@ -85,6 +89,7 @@ func (p *Projector) newFileTrack() *fileTrack {
 		shown:      map[string]int{},
 		unrendered: map[streamSeq]bool{},
 		versions:   map[string][]sqlstore.SummaryVersion{},
+		tops:       map[string]*summaryTop{},
 	}
 }
 
@@ -94,6 +99,9 @@ func (p *Projector) newFileTrack() *fileTrack {
 // inside the fold's transaction, after the event's rows are written, so
 // it sees the index exactly as of this event.
 func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
+	if !keepsTops(ev.Type) {
+		clear(t.tops)
+	}
 	ws := IsWorkspace(ev.Stream)
 	if ws {
 		// A workspace's files show its entries and its cwd: render them

@@ -1,11 +1,13 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // querier is what a Reader runs its queries on: the pool, a read
@@ -119,6 +121,66 @@ func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]
 		return nil, fmt.Errorf("read entries of %s: %w", scope, err)
 	}
 	return out, nil
+}
+
+// ShownEntry reads entry id of scope as SummaryEntries reads it; ok is
+// false unless the entry exists there and is shown (active or conflict).
+func (r Reader) ShownEntry(ctx context.Context, scope, id string) (e ProjectedEntry, ok bool, err error) {
+	err = r.q.QueryRowContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
+			status, conflict_group
+		FROM entries WHERE id = ? AND scope = ? AND status IN ('active', 'conflict')`, id, scope).
+		Scan(&e.ID, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
+			&e.Importance, &e.Status, &e.ConflictGroup)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ProjectedEntry{}, false, nil
+	}
+	if err != nil {
+		return ProjectedEntry{}, false, fmt.Errorf("read entry %s: %w", id, err)
+	}
+	return e, true, nil
+}
+
+// SummaryCompare orders two shown entries as summaryOrder does, so that
+// a caller holding the top of the ranking can place one more entry in it
+// without asking SQLite (SQLite compares TEXT bytewise, as
+// strings.Compare does). TestSummaryCompareIsSQLOrder holds them equal.
+func SummaryCompare(a, b *ProjectedEntry) int {
+	return cmp.Or(
+		cmp.Compare(summaryStatusRank(a.Status), summaryStatusRank(b.Status)),
+		cmp.Compare(b.Importance, a.Importance),
+		cmp.Compare(summaryTypeRank(a.Type), summaryTypeRank(b.Type)),
+		strings.Compare(a.Type, b.Type),
+		strings.Compare(a.ID, b.ID),
+	)
+}
+
+func summaryStatusRank(status string) int {
+	if status == "conflict" {
+		return 1
+	}
+	return 0
+}
+
+func summaryTypeRank(typ string) int {
+	switch typ {
+	case "preference":
+		return 0
+	case "rule":
+		return 1
+	case "decision":
+		return 2
+	case "architecture":
+		return 3
+	case "procedure":
+		return 4
+	case "fix":
+		return 5
+	case "fact":
+		return 6
+	case "":
+		return 8
+	}
+	return 7
 }
 
 // LastEntryChange returns the seq and time of the last change to an
