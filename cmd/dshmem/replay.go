@@ -98,7 +98,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(env.stdout, "%d of %d projection files (and the index) compared: %d differ from the log\n", rep.Files, rep.Files, diffs)
 			return exitError{1}
 		}
-		fmt.Fprintf(env.stdout, "ok: %d projection files and the index equal their replay of %d events\n", rep.Files, rep.Stats.Events)
+		fmt.Fprintf(env.stdout, "ok: %s and the index equal their replay of %s\n", plural(rep.Files, "projection file"), plural(int(rep.Stats.Events), "event"))
 		return nil
 	}
 	for _, t := range r.Log.TornTails() {

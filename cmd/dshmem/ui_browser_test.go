@@ -226,6 +226,7 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	assert.Contains(t, text("#scope-title"), ws)
 	assert.Contains(t, text("#scope-dir"), dir)
 	assert.Contains(t, text(`#scope-facts dd[data-fact="entries"]`), "1 active")
+	assert.Equal(t, "1 active entry", text("#entries-count"), "one entry is counted in the singular")
 	assert.Contains(t, text(entrySel(seed)), "blue green")
 	assert.Contains(t, text("#summary"), "blue green", "the rendered summary")
 	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))

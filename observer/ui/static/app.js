@@ -138,9 +138,10 @@
     const s = state.current;
     const r = await api('GET', '/ui/api/scopes/' + encodeURIComponent(s.key) + '/entries?status=' + state.status);
     const label = state.status === 'all' ? '' : state.status + ' ';
+    const noun = r.total === 1 ? 'entry' : 'entries';
     $('entries-count').textContent = r.total === r.entries.length
-      ? r.total + ' ' + label + 'entries'
-      : 'the newest ' + r.entries.length + ' of ' + r.total + ' ' + label + 'entries';
+      ? r.total + ' ' + label + noun
+      : 'the newest ' + r.entries.length + ' of ' + r.total + ' ' + label + noun;
     $('entries').replaceChildren(...r.entries.slice().reverse().map(entryItem));
   }
 
