@@ -16,7 +16,14 @@ type Entry struct {
 	Importance                            int // 0–3
 	Status                                string
 	ConflictGroup                         string
+	// LowConfidence marks, in a workspace summary only, an entry that
+	// evidence spoke against: its title there ends with LowConfidenceMark.
+	LowConfidence bool
 }
+
+// LowConfidenceMark ends the title of a low-confidence entry in a
+// workspace summary. Part of the file format; do not change.
+const LowConfidenceMark = " (low confidence)"
 
 // Entry statuses (ARCHITECTURE §5). The list renderers show active and
 // conflict entries; superseded, forgotten and unknown statuses are left out.
@@ -83,6 +90,8 @@ func Canonical(e Entry) Entry {
 		Terms:       cleanList(e.Terms),
 		Importance:  min(max(e.Importance, 0), MaxImportance),
 		Status:      cleanWord(e.Status),
+
+		LowConfidence: e.LowConfidence,
 	}
 	if c.Status == "" {
 		c.Status = StatusActive

@@ -180,6 +180,9 @@ func summaryBlock(e Entry) []byte {
 	var b bytes.Buffer
 	b.WriteString("\n")
 	e.Title = shorten(e.Title, summaryTitleBytes, 1)
+	if e.LowConfidence {
+		e.Title += LowConfidenceMark
+	}
 	text := e.Description
 	if text == "" {
 		text = e.Content

@@ -58,7 +58,7 @@ func summaryParts(entries []Entry) []summaryPart {
 // entryFields is how many fields Entry has; partKey writes each of them
 // (TestPartKeyCoversEntry fails when a field is added, so that the key
 // gets it too).
-const entryFields = 10
+const entryFields = 11
 
 // partKey writes every field of e to b, each prefixed by its length,
 // so that two entries get the same key only when they are equal.
@@ -86,4 +86,7 @@ func partKey(b *strings.Builder, e Entry) {
 	b.WriteByte(';')
 	str(e.Status)
 	str(e.ConflictGroup)
+	if e.LowConfidence {
+		b.WriteString("low")
+	}
 }

@@ -30,6 +30,8 @@ func TestPartKeyCoversEntry(t *testing.T) {
 			f.SetString(f.String() + "'")
 		case reflect.Int:
 			f.SetInt(f.Int() + 1)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
 		case reflect.Slice:
 			f.Set(reflect.ValueOf([]string{"a", ""}))
 		default:

@@ -36,7 +36,10 @@
 //	                     (version+1, the previous kept), supersede (old superseded,
 //	                     new active, both versions recorded), conflict (a group id
 //	                     ConflictGroupID(stream, seq, op)), forget; a group left
-//	                     with one contender is resolved back to active
+//	                     with one contender is resolved back to active; the
+//	                     evidence ops (evidence.go): confidence (entries, version
+//	                     "confidence"), alias (aliases), procedure (procedures,
+//	                     procedure_versions), each only in the event's own stream
 //	memory/shown         shown (session, stream, entry_id): count, last seq
 //	scope/register       scopes: the workspace's directory (data.dir), over its first cwd
 //	scope/archive        archived_scopes (a workspace stream only): its files move to archived/

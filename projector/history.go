@@ -165,7 +165,7 @@ func (t *fileTrack) summaryText(f *fold, ev *events.Envelope, shown int) ([]byte
 			})
 			if i < top.pool {
 				rows = slices.Insert(rows, i, x)
-				md = slices.Insert(md, i, mdEntry(&x))
+				md = slices.Insert(md, i, summaryEntry(&x))
 				if len(rows) > top.pool {
 					rows, md = rows[:top.pool], md[:top.pool]
 				}

@@ -103,6 +103,9 @@ func (f *fold) op(ev *events.Envelope, checkpoint string, i int, o *payload.Op) 
 		e.prov = prov
 		return f.addEntry(ev, e, "add", o.Reason)
 	}
+	if payload.KnownEvidenceOp(name) {
+		return f.evidenceOp(ev, name, o) // evidence.go
+	}
 	if !payload.KnownOp(name) {
 		return nil
 	}

@@ -371,9 +371,16 @@ func loadSummaryEntries(ctx context.Context, r sqlstore.Reader, scope string, po
 	}
 	top.md = make([]markdown.Entry, 0, len(top.rows))
 	for i := range top.rows {
-		top.md = append(top.md, mdEntry(&top.rows[i]))
+		top.md = append(top.md, summaryEntry(&top.rows[i]))
 	}
 	return top, meta, nil
+}
+
+// summaryEntry is a shown entry as the workspace summary renders it.
+func summaryEntry(r *sqlstore.ProjectedEntry) markdown.Entry {
+	e := mdEntry(r)
+	e.LowConfidence = r.Confidence < payload.LowConfidence
+	return e
 }
 
 // scopeJSON is the content of scope.json. Part of the on-disk format.

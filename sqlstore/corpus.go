@@ -199,6 +199,7 @@ type EntryCandidate struct {
 	Content                string
 	Tags                   string // the column: a JSON array
 	Importance             int
+	Confidence             float64
 	Status, UpdatedAt      string
 }
 
@@ -214,7 +215,7 @@ type EpisodeCandidate struct {
 }
 
 const fetchEntriesSQL = `SELECT e.id, e.scope, e.type, e.title, e.description, e.terms, e.content, e.tags,
-			e.importance, e.status, e.updated_at
+			e.importance, e.confidence, e.status, e.updated_at
 			FROM json_each(?1) j JOIN entries e ON e.n = j.value
 			WHERE e.status IN ('active', 'conflict')`
 
@@ -242,7 +243,7 @@ func (s *Store) FetchEntries(ctx context.Context, ids []int64) ([]EntryCandidate
 	for rows.Next() {
 		var c EntryCandidate
 		if err := rows.Scan(&c.ID, &c.Scope, &c.Type, &c.Title, &c.Description, &c.Terms,
-			&c.Content, &c.Tags, &c.Importance, &c.Status, &c.UpdatedAt); err != nil {
+			&c.Content, &c.Tags, &c.Importance, &c.Confidence, &c.Status, &c.UpdatedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, c)

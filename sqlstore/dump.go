@@ -39,6 +39,12 @@ var dumpTables = []dumpTable{
 	{"archived_scopes", `SELECT stream, seq, time FROM archived_scopes ORDER BY stream`},
 	{"day_rotation", `SELECT before FROM day_rotation ORDER BY id`},
 	{"shown", `SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY session, stream, entry_id`},
+	{"aliases", `SELECT scope, alias_key, expansion_key, alias, expansion, quote, event_id, evidence, seq, time
+		FROM aliases ORDER BY scope, alias_key, expansion_key`},
+	{"procedures", `SELECT id, scope, stage, trigger, state, version, created_seq, updated_seq, updated_at
+		FROM procedures ORDER BY id`},
+	{"procedure_versions", `SELECT procedure_id, version, stream, seq, event_id, time, stage, reason, evidence, state
+		FROM procedure_versions ORDER BY procedure_id, version`},
 }
 
 // fileTables are the tables of the Markdown writer (files.go, and

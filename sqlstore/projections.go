@@ -54,8 +54,9 @@ type ProjectedEntry struct {
 	Importance         int
 	Status             string
 	ConflictGroup      string
-	UpdatedSeq         uint64 // ScopeEntries only
-	UpdatedAt          string // ScopeEntries only
+	UpdatedSeq         uint64  // ScopeEntries only
+	UpdatedAt          string  // ScopeEntries only
+	Confidence         float64 // SummaryEntries and ShownEntry only
 }
 
 // ScopeEntries reads every entry of scope, whatever its status, in id
@@ -101,7 +102,7 @@ const summaryOrder = `(CASE status WHEN 'conflict' THEN 1 ELSE 0 END),
 // entries_summary index: the cost does not grow with the scope.
 func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]ProjectedEntry, error) {
 	rows, err := r.q.QueryContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
-			status, conflict_group
+			status, conflict_group, confidence
 		FROM entries INDEXED BY entries_summary WHERE scope = ? AND status IN ('active', 'conflict')
 		ORDER BY `+summaryOrder+` LIMIT ?`, scope, limit)
 	if err != nil {
@@ -112,7 +113,7 @@ func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]
 	for rows.Next() {
 		var e ProjectedEntry
 		if err := rows.Scan(&e.ID, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
-			&e.Importance, &e.Status, &e.ConflictGroup); err != nil {
+			&e.Importance, &e.Status, &e.ConflictGroup, &e.Confidence); err != nil {
 			return nil, fmt.Errorf("read entries of %s: %w", scope, err)
 		}
 		out = append(out, e)
@@ -127,10 +128,10 @@ func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]
 // false unless the entry exists there and is shown (active or conflict).
 func (r Reader) ShownEntry(ctx context.Context, scope, id string) (e ProjectedEntry, ok bool, err error) {
 	err = r.q.QueryRowContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
-			status, conflict_group
+			status, conflict_group, confidence
 		FROM entries WHERE id = ? AND scope = ? AND status IN ('active', 'conflict')`, id, scope).
 		Scan(&e.ID, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
-			&e.Importance, &e.Status, &e.ConflictGroup)
+			&e.Importance, &e.Status, &e.ConflictGroup, &e.Confidence)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ProjectedEntry{}, false, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dshmem/events/payload"
 	"dshmem/observer/checkpoint"
 	"dshmem/observer/distill"
 )
@@ -145,7 +146,17 @@ func printCheckpoint(env *cliEnv, results []checkpoint.Result) {
 		fmt.Fprintf(env.stdout, "%s: %s committed as %s at seq %d (%s %s), %d rejected\n",
 			head, plural(len(r.Ops), "op"), r.Checkpoint, r.Seq, r.Distiller, r.Model, len(r.Rejected))
 		for i, o := range r.Ops {
-			line := fmt.Sprintf("  %-9s %s  %s", o.Op, r.Entries[i], oneLine(o.Title, 100))
+			title := o.Title
+			switch o.Op { // the evidence ops have no title: say what they do
+			case payload.OpAlias:
+				title = o.Alias + " → " + o.Expansion
+			case payload.OpConfidence, payload.OpProcedure:
+				title = o.Reason
+				if o.Delta != nil {
+					title = fmt.Sprintf("%+.2f %s", *o.Delta, o.Reason)
+				}
+			}
+			line := fmt.Sprintf("  %-9s %s  %s", o.Op, r.Entries[i], oneLine(title, 100))
 			if o.TargetID != "" && o.TargetID != r.Entries[i] {
 				line += "  (target " + o.TargetID + ")"
 			}

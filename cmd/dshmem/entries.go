@@ -119,6 +119,9 @@ func runEntries(ctx context.Context, env *cliEnv, args []string) error {
 		case e.SupersededBy != "":
 			extra = "  → " + e.SupersededBy
 		}
+		if e.Confidence < payload.LowConfidence {
+			extra += fmt.Sprintf("  [low confidence %.2f]", e.Confidence)
+		}
 		fmt.Fprintf(env.stdout, "  %s  %-10s  %-12s  %s%s\n", e.ID, e.Status, e.Type, oneLine(e.Title, 100), extra)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"dshmem/events/payload"
 	"dshmem/observer"
@@ -13,7 +14,7 @@ import (
 func init() {
 	register(&command{
 		name:    "history",
-		summary: "show the versions of a memory entry",
+		summary: "show the versions of a memory entry or a learned procedure",
 		usage: `history [--json] ID
 
 Prints every version of entry ID, oldest first: the op that made it
@@ -23,9 +24,20 @@ distiller's memory/ops, the checkpoint id), with the text of that
 version and the op's reason. A version whose text 'dshmem scrub' erased
 shows "[scrubbed]" and says so.
 
+A confidence version (op "confidence") says which evidence moved it:
+a tool result after the entry was shown, the user's confirmation or
+correction, or reuse in another session, with the events' ids.
+
+For a learned procedure (ID p-…) it prints every stage change (P0
+observed, P1 candidate, P2 validated, P3 active, P4 deprecated), each
+with the memory/ops event that made it, the reason, the evidence event
+ids, and the steps and check as of that version.
+
 --json prints an array of {entryId, version, op, stream, seq, eventId,
 eventType, checkpoint, time, type, title, description, terms, content,
-tags, importance, confidence, status, reason}.
+tags, importance, confidence, status, reason}; for a procedure, of
+{procedureId, version, stream, seq, eventId, time, stage, reason,
+evidence, state}.
 It reads the index only: it takes no lock and writes nothing in the
 root, so it runs beside a live 'dshmem serve' and sees what the server
 has folded. Events the index has not folded yet are told on stderr.
@@ -47,6 +59,9 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if strings.HasPrefix(id, "p-") {
+		return procedureHistory(ctx, env, eng, id, *asJSON)
+	}
 	vs, err := eng.History(ctx, id)
 	if errors.Is(err, observer.ErrUnknownEntry) {
 		return errNoEntry(env, id)

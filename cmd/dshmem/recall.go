@@ -172,4 +172,7 @@ func printRecall(env *cliEnv, res *recall.Result) {
 	if res.Note != "" {
 		fmt.Fprintf(env.stdout, "Note: %s\n", res.Note)
 	}
+	if len(res.Expanded) > 0 {
+		fmt.Fprintf(env.stdout, "Expanded with the aliases of this scope: %s\n", strings.Join(res.Expanded, "; "))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"dshmem/events/payload"
 	"dshmem/observer"
 )
 
@@ -59,7 +60,11 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	w := env.stdout
 	fmt.Fprintf(w, "%s  %s\n", en.ID, en.Title)
 	fmt.Fprintf(w, "scope       %s\n", scopeNamed(eng, en.Scope))
-	fmt.Fprintf(w, "type        %s, importance %d, confidence %.2f\n", en.Type, en.Importance, en.Confidence)
+	fmt.Fprintf(w, "type        %s, importance %d, confidence %.2f", en.Type, en.Importance, en.Confidence)
+	if en.Confidence < payload.LowConfidence {
+		fmt.Fprint(w, " (low confidence: evidence spoke against it; see its confidence versions)")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "status      %s", en.Status)
 	switch {
 	case en.SupersededBy != "":

@@ -273,6 +273,10 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("screenshots of the entries view in %s", art)
 
+	// Confidence is shown; a low-confidence badge only below 0.5.
+	assert.Contains(t, text(entrySel(seed)+" .meta"), "confidence 1.00")
+	assert.NotContains(t, text(entrySel(seed)+" .meta"), "low confidence")
+
 	// An entry's history.
 	do("open history", chromedp.Click(chromedp.CSS(entrySel(seed)+" button.history")))
 	until("the history", `!document.getElementById('history').hidden && document.querySelectorAll('#versions .version').length === 1`)

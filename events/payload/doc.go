@@ -30,7 +30,9 @@
 //	memory/forget       entryId*, reason*
 //	memory/ops          checkpoint*, ops* (array), session, from, to, distiller, model
 //	  each op           op*, targetId*, evidenceEventIds*, type*, title*, description*, content*,
-//	                    reason*, provenance*, oldQuote, newQuote, tags, terms, importance, confidence
+//	                    reason*, provenance*, oldQuote, newQuote, tags, terms, importance, confidence,
+//	                    delta, alias, expansion, procedure {id, stage, trigger, preconditions, steps,
+//	                    check, sessions, failures, confirmed}   (the last four: evidence ops only)
 //	memory/shown        entries*, session*, mode
 //	file/edit           path, content
 //	scope/register      dir*

@@ -61,11 +61,54 @@ var OpKinds = []string{OpAdd, OpRevise, OpSupersede, OpConflict, OpForget}
 // KnownOp reports whether op is one of OpKinds, exactly.
 func KnownOp(op string) bool { return slices.Contains(OpKinds, op) }
 
+// Evidence op kinds (issue 16): ops a checkpoint derives from what
+// happened in a session, deterministically, never proposed by a
+// distiller (distill.Validate refuses them from one). They ride in the
+// same memory/ops event as the distiller's answer, so replay applies
+// them without recomputing anything. Part of the on-disk format; do not
+// change.
+//
+//	confidence  Delta moves the target entry's confidence (clamped to 0–1)
+//	alias       Alias is the user's short form of Expansion, NewQuote their words
+//	procedure   Procedure is a procedure's whole state after a stage change
+const (
+	OpConfidence = "confidence"
+	OpAlias      = "alias"
+	OpProcedure  = "procedure"
+)
+
+// EvidenceOpKinds lists every evidence op kind.
+var EvidenceOpKinds = []string{OpConfidence, OpAlias, OpProcedure}
+
+// KnownEvidenceOp reports whether op is one of EvidenceOpKinds, exactly.
+func KnownEvidenceOp(op string) bool { return slices.Contains(EvidenceOpKinds, op) }
+
+// Procedure stages (issue 16): P0 observed (a run that succeeded once),
+// P1 candidate, P2 validated, P3 active (the only stage packets offer),
+// P4 deprecated. Part of the on-disk format; do not change.
+const (
+	StageObserved   = "P0"
+	StageCandidate  = "P1"
+	StageValidated  = "P2"
+	StageActive     = "P3"
+	StageDeprecated = "P4"
+)
+
+// KnownStage reports whether s is one of the procedure stages.
+func KnownStage(s string) bool {
+	return s == StageObserved || s == StageCandidate || s == StageValidated || s == StageActive || s == StageDeprecated
+}
+
+// LowConfidence is the confidence below which an entry is marked "low
+// confidence" wherever it is shown.
+const LowConfidence = 0.5
+
 // Provenances of an op (Op.Provenance): who proposed it.
 const (
 	ProvenanceDistiller = "distiller" // a checkpoint's distiller
 	ProvenanceHandEdit  = "hand-edit" // a hand edit of a projection, read back by sync
 	ProvenanceRemember  = "remember"  // an explicit memory write
+	ProvenanceEvidence  = "evidence"  // a checkpoint's evidence pass (EvidenceOpKinds)
 )
 
 // Origins of a session (SessionStart.Origin).

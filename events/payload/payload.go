@@ -233,7 +233,28 @@ type Op struct {
 	Importance       *int     `json:"importance,omitempty"` // 0–3
 	Confidence       *float64 `json:"confidence,omitempty"` // 0–1
 	Reason           string   `json:"reason,omitempty"`
-	Provenance       string   `json:"provenance,omitempty"` // ProvenanceDistiller, ProvenanceHandEdit, ProvenanceRemember
+	Provenance       string   `json:"provenance,omitempty"` // ProvenanceDistiller, ProvenanceHandEdit, ProvenanceRemember, ProvenanceEvidence
+
+	// Evidence ops (EvidenceOpKinds) only.
+	Delta     *float64   `json:"delta,omitempty"`     // confidence: the change
+	Alias     string     `json:"alias,omitempty"`     // alias: the user's short form
+	Expansion string     `json:"expansion,omitempty"` // alias: what it stands for
+	Procedure *Procedure `json:"procedure,omitempty"` // procedure: its state after the op
+}
+
+// Procedure is the state of a learned procedure (op "procedure"): a
+// tool sequence that ended in success in independent sessions of one
+// workspace. Each op carries the whole state, so a fold only stores it.
+type Procedure struct {
+	ID            string   `json:"id"`    // "p-" + 16 hex digits of sha256(stream, steps)
+	Stage         string   `json:"stage"` // StageCandidate … StageDeprecated
+	Trigger       string   `json:"trigger"`
+	Preconditions []string `json:"preconditions,omitempty"`
+	Steps         []string `json:"steps"`
+	Check         string   `json:"check"`              // what shows it worked: the last step's result
+	Sessions      []string `json:"sessions,omitempty"` // independent sessions where it succeeded
+	Failures      int      `json:"failures,omitempty"` // runs whose check failed
+	Confirmed     bool     `json:"confirmed,omitempty"`
 }
 
 // LegacyMeta keeps what a legacy store knew about an entry that our model

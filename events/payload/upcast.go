@@ -341,6 +341,10 @@ func (o *Op) UnmarshalJSON(b []byte) error {
 		Confidence       json.RawMessage `json:"confidence"`
 		Reason           string          `json:"reason"`
 		Provenance       string          `json:"provenance"`
+		Delta            json.RawMessage `json:"delta"`
+		Alias            json.RawMessage `json:"alias"`
+		Expansion        json.RawMessage `json:"expansion"`
+		Procedure        json.RawMessage `json:"procedure"`
 	}
 	err := json.Unmarshal(b, &w)
 	*o = Op{
@@ -352,6 +356,20 @@ func (o *Op) UnmarshalJSON(b []byte) error {
 	}
 	bestEffort(w.OldQuote, &o.OldQuote)
 	bestEffort(w.NewQuote, &o.NewQuote)
+	bestEffort(w.Alias, &o.Alias)
+	bestEffort(w.Expansion, &o.Expansion)
+	if given(w.Delta) {
+		var d float64
+		if json.Unmarshal(w.Delta, &d) == nil {
+			o.Delta = &d
+		}
+	}
+	if given(w.Procedure) {
+		var p Procedure
+		if json.Unmarshal(w.Procedure, &p) == nil {
+			o.Procedure = &p
+		}
+	}
 	return err
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -96,6 +97,12 @@ type PacketEntry struct {
 	Title string  `json:"title"`
 	Text  string  `json:"text"`
 	Score float64 `json:"score"`
+	// LowConfidence marks an entry that evidence spoke against
+	// (recall.FlagLowConfidence); its text says so too.
+	LowConfidence bool `json:"lowConfidence,omitempty"`
+	// Procedure is set for an active (P3) learned procedure: Text is
+	// its steps and its check.
+	Procedure bool `json:"procedure,omitempty"`
 }
 
 // PacketFrame opens every packet text: memory is reference material,
@@ -359,22 +366,29 @@ func (b *Broker) compute(ctx context.Context, sid string, ring []segment, ver ui
 		}
 		cands = append(cands, cand{it, s})
 	}
-	if len(cands) == 0 {
+	procs, err := b.procedures(ctx, stream, q, cooling)
+	if err != nil {
+		return nil, err
+	}
+	if len(cands) == 0 && len(procs) == 0 {
 		return &Packet{Session: sid, ContextVersion: ver, Step: step, ExpiresStep: step + b.opts.TTL, Mode: ModeNone}, nil
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
 	sig := signals(ring)
 	mode, n := ModePrefetch, 3
 	switch {
+	case len(procs) > 0:
+		mode, n = ModeChecklist, 3-len(procs)
 	case len(sig) >= b.opts.Trouble:
 		mode, n = ModeChecklist, 3
 	case cands[0].score >= b.opts.HintScore:
 		mode, n = ModeHint, 1
 	}
 	p := &Packet{Session: sid, ContextVersion: ver, Step: step, ExpiresStep: step + b.opts.TTL, Mode: mode, Signals: sig}
+	p.Entries = append(p.Entries, procs...)
 	for _, c := range cands[:min(n, len(cands))] {
 		p.Entries = append(p.Entries, PacketEntry{ID: c.it.ID, Scope: c.it.Scope, Title: c.it.Title,
-			Text: c.it.Text, Score: round3(c.score)})
+			Text: c.it.Text, Score: round3(c.score), LowConfidence: slices.Contains(c.it.Flags, recall.FlagLowConfidence)})
 	}
 	p.Text, p.Entries = renderPacket(mode, p.Entries, b.opts.Budget)
 	return p, nil

@@ -25,13 +25,20 @@ func renderPacket(mode string, es []PacketEntry, budget int) (string, []PacketEn
 	b.WriteString(PacketFrame)
 	b.WriteString("\n")
 	if mode == ModeChecklist {
-		b.WriteString("Things that went wrong here before — check against them:\n")
+		if len(es) > 0 && es[0].Procedure {
+			b.WriteString("A procedure that worked in this workspace before — check against it:\n")
+		} else {
+			b.WriteString("Things that went wrong here before — check against them:\n")
+		}
 	}
 	kept := es[:0]
 	for i, e := range es {
 		body := strings.Join(strings.Fields(e.Text), " ")
 		title := strings.Join(strings.Fields(e.Title), " ")
 		line := "- " + title
+		if e.LowConfidence {
+			line += " [low confidence]"
+		}
 		if body != "" && body != title {
 			line += ": " + body
 		}

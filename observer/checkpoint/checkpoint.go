@@ -184,6 +184,13 @@ func (e engine) checkpointRange(ctx context.Context, p Pending, reason string, d
 	}
 	ops, rejected := distill.Validate(req, answer)
 	ops, rejected = ownScope(req, ops, rejected)
+	// The evidence pass (evidence.go) adds its ops after the distiller's.
+	pass, err := e.evidence(ctx, p, req)
+	if err != nil {
+		return res, false, err
+	}
+	ops, rejected = dropAliasAdds(ops, rejected, pass.aliasEv)
+	ops = append(ops, pass.ops...)
 
 	ck, err := newCheckpointID()
 	if err != nil {
@@ -212,7 +219,8 @@ func (e engine) checkpointRange(ctx context.Context, p Pending, reason string, d
 		switch o.Op {
 		case payload.OpAdd, payload.OpSupersede, payload.OpConflict:
 			res.Entries[i] = projector.EntryID(p.Stream, res.Seq, i)
-		default:
+		case payload.OpAlias:
+		default: // a procedure op's target is the procedure
 			res.Entries[i] = o.TargetID
 		}
 	}

@@ -11,5 +11,14 @@
 // for a range commit once. A distiller error writes nothing: the range
 // stays pending and is tried again.
 //
+// Beside the distiller's answer, the same memory/ops event carries the
+// evidence ops of the range (evidence.go, procedure.go; issue 16):
+// confidence moved by tool results after an entry was shown, by the
+// user's confirmations and corrections and by reuse in another session;
+// aliases the user's own words taught; and learned procedures' stage
+// changes (P0 observed … P4 deprecated). They are derived from the log
+// up to the range's end with fixed rules, so the log holds them and
+// replay applies them without recomputing anything.
+//
 // Imports: checkpoint → observer, observer/distill, sqlstore, events.
 package checkpoint

@@ -388,7 +388,7 @@ func fetch(ctx context.Context, s *sqlstore.Store, src *source, ids []int64) ([]
 			_ = json.Unmarshal([]byte(e.Tags), &tl)
 			out = append(out, candidate{
 				item: Item{ID: e.ID, Kind: KindSemantic, Scope: e.Scope, Title: e.Title, Text: e.Content,
-					Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt},
+					Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt, Confidence: e.Confidence},
 				body:  joinLines(e.Description, e.Content),
 				tags:  strings.Join(tl, "\n"),
 				terms: e.Terms,

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"dshmem/events/payload"
 	"dshmem/markdown"
 )
 
@@ -18,6 +19,10 @@ func (r *call) prior(it *Item) float64 {
 	p := 1.0
 	if it.Kind == KindSemantic {
 		p *= 1 + r.w.Importance*float64(it.Importance-1)/2
+		p *= 1 - r.w.Confidence*(1-payload.ClampConfidence(it.Confidence))
+		if it.Confidence < payload.LowConfidence {
+			it.Flags = append(it.Flags, FlagLowConfidence)
+		}
 	}
 	when := it.UpdatedAt
 	if it.Episode != nil {

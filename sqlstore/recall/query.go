@@ -2,6 +2,7 @@ package recall
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -506,4 +507,68 @@ func bgFactor(t string, w *Weights) float64 {
 		f *= w.NonWord
 	}
 	return background(f, info, ok, wordInfoRef, w.TermBg)
+}
+
+// Alias is a user's word for a longer name, learned in one of the
+// queried scopes (sqlstore.AliasRow): recall expands a query with it.
+type Alias struct{ Alias, Expansion string }
+
+// expandAliases appends, to each line of text that names one side of an
+// alias, the other side ("PG 版本" → "PG 版本 PostgreSQL"), so the
+// expansion weighs as the line that asked for it. An ASCII side matches
+// as a whole word, case aside; any other as a substring. It returns the
+// text and "alias → expansion" for each alias used.
+func expandAliases(text string, aliases []Alias) (string, []string) {
+	if len(aliases) == 0 {
+		return text, nil
+	}
+	var used []string
+	var b strings.Builder
+	for l := range strings.Lines(text) {
+		body := strings.TrimRight(l, "\r\n")
+		low := strings.ToLower(body)
+		var add []string
+		for _, a := range aliases {
+			for _, side := range [2][2]string{{a.Alias, a.Expansion}, {a.Expansion, a.Alias}} {
+				if namesSide(low, strings.ToLower(side[0])) && !namesSide(low, strings.ToLower(side[1])) &&
+					!slices.Contains(add, side[1]) {
+					add = append(add, side[1])
+					used = append(used, side[0]+" → "+side[1])
+				}
+			}
+		}
+		b.WriteString(body)
+		for _, x := range add {
+			b.WriteString(" " + x)
+		}
+		b.WriteString(l[len(body):])
+	}
+	return b.String(), used
+}
+
+// namesSide reports whether low (a lower-cased line) holds side: as a
+// whole word when side is ASCII, else anywhere.
+func namesSide(low, side string) bool {
+	if side == "" {
+		return false
+	}
+	ascii := true
+	for i := 0; i < len(side); i++ {
+		ascii = ascii && side[i] < utf8.RuneSelf
+	}
+	if !ascii {
+		return strings.Contains(low, side)
+	}
+	for i := 0; ; {
+		j := strings.Index(low[i:], side)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(side)
+		if (j == 0 || !isASCIIAlnum(low[j-1])) && (end == len(low) || !isASCIIAlnum(low[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }

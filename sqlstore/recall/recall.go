@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"dshmem/events/payload"
 	"dshmem/sqlstore"
 )
 
@@ -102,6 +103,8 @@ type Item struct {
 	EntryType  string `json:"entryType,omitempty"`
 	Importance int    `json:"importance,omitempty"`
 	UpdatedAt  string `json:"updatedAt,omitempty"`
+	// Confidence of an entry, 0–1 (moved by evidence, issue 16).
+	Confidence float64 `json:"confidence,omitempty"`
 }
 
 // Flags an item may carry.
@@ -111,6 +114,9 @@ const (
 	FlagTruncated = "truncated" // text cut by the byte cap
 	FlagInjected  = "injected"  // an episode the host injected
 	FlagShown     = "shown"     // already shown in this session
+	// FlagLowConfidence: an entry below payload.LowConfidence (evidence
+	// spoke against it): treat it as a guess.
+	FlagLowConfidence = "low-confidence"
 )
 
 // Result is what a recall found, and how.
@@ -126,6 +132,25 @@ type Result struct {
 	// Guidance, when nothing was found, says what was searched and what
 	// to try.
 	Guidance string `json:"guidance,omitempty"`
+	// Expanded lists the aliases of the queried scopes the query was
+	// expanded with ("PG → PostgreSQL").
+	Expanded []string `json:"expanded,omitempty"`
+}
+
+// expand expands text with the aliases learned in the queried scopes
+// (expandAliases): an alias of one workspace never reaches another's
+// queries.
+func (r *call) expand(text string) (string, []string, error) {
+	rows, err := r.s.Aliases(r.ctx, r.q.Scopes)
+	if err != nil || len(rows) == 0 {
+		return text, nil, err
+	}
+	as := make([]Alias, len(rows))
+	for i, a := range rows {
+		as[i] = Alias{a.Alias, a.Expansion}
+	}
+	text, used := expandAliases(text, as)
+	return text, used, nil
 }
 
 // entryIDPattern is the shape of projector.EntryID.
@@ -171,6 +196,9 @@ func Find(ctx context.Context, s *sqlstore.Store, q Query) (*Result, error) {
 	} else if ok {
 		r.res.Items = append(r.res.Items, item)
 		return r.res, nil
+	}
+	if text, r.res.Expanded, err = r.expand(text); err != nil {
+		return r.finish(ctx, err)
 	}
 	var kinds []string
 	switch q.Kind {
@@ -224,7 +252,7 @@ func Find(ctx context.Context, s *sqlstore.Store, q Query) (*Result, error) {
 	}
 	r.pick(all)
 	if len(r.res.Items) == 0 && r.res.Guidance == "" {
-		r.res.Guidance = r.guidance(text, kinds)
+		r.res.Guidance = r.guidance(strings.TrimSpace(q.Text), kinds) // the words asked, not their expansion
 	}
 	return r.res, nil
 }
@@ -288,8 +316,11 @@ func (r *call) exact(text string) (Item, bool, error) {
 		}
 		if ok && (e.Status == "active" || e.Status == "conflict") && (r.q.Scopes == nil || slices.Contains(r.q.Scopes, e.Scope)) {
 			it := Item{ID: e.ID, Kind: KindSemantic, Scope: e.Scope, Title: e.Title, Text: e.Content, Score: 1,
-				Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt}
+				Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt, Confidence: e.Confidence}
 			it.Flags = r.entryFlags(it.Status, it.UpdatedAt, nil)
+			if it.Confidence < payload.LowConfidence {
+				it.Flags = append(it.Flags, FlagLowConfidence)
+			}
 			return it, true, nil
 		}
 	}

@@ -108,7 +108,19 @@ type Weights struct {
 	// recalls rotate. Injected episodes (memory the host showed the
 	// model) multiply by Injected: they are echoes, not observations.
 	// (They are candidates only with Query.IncludeInjected.)
-	Importance      float64
+	Importance float64
+	// Confidence (0–1, moved by evidence: tool results after an entry
+	// was shown, the user's confirmations and corrections, reuse across
+	// sessions) scales an entry by 1 − Confidence·(1 − c): an entry at
+	// the default 1 is unchanged, one at 0.3 keeps 0.65 of its score at
+	// 0.5. TestConfidenceRanksDown fails at 0 (an entry the evidence spoke
+	// against ties with its 1.0 twin) and passes from 0.1 to 1 (a 0.3
+	// entry holding the whole query still beats a 1.0 one holding a third
+	// of it); 0.5, the middle, is a choice, not a measured optimum: no
+	// labelled set of evidence-moved entries exists yet. MADial is the
+	// same at every value, since its memories are remembered at the
+	// default 1 (`dshmem eval madial`, before and after, in README).
+	Confidence      float64
 	Recency         float64
 	RecencyHalfLife time.Duration
 	Shown           float64
@@ -183,6 +195,7 @@ var DefaultWeights = Weights{
 	FetchCap:    64,
 
 	Importance:      0.15,
+	Confidence:      0.5,
 	Recency:         0.1,
 	RecencyHalfLife: 30 * 24 * time.Hour,
 	Shown:           0.5,

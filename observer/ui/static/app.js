@@ -151,7 +151,9 @@
     li.append(
       el('h4', { text: e.title }),
       el('p', { class: 'meta' }, el('span', { class: 'badge ' + e.status, text: e.status }),
-        ' ' + e.type + ' · importance ' + e.importance + ' · version ' + e.version + ' · ' + when(e.updatedAt) + tags + ' · ' + e.id),
+        ...(e.confidence < 0.5 ? [' ', el('span', { class: 'badge low-confidence', text: 'low confidence ' + e.confidence.toFixed(2) })] : []),
+        ' ' + e.type + ' · importance ' + e.importance + ' · confidence ' + Number(e.confidence).toFixed(2) +
+        ' · version ' + e.version + ' · ' + when(e.updatedAt) + tags + ' · ' + e.id),
       el('p', { class: 'content', text: e.content }));
     const buttons = el('div', { class: 'buttons', role: 'group', 'aria-label': 'Actions for ' + e.title });
     const hist = el('button', { type: 'button', class: 'history', text: 'History', 'aria-label': 'History of ' + e.title });
