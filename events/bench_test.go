@@ -178,3 +178,26 @@ func BenchmarkRewrite(b *testing.B) {
 		assert.Equal(b, n/1000, rep.Events)
 	}
 }
+
+// BenchmarkOpenLogManyStreams measures OpenLog of 1,000 streams of one
+// batch each: what every open pays per stream (a listing, a walk of the
+// active segment, the look for a quarantine marker).
+func BenchmarkOpenLogManyStreams(b *testing.B) {
+	dir := b.TempDir()
+	l, err := OpenLog(dir, Options{FS: noSyncFS{}})
+	require.NoError(b, err)
+	for i := range 1000 {
+		_, err := l.Append(context.Background(), fmt.Sprintf("ws-%04d", i), testEvents(i, 2))
+		require.NoError(b, err)
+	}
+	require.NoError(b, l.Close())
+	trusted := map[string]uint64{}
+	for i := range 1000 {
+		trusted[fmt.Sprintf("ws-%04d", i)] = 2
+	}
+	for b.Loop() {
+		r, err := OpenLogReadOnly(dir, Options{Trusted: trusted})
+		require.NoError(b, err)
+		r.Close()
+	}
+}

@@ -2,8 +2,10 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +165,10 @@ func TestCorruption(t *testing.T) {
 		{"ActiveMiddleBatchFrame", Options{}, 0, 1, true},
 		{"ActiveMiddleBatchHeader", Options{}, 0, 1, false},
 		{"ActiveStreamHeader", Options{}, 0, -1, true},
+		// A whole last batch that does not check is damage, not a torn
+		// tail: a crash leaves a batch cut short, never a whole one.
+		{"ActiveLastBatchFrame", Options{}, 0, 7, true},
+		{"ActiveLastBatchHeader", Options{}, 0, 7, false},
 		{"SealedMiddleBatchFrame", sealed, 0, 1, true},
 		{"SealedLastBatchFrame", sealed, 0, 2, true},
 		{"SealedStreamHeader", sealed, 0, -1, true},
@@ -208,7 +214,7 @@ func TestCorruption(t *testing.T) {
 				trustedButNeverServed(t, dir, seg, off, bs[c.batch].Header.FirstSeq, Options{}, damaged)
 				return
 			}
-			refusedUntouched(t, dir, seg, off, damaged)
+			quarantinedUntouched(t, dir, seg, off, damaged)
 		})
 	}
 }
@@ -244,11 +250,13 @@ func TestTrustedTail(t *testing.T) {
 	t.Run("PastTrusted", func(t *testing.T) {
 		d, damaged := damage(t, bs[3])
 		p := filepath.Join(d, "global", filepath.Base(seg))
-		_, err := OpenLog(d, Options{Trusted: map[string]uint64{"global": 6}})
-		var ce *CorruptError
-		require.True(t, errors.As(err, &ce), "OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
-		require.Equal(t, p, ce.Segment, "OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
-		require.Equal(t, bs[3].Offset, ce.Offset, "OpenLog: got %v, want a *CorruptError at %s:%d", err, p, bs[3].Offset)
+		l, err := OpenLog(d, Options{Trusted: map[string]uint64{"global": 6}})
+		require.NoError(t, err)
+		q, ok := l.QuarantinedStream("global")
+		l.Close()
+		require.True(t, ok, "damage past Trusted: the stream is not quarantined")
+		require.Equal(t, p, q.Segment, "got %+v, want damage at %s:%d", q, p, bs[3].Offset)
+		require.Equal(t, bs[3].Offset, q.Offset, "got %+v, want damage at %s:%d", q, p, bs[3].Offset)
 		got, _ := os.ReadFile(p)
 		require.Equal(t, damaged, got, "the damaged segment was changed")
 	})
@@ -316,9 +324,7 @@ func TestSplicedBatches(t *testing.T) {
 			for i, pr := range problems {
 				assert.False(t, pr.Segment != p || pr.Offset != offs[c.at[i]] || !strings.Contains(pr.Msg, c.want[i]), "problem %d: got %v, want %q at offset %d", i, pr, c.want[i], offs[c.at[i]])
 			}
-			if _, err := OpenLog(d, Options{}); err == nil {
-				t.Fatal("OpenLog of a spliced segment: got no error")
-			}
+			checkQuarantined(t, d, "global", p, offs[c.at[0]])
 		})
 	}
 
@@ -418,22 +424,21 @@ func TestDataAfterSeal(t *testing.T) {
 			require.Equal(t, off, problems[0].Offset, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
 			require.False(t, problems[0].Repairable, "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
 			require.Contains(t, problems[0].Msg, "after the seal", "Verify: got %v, %v; want one unrepairable problem \"after the seal\" at %s:%d", problems, err, seg, off)
-			refusedUntouched(t, dir, seg, off, damaged)
+			quarantinedUntouched(t, dir, seg, off, damaged)
 		})
 	}
 }
 
-// refusedUntouched checks that corruption at seg:off stops OpenLog (with
-// a *CorruptError there, pointing at dshmem verify) and Repair, and that
-// neither changed the damaged segment or left a .broken copy.
-func refusedUntouched(t *testing.T, dir, seg string, off int64, damaged []byte) {
+// quarantinedUntouched checks that corruption at seg:off quarantines
+// the stream, not the log: OpenLog opens, the stream reads every event
+// before the damage and refuses appends with an error naming the
+// segment, the offset and `dshmem salvage`, another stream takes
+// appends, and the next open still knows (the marker). Neither OpenLog
+// nor Repair changed the damaged segment or left a .broken copy.
+func quarantinedUntouched(t *testing.T, dir, seg string, off int64, damaged []byte) {
 	t.Helper()
-	_, err := OpenLog(dir, Options{})
+	checkQuarantined(t, dir, "global", seg, off)
 	var ce *CorruptError
-	require.True(t, errors.As(err, &ce), "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
-	require.Equal(t, seg, ce.Segment, "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
-	require.Equal(t, off, ce.Offset, "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
-	require.Contains(t, err.Error(), "dshmem verify", "OpenLog: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, off)
 	if _, err := Repair(dir); !errors.As(err, &ce) {
 		t.Fatalf("Repair: got %v, want a *CorruptError", err)
 	}
@@ -482,7 +487,38 @@ func TestSplicedBatchIsCaught(t *testing.T) {
 	assert.Equal(t, segA, p.Segment)
 	assert.Contains(t, p.Msg, "prev hash", "the problem is the hash chain, not a seq: %v", p)
 	assert.False(t, p.Repairable, "a spliced batch is corruption, not a torn tail: %v", p)
-	// And the writer refuses to open over it.
-	_, err = OpenLog(dirA, Options{})
-	require.Error(t, err, "OpenLog accepted a log with a spliced batch")
+	// And the writer quarantines the stream.
+	checkQuarantined(t, dirA, "global", segA, p.Offset)
+}
+
+// checkQuarantined opens the log in dir and checks that stream is
+// quarantined for damage at seg:off: it serves the seqs before the
+// damage without an error, refuses appends (ErrQuarantined, the message
+// naming the segment, the offset and the salvage command), another
+// stream takes appends, and a second open quarantines it again.
+func checkQuarantined(t *testing.T, dir, stream, seg string, off int64) {
+	t.Helper()
+	l, err := OpenLog(dir, Options{})
+	require.NoError(t, err, "OpenLog with a damaged stream")
+	d, ok := l.QuarantinedStream(stream)
+	require.True(t, ok, "stream %s is not quarantined (damage at %s:%d)", stream, seg, off)
+	require.Equal(t, seg, d.Segment, "got %+v, want damage at %s:%d", d, seg, off)
+	require.Equal(t, off, d.Offset, "got %+v, want damage at %s:%d", d, seg, off)
+	evs := scanAll(t, l, stream, 1)
+	require.Len(t, evs, int(d.Serves), "a scan of the quarantined stream: got %d events, want the %d before the damage", len(evs), d.Serves)
+	require.Equal(t, d.Serves, l.LastSeq(stream))
+	_, err = l.Append(context.Background(), stream, testEvents(900, 1))
+	require.ErrorIs(t, err, ErrQuarantined, "append to a quarantined stream")
+	for _, want := range []string{filepath.Base(seg), fmt.Sprintf("offset %d", off), "dshmem salvage " + stream} {
+		require.Contains(t, err.Error(), want)
+	}
+	mustAppend(t, l, "other", testEvents(950, 2))
+	require.NoError(t, l.Close())
+	l, err = OpenLog(dir, Options{})
+	require.NoError(t, err)
+	d2, ok := l.QuarantinedStream(stream)
+	require.NoError(t, l.Close())
+	require.True(t, ok, "the second open forgot the quarantine")
+	require.Equal(t, d.Segment, d2.Segment)
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "other")))
 }

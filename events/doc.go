@@ -4,13 +4,18 @@
 // log: the writer with group commit (writer.go), the streaming reader
 // (reader.go), recovery, the read-only open, Verify and Repair (log.go,
 // segment.go, repair.go), the in-place rewrite of sealed segments
-// (rewrite.go) and the file-system seam used to inject faults (fs.go).
+// (rewrite.go), the quarantine of a damaged stream and its salvage
+// (quarantine.go, salvage.go, salvage_journal.go) and the file-system
+// seam used to inject faults (fs.go).
 //
 // # Files
 //
 //	<dir>/<stream>/<first seq, 20 digits>.jsonl.zst   a segment
 //	<dir>/<stream>/<segment>.broken[.N]                 copy of a segment whose torn tail was cut off
 //	<dir>/<stream>/<segment>.rewrite                    a segment being rewritten (Rewrite); removed on open
+//	<dir>/<stream>/quarantine.json                      the stream is damaged: read-only until Salvage
+//	<quarantine>/<stream>.<time>/                       a salvage: salvage.json (its journal), damaged/ (the
+//	                                                    stream's directory as it was, never deleted), new/
 //
 // A stream is an independent sequence of events with its own seqs, which
 // start at 1 and are contiguous across its segments. A segment is named
@@ -37,7 +42,7 @@
 //
 //	0   4  magic 0x184D2A5D (skippable frame, our nibble D)
 //	4   4  payload length = 88
-//	8   1  kind: 1 batch header, 2 seal
+//	8   1  kind: 1 batch header, 2 seal, 3 gap (written only by Salvage)
 //	9   1  record version = 1
 //	10  2  reserved, zero
 //	12  8  first seq      (seal: first seq of the segment)
@@ -73,6 +78,45 @@
 // first written with are gone, by design, and Verify lists its seqs as
 // scrubbed (Checked.Scrubbed). Stock zstd skips a skippable frame of any
 // length, so `zstd -dc` still prints every line.
+//
+// A gap record (kind 3, version 1, 96 bytes, the layout above) stands
+// for seqs that Salvage could not keep: first seq and count name them,
+// length is 0 and no frame follows; the checksum field holds the hash
+// the chain resumes at (the prev of the batch after the gap) and prev
+// the hash before it. The chain is checked through it like through a
+// batch: its first seq must follow, its prev must match, and the next
+// record must name its resume hash. So every whole batch after damage
+// keeps its bytes and its own hash, and the seqs stay contiguous, lost
+// ones included: they are never given to other events. Verify lists
+// them (Checked.Lost); a fold steps over them (Log.Lost). A seal's
+// count is the seqs its segment spans, gaps included.
+//
+// # Quarantine and salvage
+//
+// Damage in one stream quarantines that stream, never the log: OpenLog
+// and OpenLogReadOnly open every other stream as usual; the damaged one
+// is read up to the last whole batch before the damage (what open met:
+// in the last segment, or a sealed segment whose header or seal does
+// not fit), nothing of it is cut or rewritten, and appends to it fail
+// with a *QuarantinedError (ErrQuarantined) naming the segment, the
+// offset and `dshmem salvage STREAM`. Damage open does not read (a
+// sealed segment trusted by its seal, a trusted batch's frame) is found
+// by Log.Verify, which quarantines the stream too, and by every read of
+// it. A writable log records the quarantine in quarantine.json, so the
+// next open and the read-only opens know it.
+//
+// Salvage reads every byte of every segment of the stream and keeps
+// every whole batch — its frame matching its checksum, every line an
+// envelope of the stream with its seq — wherever it lies, before and
+// after the damage, in seq order, each linked to the one before it (a
+// batch in the right place whose prev does not fit, spliced in from
+// elsewhere, is not kept). Seqs no kept batch holds become gap records:
+// between batches, and at the end up to the highest seq a seal, a
+// damaged batch's intact header or SalvageOptions.KnownLast (the
+// index's cursor) shows. The steps, and how a crash between them is
+// finished, are in salvage_journal.go: the new chain is written and
+// read back in the quarantine directory, a journal is written, then
+// two renames put the damaged directory aside and the new one in place.
 //
 // # Rewriting (scrub)
 //
@@ -140,14 +184,16 @@
 //     frame, checks its sha256, then decodes it with DecodeAll (which checks
 //     XXH64 too). The streaming zstd decoder is never used: it hands out
 //     blocks of a damaged frame before it notices the damage.
-//   - A torn tail — the input ends inside a batch, or the last batch is
-//     damaged with no valid frame after it — can only come from a crash
-//     during the last write. In the last segment of a stream it is cut off
-//     on open (after a copy to .broken) and reported by Log.Repairs. A
-//     damaged frame followed by a valid one, or any damage in a sealed
-//     segment, is corruption: reported as a *CorruptError with segment and
-//     offset, never skipped or truncated; OpenLog refuses a log with
-//     corruption it reads.
+//   - A torn tail — the input ends inside a batch: a record or a frame
+//     cut short — can only come from a crash during the last write. In
+//     the last segment of a stream it is cut off on open (after a copy to
+//     .broken) and reported by Log.Repairs. A whole last batch whose frame
+//     does not match its checksum, or a whole record that does not check,
+//     is not what a crash leaves (a crash keeps a prefix of the write): it
+//     is damage, like a damaged frame followed by a valid one and any
+//     damage in a sealed segment — reported as a *CorruptError with
+//     segment and offset, never skipped or truncated, and its stream is
+//     quarantined (see Quarantine and salvage).
 //   - OpenLog does not read every byte: a sealed segment before the last
 //     is trusted by its stream header and seal record (checked against
 //     the segment before it), and in the last segment the batches at or
@@ -174,5 +220,6 @@
 // was listed, so a batch being written is at worst a torn tail of that
 // snapshot, never damage; a segment after it in the listing was created
 // only after the one before it was sealed, so that one's size is final.
-// Corruption it meets is refused, as by OpenLog.
+// A stream with damage it meets is quarantined, as by OpenLog (in
+// memory only: a read-only open writes no marker).
 package events

@@ -41,6 +41,10 @@ func (l *Log) Drop(stream, to string) error {
 	// engine holds its intake lock): an Append after Drop makes a new
 	// stream in a new directory.
 	delete(l.streams, stream)
+	// A quarantine leaves with its stream (its marker is in the
+	// directory): a new stream of that name starts sound.
+	delete(l.quarantined, stream)
+	delete(l.gaps, stream)
 	l.mu.Unlock()
 
 	s.sendMu.Lock()

@@ -31,6 +31,9 @@ const (
 	recordVersion = 1
 	kindBatch     = 1
 	kindSeal      = 2
+	// kindGap: seqs that `dshmem salvage` could not keep (see doc.go,
+	// "Salvage"). Part of the on-disk format; do not change.
+	kindGap = 3
 
 	// A scrubbed batch (Log.Rewrite) has a record of version 2: the
 	// version 1 fields describe the rewritten frame, and 36 more bytes
@@ -80,6 +83,21 @@ type BatchHeader struct {
 	Scrubbed     bool
 	OrigLength   uint32
 	OrigChecksum [32]byte
+
+	// Gap marks a gap record (kind 3), written only by Salvage: seqs
+	// FirstSeq..LastSeq were lost to damage and have no frame. Checksum
+	// holds the hash the chain resumes at (the Prev of the batch that
+	// follows); Length is zero. See Next.
+	Gap bool
+}
+
+// Next is the chain hash after the record: what the next batch names as
+// Prev. For a batch it is its Hash; for a gap, the hash it resumes at.
+func (h BatchHeader) Next() [32]byte {
+	if h.Gap {
+		return h.Checksum
+	}
+	return h.Hash()
 }
 
 // LastSeq is the seq of the last event of the batch.
@@ -163,6 +181,12 @@ func appendRecord(dst []byte, h BatchHeader, kind byte) []byte {
 	return append(dst, b[:8+n]...)
 }
 
+// appendGap appends a gap record: seqs first..first+count-1 are lost;
+// the chain goes on from prev (the hash before the gap) to resume.
+func appendGap(dst []byte, first uint64, count uint32, prev, resume [32]byte) []byte {
+	return appendRecord(dst, BatchHeader{FirstSeq: first, Count: count, Checksum: resume, Prev: prev}, kindGap)
+}
+
 func appendSeal(dst []byte, s Seal) []byte {
 	return appendRecord(dst, BatchHeader{FirstSeq: s.FirstSeq, Count: s.Count, Prev: s.Last}, kindSeal)
 }
@@ -206,7 +230,7 @@ func parseRecord(b []byte) (h BatchHeader, kind byte, err error) {
 	if n == scrubbedRecordFrame {
 		version = scrubbedVersion
 	}
-	if p[1] != version || (kind != kindBatch && kind != kindSeal) || p[2] != 0 || p[3] != 0 ||
+	if p[1] != version || (kind != kindBatch && kind != kindSeal && kind != kindGap) || p[2] != 0 || p[3] != 0 ||
 		version == scrubbedVersion && kind != kindBatch {
 		return h, 0, errRecordForm
 	}
@@ -225,6 +249,12 @@ func parseRecord(b []byte) (h BatchHeader, kind byte, err error) {
 	}
 	if kind == kindBatch && (h.Count == 0 || h.Length == 0 || h.Length > maxFrameLen || h.FirstSeq == 0) {
 		return h, 0, errRecordForm
+	}
+	if kind == kindGap {
+		if h.Count == 0 || h.Length != 0 || h.FirstSeq == 0 {
+			return h, 0, errRecordForm
+		}
+		h.Gap = true
 	}
 	return h, kind, nil
 }

@@ -96,6 +96,9 @@ type Log struct {
 	closed  bool
 	repairs []Repaired
 	torn    []TornTail // read-only: torn tails left in place
+	// quarantined: damaged streams, read-only until salvaged (quarantine.go).
+	quarantined map[string]Damage
+	gaps        map[string][]SeqRange // Lost's cache
 }
 
 // OpenLog opens (creating if needed) the log in dir. A sealed segment is
@@ -103,7 +106,7 @@ type Log struct {
 // before it); the last segment of each stream is walked, checking each
 // frame's checksum (past Options.Trusted), the seqs and the hash chain
 // (JSON is not decoded). It cuts off torn tails (keeping a .broken copy)
-// and refuses to open a log with corruption it met. Verify reads every
+// and quarantines a stream with damage it met (quarantine.go). Verify reads every
 // byte of every segment.
 func OpenLog(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
@@ -121,11 +124,8 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		}
 		rec, err := recoverStream(l.fs, dir, name, opts.Trusted[name], recoverOpen)
 		l.repairs = append(l.repairs, rec.repairs...)
+		damage, err := quarantineAtOpen(l.fs, dir, name, rec, err)
 		if err != nil {
-			var ce *CorruptError
-			if errors.As(err, &ce) {
-				return nil, fmt.Errorf("open log %s: stream %s is corrupt (%w); run `dshmem verify` to list every problem", dir, name, err)
-			}
 			return nil, fmt.Errorf("open log %s: stream %s: %w", dir, name, err)
 		}
 		s := l.newStream(name)
@@ -133,8 +133,39 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 		s.lastSeq = rec.next - 1
 		s.initWriter(rec)
 		l.streams[name] = s
+		if damage != nil {
+			if err := l.Quarantine(*damage); err != nil {
+				return nil, fmt.Errorf("open log %s: %w", dir, err)
+			}
+		}
 	}
 	return l, nil
+}
+
+// quarantineAtOpen decides what the recovery of stream found: nil for a
+// sound stream; the damage for a stream with corruption or with a
+// quarantine marker (the stream then opens, read-only, up to the seq
+// before the damage: rec holds that state); an error for anything else
+// (an I/O error).
+func quarantineAtOpen(fsys FS, dir, name string, rec recovered, err error) (*Damage, error) {
+	var ce *CorruptError
+	if err != nil && !errors.As(err, &ce) {
+		return nil, err
+	}
+	marked, ok, merr := readQuarantine(fsys, filepath.Join(dir, name))
+	if merr != nil {
+		return nil, merr
+	}
+	if ok && (err == nil || marked.Segment != "") {
+		// The first damage recorded stays; what is served is this open's.
+		marked.Stream, marked.Serves = name, rec.next-1
+		return &marked, nil
+	}
+	if err != nil {
+		d := damageOf(name, err, rec.next-1)
+		return &d, nil
+	}
+	return nil, nil
 }
 
 // OpenLogReadOnly opens the log in dir for reading only, beside the
@@ -144,7 +175,7 @@ func OpenLog(dir string, opts Options) (*Log, error) {
 // last whole batch. It finds the end of each stream as OpenLog does — a
 // sealed segment is trusted by its seal record, the last one is walked,
 // by batch headers up to Options.Trusted and by frame checksums past
-// it — and refuses a log with corruption it meets. The full checksum
+// it — and quarantines a stream with damage it meets. The full checksum
 // walk of every byte is Verify's.
 //
 // The log is a snapshot: it holds what was in the files when it was
@@ -168,11 +199,8 @@ func OpenLogReadOnly(dir string, opts Options) (*Log, error) {
 			// between the listing and its walk.
 			continue
 		}
+		damage, err := quarantineAtOpen(l.fs, dir, name, rec, err)
 		if err != nil {
-			var ce *CorruptError
-			if errors.As(err, &ce) {
-				return nil, fmt.Errorf("open log %s read-only: stream %s is corrupt (%w); run `dshmem verify` to list every problem", dir, name, err)
-			}
 			return nil, fmt.Errorf("open log %s read-only: stream %s: %w", dir, name, err)
 		}
 		l.torn = append(l.torn, rec.torn...)
@@ -180,6 +208,9 @@ func OpenLogReadOnly(dir string, opts Options) (*Log, error) {
 		s.segs = rec.segs
 		s.lastSeq = rec.next - 1
 		l.streams[name] = s
+		if damage != nil {
+			l.Quarantine(*damage) // read-only: in memory only, never fails
+		}
 	}
 	return l, nil
 }
@@ -259,13 +290,25 @@ func recoverStream(fsys FS, dir, name string, trusted uint64, mode recoverMode) 
 			trustThrough: trusted,
 			report:       func(ce *CorruptError) error { return ce },
 		})
+		if err == nil && i < len(segs)-1 {
+			if ce := notLastProblem(seg, st); ce != nil {
+				err = ce
+			}
+		}
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			// Damage: the stream is read up to the last whole batch
+			// before it (OpenLog quarantines it) and nothing is cut.
+			rec.segs, rec.next, rec.last = segs[:i], state.next, state.last
+			if st.events > 0 {
+				segs[i].sealed = true // never appended to
+				rec.segs, rec.next, rec.last = segs[:i+1], st.next, st.last
+			}
+			return rec, err
+		}
 		if err != nil {
 			return rec, err
 		}
 		if i < len(segs)-1 {
-			if ce := notLastProblem(seg, st); ce != nil {
-				return rec, ce
-			}
 			segs[i].size = st.size
 		}
 		if st.torn >= 0 {
@@ -516,6 +559,10 @@ func (l *Log) scan(stream string, fromSeq uint64, keep func([]byte) bool, fn fun
 		})
 		if err == stop {
 			return fnErr
+		}
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) && st.next > lastSeq {
+			// A quarantined stream: what it serves ends before the damage.
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("scan stream %s: %w", stream, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"runtime"
 	"sync"
@@ -227,6 +228,11 @@ func (r *Reader) next(decode bool) (Batch, error) {
 			r.off += recordFrameSize
 			continue
 		}
+		if kind == kindGap {
+			// Seqs Salvage could not keep: no frame follows.
+			r.off = off + recordFrameSize
+			return Batch{Offset: off, End: r.off, Header: h}, nil
+		}
 		recLen := h.recordFrameLen()
 		if err := r.readFrame(int(h.Length)); err != nil {
 			if err == io.ErrUnexpectedEOF || err == io.EOF {
@@ -332,7 +338,7 @@ func (r *Reader) bad(off int64, consumed []byte, cause error) error {
 	}
 	tail := append(consumed[1:len(consumed):len(consumed)], rest...)
 	i := findValid(tail)
-	if i < 0 && r.sealed {
+	if i < 0 && (r.sealed || wholeDamaged(append(consumed[:1:1], tail...))) {
 		r.off, r.err = off, io.EOF
 		return &CorruptError{Offset: off, Err: cause}
 	}
@@ -346,6 +352,47 @@ func (r *Reader) bad(off int64, consumed []byte, cause error) error {
 }
 
 var magicBytes = binary.LittleEndian.AppendUint32(nil, skippableMagic)
+
+// wholeDamaged reports whether t, the bytes from a damaged frame to the
+// end of the input, hold a whole record frame that does not check, or a
+// whole batch whose data frame does not match its checksum. A crash
+// leaves a prefix of what the writer wrote — a record and a frame cut
+// short — so a damaged batch that is whole is corruption, never a torn
+// tail to cut off. A record counts as ours when its magic or its CRC
+// is right: one flipped byte spoils only one of the two.
+//
+// (A file system that keeps a file's new length but not its data after
+// a power cut, leaving zeros, could make a record cut by the page
+// boundary look whole: it is then reported as damage, which `dshmem
+// salvage` handles without losing a whole batch, rather than cut.)
+func wholeDamaged(t []byte) bool {
+	if len(t) < recordFrameSize {
+		return false
+	}
+	n, ok := recordLen(t)
+	if !ok {
+		n = recordFrameSize
+		if binary.LittleEndian.Uint32(t) != skippableMagic && !crcMatches(t, recordFrameSize) &&
+			!(len(t) >= scrubbedRecordFrame && crcMatches(t, scrubbedRecordFrame)) {
+			return false // neither the magic nor the CRC: not a record we wrote
+		}
+	}
+	if len(t) < n {
+		return false
+	}
+	h, kind, err := parseRecord(t[:n])
+	if err != nil || kind != kindBatch {
+		return true // a whole record that does not check
+	}
+	return len(t) >= n+int(h.Length)
+}
+
+// crcMatches reports whether the first n bytes of b are a record frame
+// whose CRC-32C (its last 4 bytes, over bytes 8..n-4) is right.
+func crcMatches(b []byte, n int) bool {
+	p := b[8:n]
+	return crc32.Checksum(p[:len(p)-4], castagnoli) == binary.LittleEndian.Uint32(p[len(p)-4:])
+}
 
 // findValid returns the index of the first complete, valid record frame
 // in b (a batch whose data frame matches its checksum, or a seal), or -1.
@@ -370,7 +417,7 @@ func findValid(b []byte) int {
 			h, kind, err = parseRecord(b[p : p+size])
 		}
 		if err == nil {
-			if kind == kindSeal {
+			if kind == kindSeal || kind == kindGap {
 				return p
 			}
 			end := p + size + int(h.Length)

@@ -166,7 +166,7 @@ func TestOpenLogReadOnly(t *testing.T) {
 		sameTree(t, "a read-only open, scan and append", treeState(t, dir), before)
 	})
 
-	t.Run("CorruptionRefused", func(t *testing.T) {
+	t.Run("CorruptionQuarantined", func(t *testing.T) {
 		dir, _ := writeBatches(t, Options{}, 3, 3, 3, 3)
 		seg := segmentPaths(t, dir, "global")[0]
 		bs := readBatches(t, seg)
@@ -175,13 +175,16 @@ func TestOpenLogReadOnly(t *testing.T) {
 		damaged[bs[1].Offset+recordFrameSize+int64(bs[1].Header.Length)/2] ^= 0x40
 		os.WriteFile(seg, damaged, 0o644)
 		before := treeState(t, dir)
-		_, err := OpenLogReadOnly(dir, Options{})
-		var ce *CorruptError
-		require.True(t, errors.As(err, &ce), "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
-		require.Equal(t, seg, ce.Segment, "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
-		require.Equal(t, bs[1].Offset, ce.Offset, "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
-		require.Contains(t, err.Error(), "dshmem verify", "OpenLogReadOnly: got %v, want a *CorruptError at %s:%d telling to run dshmem verify", err, seg, bs[1].Offset)
-		sameTree(t, "a refused read-only open", treeState(t, dir), before)
+		l, err := OpenLogReadOnly(dir, Options{})
+		require.NoError(t, err, "OpenLogReadOnly with a damaged stream")
+		d, ok := l.QuarantinedStream("global")
+		require.True(t, ok, "the damaged stream is not quarantined")
+		require.Equal(t, seg, d.Segment, "got %+v, want damage at %s:%d", d, seg, bs[1].Offset)
+		require.Equal(t, bs[1].Offset, d.Offset, "got %+v, want damage at %s:%d", d, seg, bs[1].Offset)
+		require.EqualValues(t, 3, d.Serves, "got %+v, want the 3 events before the damage served", d)
+		require.Len(t, scanAll(t, l, "global", 1), 3)
+		l.Close()
+		sameTree(t, "a read-only open of a damaged stream (no marker written)", treeState(t, dir), before)
 	})
 
 	t.Run("TrustedByHeaders", func(t *testing.T) {
@@ -195,8 +198,10 @@ func TestOpenLogReadOnly(t *testing.T) {
 		damaged := bytes.Clone(orig)
 		damaged[bs[2].Offset+recordFrameSize+int64(bs[2].Header.Length)/2] ^= 0x40
 		os.WriteFile(seg, damaged, 0o644)
-		if _, err := OpenLogReadOnly(dir, Options{Trusted: map[string]uint64{"global": 6}}); err == nil {
-			t.Fatal("damage past Trusted: got no error")
+		if l, err := OpenLogReadOnly(dir, Options{Trusted: map[string]uint64{"global": 6}}); err != nil {
+			t.Fatalf("damage past Trusted: %v", err)
+		} else if _, ok := l.QuarantinedStream("global"); !ok {
+			t.Fatal("damage past Trusted: the stream is not quarantined")
 		}
 		l := openReadOnly(t, dir, Options{Trusted: map[string]uint64{"global": 12}})
 		got := l.LastSeq("global")

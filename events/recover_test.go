@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,11 @@ func TestStreamRecoversAfterTransientFault(t *testing.T) {
 	writes, syncs := counter.Counts()
 
 	run := func(t *testing.T, ffs *FaultFS) {
+		t.Parallel() // each on a directory of its own; most of the time is RetryAfter
+		cause := ffs.Err
+		if cause == nil {
+			cause = ErrInjected
+		}
 		dir := t.TempDir()
 		opts := faultOpts
 		opts.FS, opts.RetryAfter = ffs, 300*time.Millisecond
@@ -35,7 +41,7 @@ func TestStreamRecoversAfterTransientFault(t *testing.T) {
 		defer l.Close()
 		acked, err := faultWorkload(t, l)
 		require.ErrorIs(t, err, ErrStreamFailed)
-		require.ErrorIs(t, err, ErrInjected)
+		require.ErrorIs(t, err, cause)
 		require.Contains(t, err.Error(), "nothing of the failed batch was kept")
 		require.Contains(t, err.Error(), "free disk space")
 		// Refused while the cause may still be there.
@@ -44,7 +50,7 @@ func TestStreamRecoversAfterTransientFault(t *testing.T) {
 		deg := l.Degraded()
 		require.Len(t, deg, 1)
 		assert.Equal(t, "global", deg[0].Stream)
-		assert.Contains(t, deg[0].Reason, "injected")
+		assert.Contains(t, deg[0].Reason, cause.Error())
 		// Then it reopens itself and goes on where the acknowledged
 		// events end.
 		var got []Envelope
@@ -70,12 +76,22 @@ func TestStreamRecoversAfterTransientFault(t *testing.T) {
 		require.Len(t, all, len(acked), "exactly the acknowledged events are in the log")
 		checkEvents(t, all, acked)
 	}
-	for n := 1; n <= writes; n++ {
-		t.Run(fmt.Sprintf("Write%d", n), func(t *testing.T) { run(t, &FaultFS{FailWrite: n, Transient: true}) })
-		t.Run(fmt.Sprintf("TornWrite%d", n), func(t *testing.T) { run(t, &FaultFS{FailWrite: n, Transient: true, Partial: true}) })
-	}
-	for n := 1; n <= syncs; n++ {
-		t.Run(fmt.Sprintf("Sync%d", n), func(t *testing.T) { run(t, &FaultFS{FailSync: n, Transient: true}) })
+	// Each fault as an injected error, and as the two a disk really
+	// gives: EIO, and ENOSPC (a full disk; the torn write is a short
+	// write: half the bytes, then the error).
+	for _, cause := range []struct {
+		name string
+		err  error
+	}{{"", nil}, {"EIO", syscall.EIO}, {"ENOSPC", syscall.ENOSPC}} {
+		for n := 1; n <= writes; n++ {
+			t.Run(fmt.Sprintf("%sWrite%d", cause.name, n), func(t *testing.T) { run(t, &FaultFS{FailWrite: n, Transient: true, Err: cause.err}) })
+			t.Run(fmt.Sprintf("%sTornWrite%d", cause.name, n), func(t *testing.T) {
+				run(t, &FaultFS{FailWrite: n, Transient: true, Partial: true, Err: cause.err})
+			})
+		}
+		for n := 1; n <= syncs; n++ {
+			t.Run(fmt.Sprintf("%sSync%d", cause.name, n), func(t *testing.T) { run(t, &FaultFS{FailSync: n, Transient: true, Err: cause.err}) })
+		}
 	}
 }
 

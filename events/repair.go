@@ -10,6 +10,7 @@ import (
 
 // Problem is one finding of Verify.
 type Problem struct {
+	Stream  string
 	Segment string // path of the segment
 	Offset  int64  // byte offset in the segment
 	Msg     string
@@ -46,6 +47,9 @@ type Checked struct {
 	// new frames were checked, and their place in the hash chain, but
 	// the bytes they were first written with are gone by design.
 	Scrubbed []ScrubbedRange
+	// Lost lists the seqs of gap records: seqs Salvage could not keep
+	// (Stream, First and Last as in Scrubbed).
+	Lost []ScrubbedRange
 }
 
 // ScrubbedRange is a run of seqs of a stream in scrubbed batches.
@@ -99,13 +103,27 @@ func (l *Log) Verify(ctx context.Context) ([]Problem, Checked, error) {
 	}
 	l.mu.Unlock()
 	sort.Strings(names)
-	return verifyStreams(ctx, l.fs, l.dir, names, func(name string) ([]segRef, error) {
+	problems, c, err := verifyStreams(ctx, l.fs, l.dir, names, func(name string) ([]segRef, error) {
 		l.mu.Lock()
 		s := l.streams[name]
 		l.mu.Unlock()
 		segs, _ := s.snapshot()
 		return segs, nil
 	})
+	// Damage quarantines its stream (a torn tail cannot be met here: a
+	// segment is read only as far as was committed).
+	for _, p := range problems {
+		if p.Repairable {
+			continue
+		}
+		if _, ok := l.QuarantinedStream(p.Stream); ok {
+			continue
+		}
+		if qerr := l.Quarantine(Damage{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset, Reason: p.Msg}); qerr != nil && err == nil {
+			err = qerr
+		}
+	}
+	return problems, c, err
 }
 
 func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, segments func(string) ([]segRef, error)) ([]Problem, Checked, error) {
@@ -124,12 +142,17 @@ func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, seg
 			st, err := walkSegment(fsys, seg, walkOpts{
 				stream: name, decode: true, expNext: expNext, expPrev: expPrev,
 				report: func(ce *CorruptError) error {
-					problems = append(problems, corruptProblem(ce))
+					p := corruptProblem(ce)
+					p.Stream = name
+					problems = append(problems, p)
 					return nil
 				},
 				onBatch: func(b Batch) error {
 					if b.Header.Scrubbed {
 						c.addScrubbed(name, b.Header)
+					}
+					if b.Header.Gap {
+						c.Lost = append(c.Lost, ScrubbedRange{Stream: name, First: b.Header.FirstSeq, Last: b.Header.LastSeq()})
 					}
 					return ctx.Err()
 				},
@@ -142,10 +165,12 @@ func verifyStreams(ctx context.Context, fsys FS, dir string, names []string, seg
 			}
 			if i < len(segs)-1 {
 				if ce := notLastProblem(seg, st); ce != nil {
-					problems = append(problems, corruptProblem(ce))
+					p := corruptProblem(ce)
+					p.Stream = name
+					problems = append(problems, p)
 				}
 			} else if st.torn >= 0 {
-				problems = append(problems, Problem{Segment: seg.path, Offset: st.torn, Repairable: true,
+				problems = append(problems, Problem{Stream: name, Segment: seg.path, Offset: st.torn, Repairable: true,
 					Msg: fmt.Sprintf("torn tail: the last %d bytes are an incomplete batch (a crash during a write); `dshmem repair` cuts them off and keeps a .broken copy", seg.size-st.torn)})
 			}
 			expNext, expPrev = st.next, &st.last

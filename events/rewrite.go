@@ -238,7 +238,12 @@ func (l *Log) rewriteSegment(s *stream, seg segRef, fn LineRewriter, opts Rewrit
 		if h.FirstSeq != next || h.Prev != last {
 			return res, &CorruptError{Segment: seg.path, Offset: b.Offset, Err: fmt.Errorf("%w: batch at seq %d is out of the chain", ErrChain, h.FirstSeq)}
 		}
-		next, last = h.LastSeq()+1, h.Hash()
+		next, last = h.LastSeq()+1, h.Next()
+		if h.Gap {
+			// Seqs a salvage lost: nothing to rewrite, the record stays.
+			w.Write(appendGap(nil, h.FirstSeq, h.Count, h.Prev, h.Checksum))
+			continue
+		}
 		content = content[:0]
 		changed := 0
 		for i, line := range b.Lines {
@@ -446,6 +451,10 @@ func rewriteBroken(fsys FS, path string, fn LineRewriter) (bool, error) {
 			break // the end, the torn tail, or damage: keep what was whole before it
 		}
 		h := b.Header
+		if h.Gap {
+			out.Write(appendGap(nil, h.FirstSeq, h.Count, h.Prev, h.Checksum))
+			continue
+		}
 		var content []byte
 		changed := false
 		for i, line := range b.Lines {

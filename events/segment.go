@@ -178,8 +178,10 @@ func walkSegment(fsys FS, seg segRef, o walkOpts) (segState, error) {
 			}
 		}
 		st.next = bh.LastSeq() + 1
-		st.last = bh.Hash()
-		st.events += uint64(bh.Count)
+		st.last = bh.Next()
+		if !bh.Gap {
+			st.events += uint64(bh.Count)
+		}
 		if o.onBatch != nil {
 			if err := o.onBatch(b); err != nil {
 				return st, err
@@ -346,7 +348,7 @@ func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, 
 		}
 		rec := buf[off-bufOff : off-bufOff+int64(rl)]
 		h, kind, err := parseRecord(rec)
-		if err != nil || kind != kindBatch || h.LastSeq() > through || h.FirstSeq != st.next || h.Prev != st.last {
+		if err != nil || (kind != kindBatch && kind != kindGap) || h.LastSeq() > through || h.FirstSeq != st.next || h.Prev != st.last {
 			break
 		}
 		end := off + int64(rl) + int64(h.Length)
@@ -354,8 +356,10 @@ func skim(f io.ReaderAt, off, size int64, through uint64, st *segState) (int64, 
 			break
 		}
 		st.next = h.LastSeq() + 1
-		st.last = h.Hash()
-		st.events += uint64(h.Count)
+		st.last = h.Next()
+		if !h.Gap {
+			st.events += uint64(h.Count)
+		}
 		large = int64(rl)+int64(h.Length) >= skimWindow/8
 		off = end
 	}

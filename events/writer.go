@@ -127,6 +127,9 @@ func (l *Log) writerFor(name string) (*stream, error) {
 	if l.closed {
 		return nil, ErrClosed
 	}
+	if err := l.refuseQuarantinedLocked(name); err != nil {
+		return nil, err
+	}
 	s := l.streams[name]
 	if s == nil {
 		s = l.newStream(name)

@@ -32,17 +32,18 @@ func WriteFileAtomicNoDirSync(path string, data []byte, perm os.FileMode) error 
 // SyncDir fsyncs a directory, making the renames into it durable.
 func SyncDir(dir string) error { return osFS{}.SyncDir(dir) }
 
-// atomicFS is the file-system seam of WriteFileAtomic, so tests can fail
-// any step.
-type atomicFS interface {
+// FS is the file-system seam of the atomic writes, so tests can fail
+// any step (WriteFileAtomicFS; projector.Projector.FS).
+type FS interface {
 	MkdirAll(path string, perm os.FileMode) error
-	CreateTemp(dir, pattern string) (tempFile, error)
+	CreateTemp(dir, pattern string) (TempFile, error)
 	Rename(oldpath, newpath string) error
 	Remove(name string) error
 	SyncDir(dir string) error
 }
 
-type tempFile interface {
+// TempFile is a temporary file an FS created.
+type TempFile interface {
 	io.Writer
 	Name() string
 	Chmod(mode os.FileMode) error
@@ -50,12 +51,15 @@ type tempFile interface {
 	Close() error
 }
 
+// OS is the operating system's file system.
+var OS FS = osFS{}
+
 type osFS struct{}
 
 func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
 func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
 func (osFS) Remove(name string) error                     { return os.Remove(name) }
-func (osFS) CreateTemp(dir, pattern string) (tempFile, error) {
+func (osFS) CreateTemp(dir, pattern string) (TempFile, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, err // an *os.File in a nil interface would not be nil
@@ -80,7 +84,13 @@ func (osFS) SyncDir(dir string) error {
 	return d.Close()
 }
 
-func writeFileAtomic(fsys atomicFS, path string, data []byte, perm os.FileMode, syncDir bool) (err error) {
+// WriteFileAtomicFS is WriteFileAtomic (syncDir true) or
+// WriteFileAtomicNoDirSync (false) through fsys.
+func WriteFileAtomicFS(fsys FS, path string, data []byte, perm os.FileMode, syncDir bool) error {
+	return writeFileAtomic(fsys, path, data, perm, syncDir)
+}
+
+func writeFileAtomic(fsys FS, path string, data []byte, perm os.FileMode, syncDir bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

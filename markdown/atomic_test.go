@@ -82,7 +82,7 @@ func (f faultFS) SyncDir(dir string) error {
 	}
 	return osFS{}.SyncDir(dir)
 }
-func (f faultFS) CreateTemp(dir, pattern string) (tempFile, error) {
+func (f faultFS) CreateTemp(dir, pattern string) (TempFile, error) {
 	if f.step == "create" {
 		return nil, f.err
 	}

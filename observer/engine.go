@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/projector"
 	"dshmem/sqlstore"
 )
@@ -33,6 +34,9 @@ type Options struct {
 	// 0 means DefaultFilesInterval; < 0 holds them until WriteFiles or
 	// Close (tests that crash a writer before its files are written).
 	FilesInterval time.Duration
+	// Files is the file-system seam of the Markdown files' writes (fault
+	// tests); nil means the operating system.
+	Files markdown.FS
 }
 
 // Engine is one open root: the writer lock, the log, the index and the
@@ -64,6 +68,7 @@ type Engine struct {
 	nextTicket uint64               // guarded by foldMu; taken under mu
 	foldTurn   uint64               // guarded by foldMu
 	folding    bool                 // guarded by foldMu: a caller is folding
+	foldBehind bool                 // owned by the caller folding: a fold failed, the index is behind the log
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
 	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
@@ -106,6 +111,11 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	e := &Engine{root: root, lock: lk, red: NewRedactor(),
 		pendingIDs: map[string]map[string]string{}, pendingCwd: map[string]string{}, foldSlots: map[uint64]*foldSlot{}}
 	e.foldCond = sync.NewCond(&e.foldMu)
+	// A salvage a crash interrupted is finished first (quarantine.go).
+	if _, err := finishSalvages(root); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
@@ -157,11 +167,12 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 	}
 	e.proj = projector.New(e.store)
 	e.proj.Root = root // the Markdown projections (projector/files.go)
+	e.proj.FS = opts.Files
 	// Folds commit and queue their files; the file writer writes them
 	// (files.go), so an acknowledgement waits for the log's fsync and
 	// the index commit only.
 	e.proj.Defer = true
-	if err := e.proj.CatchUp(ctx, e.log, opts.Progress); err != nil {
+	if err := e.proj.CatchUp(ctx, quarantineSource{e.log}, opts.Progress); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("catch up index from log: %w", err)
 	}
@@ -191,6 +202,9 @@ func (e *Engine) indexAhead() (string, error) {
 	}
 	sort.Strings(streams)
 	for _, s := range streams {
+		if _, ok := e.log.QuarantinedStream(s); ok {
+			continue // its log reads only up to the damage; the index keeps what it folded
+		}
 		if last := e.log.LastSeq(s); cursors[s] > last {
 			return fmt.Sprintf("index of stream %s was at seq %d but the log ends at seq %d", s, cursors[s], last), nil
 		}
@@ -434,7 +448,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 		folded = append(folded, stamped...)
 	}
 	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
-		err = fmt.Errorf("index events (they are safe in the log; the index catches up on the next open): %w", ferr)
+		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)
 	}
 	e.tally(&res, out)
 	if err != nil && res.Appended == 0 && res.Duplicates == 0 && qs == nil {
@@ -518,6 +532,9 @@ func (e *Engine) stage(ctx context.Context, items []intakeItem, out []Outcome, r
 	var qs []queued
 	for _, stream := range order {
 		idx := byStream[stream]
+		if e.refuseQuarantined(stream, idx, items, out) {
+			continue
+		}
 		ids := make([]string, len(idx))
 		for k, i := range idx {
 			ids[k] = items[i].env.ID

@@ -58,9 +58,16 @@ func (w *fileWriter) run() {
 		case <-w.quit:
 			return
 		}
-		w.write()
+		wait := w.interval
+		if err := w.write(); err != nil {
+			// The files stay queued: try again after filesRetry, with
+			// or without a new write, so they are put right once the
+			// cause (a full disk) is gone.
+			wait = max(wait, filesRetry)
+			w.kick()
+		}
 		// Coalesce: what is queued during the interval is written once.
-		t := time.NewTimer(w.interval)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-w.quit:
@@ -70,11 +77,16 @@ func (w *fileWriter) run() {
 	}
 }
 
-func (w *fileWriter) write() {
+// filesRetry is how long the file writer waits after a failed write
+// before it tries again.
+const filesRetry = time.Second
+
+func (w *fileWriter) write() error {
 	err := w.proj.WriteQueued(context.Background())
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
+	return err
 }
 
 // lastError is the error of the last background write, or nil.

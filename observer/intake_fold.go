@@ -62,13 +62,26 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 }
 
 // foldEvents folds evs and, once they are in the index, takes them out
-// of the pending sets. (After a failed fold they stay pending: the index
-// lacks them until the next open catches up.)
+// of the pending sets. After a failed fold (a full disk, an I/O error)
+// the index is behind the log, whose events are safe: the next call
+// first catches the index up with the whole log, its own events
+// included, so a server recovers once the cause is gone instead of
+// refusing every later fold with a gap until it is restarted. (Events
+// of a failed fold stay in the pending sets, where dedupe finds them as
+// it would in the index.)
 func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := e.proj.Fold(context.WithoutCancel(ctx), evs); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if e.foldBehind {
+		err = e.proj.CatchUp(ctx, e.log, nil)
+	} else {
+		err = e.proj.Fold(ctx, evs)
+	}
+	e.foldBehind = err != nil
+	if err != nil {
 		return err
 	}
 	e.pendMu.Lock()

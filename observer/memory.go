@@ -3,11 +3,13 @@ package observer
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"dshmem/events"
@@ -183,17 +185,66 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 	if err != nil {
 		return Entry{}, fmt.Errorf("remember: %w", err)
 	}
-	id, err := RandomHex()
-	if err != nil {
-		return Entry{}, err
-	}
+	// The event's id is the text and its scope: a remember sent again
+	// (its answer lost to a cancelled request, a dropped connection or
+	// a crash) is a duplicate of the first, and the entry it made is the
+	// answer. One lock per id (striped) and a write its caller cannot
+	// cancel make the second wait until the first is folded, so the
+	// entry is there to be found.
+	id := rememberID(r.Cwd, r.Content)
+	mu := &rememberLocks[id[0]%byte(len(rememberLocks))]
+	mu.Lock()
+	defer mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
 	env := events.Envelope{V: events.CurrentVersion, ID: "dshmem:remember:" + id, Type: events.TypeMemoryRemember,
 		Time: EventTime(r.Time), Cwd: r.Cwd, Data: raw}
 	o, err := e.appendOwn(ctx, env)
+	if err != nil && o.Status == StatusDuplicate {
+		en, lerr := e.rememberedAs(ctx, o.Stream, env.ID)
+		if lerr != nil || en.Status != payload.StatusForgotten {
+			return en, lerr
+		}
+		// The same text was remembered and then forgotten: this is a
+		// new entry, under an id of its own.
+		rid, rerr := RandomHex()
+		if rerr != nil {
+			return Entry{}, rerr
+		}
+		env.ID += ":" + rid
+		o, err = e.appendOwn(ctx, env)
+	}
 	if err != nil {
 		return Entry{}, err
 	}
 	return e.Entry(ctx, projector.EntryID(o.Stream, o.Seq, 0))
+}
+
+// rememberLocks serialize the remembers of one id (Remember).
+var rememberLocks [32]sync.Mutex
+
+// rememberID is the id of the remember event of content in the scope of
+// cwd ("" is global): 16 hex digits of a SHA-256, which names the text
+// without holding it.
+func rememberID(cwd, content string) string {
+	scope := "global"
+	if cwd != "" {
+		scope = "cwd:" + NormalizeCwd(cwd)
+	}
+	sum := sha256.Sum256([]byte(scope + "\x00" + strings.TrimSpace(content)))
+	return hex.EncodeToString(sum[:8])
+}
+
+// rememberedAs is the entry the remember event id of stream made.
+func (e *Engine) rememberedAs(ctx context.Context, stream, id string) (Entry, error) {
+	held, err := e.store.ExistingEvents(ctx, stream, []string{id})
+	if err != nil {
+		return Entry{}, err
+	}
+	ev, ok := held[id]
+	if !ok {
+		return Entry{}, fmt.Errorf("remember: the same text is being written to %s right now; try again", stream)
+	}
+	return e.Entry(ctx, projector.EntryID(stream, ev.Seq, 0))
 }
 
 // Forget writes a memory/forget event for entry id into the entry's own
@@ -240,6 +291,10 @@ func (e *Engine) appendOwn(ctx context.Context, env events.Envelope) (Outcome, e
 	o := outs[0]
 	switch o.Status {
 	case StatusRejected:
+		if d, ok := e.log.QuarantinedStream(o.Stream); ok && o.Stream != "" {
+			// Not the input's fault: the stream is damaged.
+			return o, fmt.Errorf("write %s: %w", env.Type, &events.QuarantinedError{Damage: d})
+		}
 		r := &RefusedError{Msg: "the event was refused"}
 		if o.Error != nil {
 			r.Field, r.Msg = strings.TrimPrefix(o.Error.Field, "data."), o.Error.Msg

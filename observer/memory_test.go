@@ -169,3 +169,49 @@ func openEngine(t *testing.T, root string) *observer.Engine {
 	t.Cleanup(func() { eng.Close() })
 	return eng
 }
+
+// TestRememberSentAgainIsOneEntry: a remember whose answer was lost (a
+// cancelled request, a crash) and is sent again, or the same text
+// remembered twice in one scope, is one entry; 16 at once too. The same
+// text in another scope, or after the entry was forgotten, is a new
+// entry.
+func TestRememberSentAgainIsOneEntry(t *testing.T) {
+	ctx := context.Background()
+	eng := openEngine(t, t.TempDir())
+	req := observer.RememberRequest{Cwd: "/home/u/again", Content: "Deploy with the blue green script", Type: "decision", Time: memT0}
+	first, err := eng.Remember(ctx, req)
+	require.NoError(t, err)
+	cancelled, stop := context.WithCancel(ctx)
+	stop()
+	req.Time = memT0.Add(time.Minute)
+	again, err := eng.Remember(cancelled, req)
+	require.NoError(t, err, "a remember sent again with a cancelled context")
+	require.Equal(t, first.ID, again.ID, "sent again: got entry %s, want %s", again.ID, first.ID)
+	ids := make(chan string, 16)
+	for range 16 {
+		go func() {
+			en, err := eng.Remember(ctx, observer.RememberRequest{Cwd: "/home/u/again", Content: "Tests run with -race"})
+			if err != nil {
+				ids <- err.Error()
+				return
+			}
+			ids <- en.ID
+		}()
+	}
+	one := <-ids
+	for range 15 {
+		require.Equal(t, one, <-ids, "16 remembers of one text at once")
+	}
+	other, err := eng.Remember(ctx, observer.RememberRequest{Cwd: "/home/u/elsewhere", Content: req.Content})
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, other.ID, "another scope is another entry")
+	_, err = eng.Forget(ctx, first.ID, "changed")
+	require.NoError(t, err)
+	renewed, err := eng.Remember(ctx, req)
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, renewed.ID, "after a forget, the same text is a new entry")
+	require.Equal(t, payload.StatusActive, renewed.Status, "got %+v", renewed)
+	es, err := eng.Entries(ctx, observer.EntryFilter{})
+	require.NoError(t, err)
+	require.Len(t, es, 4, "got %d entries, want 4 (the text, -race, elsewhere, renewed): %+v", len(es), es)
+}

@@ -29,6 +29,11 @@ func (p *Projector) CatchUp(ctx context.Context, src Source, progress func(strea
 	if chunk <= 0 {
 		chunk = DefaultChunkSize
 	}
+	if l, ok := src.(interface {
+		Lost(stream string, first, last uint64) bool
+	}); ok && p.Lost == nil {
+		p.Lost = l.Lost // a salvaged stream's lost seqs are stepped over
+	}
 	streams := slices.Clone(src.Streams())
 	slices.Sort(streams)
 	streams = slices.Compact(streams)

@@ -335,6 +335,10 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 			return fmt.Errorf("record files to write: %w", err)
 		}
 	}
+	fsys := p.FS
+	if fsys == nil {
+		fsys = markdown.OS
+	}
 	dirs := map[string]bool{}
 	for _, c := range changes {
 		if !c.write {
@@ -343,17 +347,17 @@ func (p *Projector) put(ctx context.Context, rs []Rendered, gone []string, force
 		abs := filepath.Join(p.Root, filepath.FromSlash(c.r.Path))
 		dirs[filepath.Dir(abs)] = true
 		if c.remove {
-			if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := fsys.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove %s: %w", c.r.Path, err)
 			}
 			continue
 		}
-		if err := markdown.WriteFileAtomicNoDirSync(abs, c.r.Data, FileMode); err != nil {
+		if err := markdown.WriteFileAtomicFS(fsys, abs, c.r.Data, FileMode, false); err != nil {
 			return err
 		}
 	}
 	for _, d := range sortedKeys(dirs) {
-		if err := markdown.SyncDir(d); err != nil {
+		if err := fsys.SyncDir(d); err != nil {
 			return fmt.Errorf("sync directory %s: %w", d, err)
 		}
 	}

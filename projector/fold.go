@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"dshmem/events"
+	"dshmem/markdown"
 	"dshmem/sqlstore"
 )
 
@@ -44,6 +45,9 @@ type Projector struct {
 	// Held, when set, is told about each projection file left as it is
 	// because it holds a hand edit not yet captured (see put).
 	Held func(path string)
+	// FS is the file-system seam of the Markdown files' writes (a fault
+	// test's); nil means the operating system.
+	FS markdown.FS
 
 	// Defer leaves the Markdown files of a fold queued (queue.go) for
 	// WriteQueued instead of writing them before Fold returns, so the
@@ -61,6 +65,10 @@ type Projector struct {
 	// change what one file shows, and the rest change nothing there.
 	// Seqs must still rise. Never set for the index of a root.
 	Sparse bool
+	// Lost, when set, says whether seqs first..last of stream are lost
+	// to damage (gap records `dshmem salvage` wrote): a fold steps over
+	// them. CatchUp sets it from a Source that has it (events.Log.Lost).
+	Lost func(stream string, first, last uint64) bool
 }
 
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
@@ -125,7 +133,7 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		if ev.Seq <= cur {
 			continue
 		}
-		if ev.Seq != cur+1 && !p.Sparse {
+		if ev.Seq != cur+1 && !p.Sparse && (p.Lost == nil || !p.Lost(ev.Stream, cur+1, ev.Seq-1)) {
 			return &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
 		}
 		if err := f.files.before(f, ev); err != nil {

@@ -73,6 +73,11 @@ func Rebuild(ctx context.Context, log Log, dir string, opts Options) (Stats, err
 	p := projector.New(st)
 	p.Root = dir
 	p.ChunkSize = opts.ChunkSize
+	if l, ok := log.(interface {
+		Lost(stream string, first, last uint64) bool
+	}); ok {
+		p.Lost = l.Lost // a salvaged stream's lost seqs are stepped over
+	}
 	var stats Stats
 	var total uint64
 	streams := log.Streams()

@@ -162,7 +162,7 @@ func Lags(log Log, folded map[string]uint64) []Lag {
 	slices.Sort(streams)
 	var out []Lag
 	for _, s := range slices.Compact(streams) {
-		if f, l := folded[s], log.LastSeq(s); f != l {
+		if f, l := folded[s], log.LastSeq(s); f != l && !(f < l && lost(log, s, f+1, l)) {
 			out = append(out, Lag{Stream: s, Folded: f, Logged: l})
 		}
 	}
@@ -319,4 +319,19 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Lost forwards to the log's Lost (a salvaged stream's gaps), if it has one.
+func (p prefix) Lost(stream string, first, last uint64) bool {
+	return lost(p.log, stream, first, last)
+}
+
+// lost says whether seqs first..last of stream are lost to damage (a
+// salvage's gap at the end of the stream): no fold can reach them, so an
+// index folded up to first-1 is not behind.
+func lost(log Log, stream string, first, last uint64) bool {
+	l, ok := log.(interface {
+		Lost(stream string, first, last uint64) bool
+	})
+	return ok && l.Lost(stream, first, last)
 }

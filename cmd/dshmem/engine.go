@@ -14,7 +14,9 @@ import (
 // torn tail that was repaired on the way.
 func openEngine(ctx context.Context, env *cliEnv) (*observer.Engine, error) {
 	progress, done := catchUpProgress(env)
-	eng, err := observer.Open(ctx, env.root, observer.Options{Progress: progress})
+	opts := observer.Options{Progress: progress}
+	opts.Log.FS = logPauseFS(env.stderr) // nil: the OS; set only by crash tests
+	eng, err := observer.Open(ctx, env.root, opts)
 	done()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"dshmem/events"
 	"dshmem/observer"
 	"dshmem/replay"
 )
@@ -66,6 +67,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		for _, t := range r.Log.TornTails() {
 			fmt.Fprintf(env.stderr, "dshmem: %s; replayed up to the last whole batch\n", t)
+		}
+		if q := r.Log.Quarantined(); len(q) > 0 {
+			return fmt.Errorf("%w: until then its index holds what its log no longer reads, and the root cannot equal its replay", &events.QuarantinedError{Damage: q[0]})
 		}
 		rep, err := replay.Verify(ctx, r.Log, env.root, r.Index(), replay.VerifyOptions{Options: opts, Keep: *keep, Folded: r.Folded})
 		endProgress(env)

@@ -174,8 +174,13 @@ func endScrubProgress(env *cliEnv) {
 }
 
 // scrubPause is the crash tests' hook (scrubPauseEnv), nil without it.
-func scrubPause(env *cliEnv) func(step string) {
-	want := os.Getenv(scrubPauseEnv)
+func scrubPause(env *cliEnv) func(step string) { return stepPause(env, scrubPauseEnv) }
+
+// stepPause reads a crash test's pause from the environment variable
+// envName: "STEP" or "STEP:N" (the Nth time the step is reached) prints
+// "READY STEP" on stderr and blocks until the process is killed.
+func stepPause(env *cliEnv, envName string) func(step string) {
+	want := os.Getenv(envName)
 	if want == "" {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"dshmem/events"
 	"dshmem/observer"
 	"dshmem/observer/broker"
 	"dshmem/sqlstore"
@@ -28,7 +29,9 @@ WAL) with the entries and sessions it holds.
 
 It only reads: it takes no lock and writes nothing in the root, so it
 runs beside a live 'dshmem serve'. A torn tail, or events the index has
-not folded yet, are told on stderr.
+not folded yet, are told on stderr. A damaged stream is marked
+QUARANTINED, with the segment and offset of its damage (--json:
+"quarantined"); 'dshmem salvage STREAM' takes it out of quarantine.
 `,
 		run: runStats,
 	})
@@ -42,6 +45,8 @@ type streamStats struct {
 	Indexed  uint64 `json:"indexed"`  // the last seq the index folded
 	Segments int    `json:"segments"`
 	Bytes    int64  `json:"bytes"`
+	// Quarantined is set for a damaged stream: read-only until salvaged.
+	Quarantined *events.Damage `json:"quarantined,omitempty"`
 }
 
 type rootStats struct {
@@ -57,6 +62,8 @@ type rootStats struct {
 	// session files, files over their soft limits), as the session-start
 	// context reports it.
 	Maintenance []string `json:"maintenance"`
+	// Quarantined lists the damaged streams ('dshmem salvage STREAM').
+	Quarantined []events.Damage `json:"quarantined"`
 }
 
 func runStats(ctx context.Context, env *cliEnv, args []string) error {
@@ -82,6 +89,9 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		ss := streamStats{Stream: e.Name(), Events: r.Log.LastSeq(e.Name()), Indexed: r.Folded[e.Name()]}
 		segs, _ := filepath.Glob(filepath.Join(dir, e.Name(), "*.jsonl.zst"))
 		ss.Segments = len(segs)
+		if d, ok := r.Log.QuarantinedStream(e.Name()); ok {
+			ss.Quarantined = &d
+		}
 		for _, s := range segs {
 			if fi, err := os.Stat(s); err == nil {
 				ss.Bytes += fi.Size()
@@ -99,6 +109,7 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	st.Maintenance = []string{}
+	st.Quarantined = r.Log.Quarantined()
 	if r.Engine != nil {
 		ss, err := r.Engine.IndexStats(ctx)
 		if err != nil {
@@ -138,9 +149,18 @@ func runStats(ctx context.Context, env *cliEnv, args []string) error {
 			if s.Archived {
 				dir += " (archived)"
 			}
+			if s.Quarantined != nil {
+				dir += " (QUARANTINED)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", s.Stream, dir, s.Events, s.Segments, humanBytes(s.Bytes))
 		}
 		tw.Flush()
+	}
+	if len(st.Quarantined) > 0 {
+		fmt.Fprintln(env.stdout, "\nquarantined (damaged; read-only until 'dshmem salvage STREAM')")
+		for _, d := range st.Quarantined {
+			fmt.Fprintf(termSafe(env.stdout), "  %s: %s at offset %d: %s\n", d.Stream, d.Segment, d.Offset, d.Reason)
+		}
 	}
 	if len(st.Maintenance) > 0 {
 		fmt.Fprintln(env.stdout, "\nmaintenance")

@@ -24,7 +24,10 @@ envelope. Seqs in batches 'dshmem scrub' rewrote are listed: their new
 bytes and their place in the chain are checked, their first bytes are
 gone by design. Each problem is printed with its segment and byte offset.
 Exits 1 when anything is wrong; a torn tail (crash mid-write) can be fixed
-with 'dshmem repair', anything else needs a look before it is touched.
+with 'dshmem repair'. Anything else is damage: the stream is quarantined
+(read-only; every other stream works as usual) and 'dshmem salvage
+STREAM' keeps every whole batch of it, reporting the seqs lost. Seqs a
+salvage lost are listed.
 
 It only reads: it takes no lock and changes nothing, so it runs beside a
 live 'dshmem serve'. Each segment is read as far as it was written when
@@ -89,10 +92,20 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stdout, p)
 	}
 	if len(problems) > 0 {
+		damaged := map[string]bool{}
+		for _, p := range problems {
+			if !p.Repairable && !damaged[p.Stream] {
+				damaged[p.Stream] = true
+				fmt.Fprintf(env.stderr, "dshmem verify: stream %s is damaged: it is quarantined (read-only, the other streams unaffected); 'dshmem salvage %s' keeps every whole batch and reports the seqs lost\n", p.Stream, p.Stream)
+			}
+		}
 		fmt.Fprintf(env.stderr, "dshmem verify: %d problem(s) in %s\n", len(problems), dir)
 		return exitError{1}
 	}
 	fmt.Fprintf(env.stdout, "ok: %d stream(s), %d segment(s), %d event(s) verified\n", checked.Streams, checked.Segments, checked.Events)
+	for _, r := range checked.Lost {
+		fmt.Fprintf(env.stdout, "stream %s: seqs %d..%d lost to damage ('dshmem salvage' kept every whole batch around them)\n", r.Stream, r.First, r.Last)
+	}
 	for _, r := range checked.Scrubbed {
 		fmt.Fprintf(env.stdout, "%s ('dshmem scrub' rewrote them; their place in the hash chain is checked, their first bytes are gone)\n", r)
 	}

@@ -67,6 +67,11 @@ func Run(ctx context.Context, eng *observer.Engine, o Options) (Report, error) {
 	if eng.ReadOnly() {
 		return Report{}, fmt.Errorf("backup: %w: a backup records itself in the log", observer.ErrReadOnly)
 	}
+	if q := eng.Quarantined(); len(q) > 0 {
+		// Its log and its index disagree until salvaged: a backup would
+		// copy neither faithfully.
+		return Report{}, fmt.Errorf("backup: %w; back up after the salvage (it keeps the damaged segments under %s/)", &events.QuarantinedError{Damage: q[0]}, observer.QuarantineDir)
+	}
 	dir, err := backupDir(eng.Root(), o.To)
 	if err != nil {
 		return Report{}, err

@@ -377,7 +377,10 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) (int, err
 			sc.Maintenance = m
 		}
 	}
-	return writeJSON(w, http.StatusOK, sc)
+	return writeJSON(w, http.StatusOK, struct {
+		broker.SessionContext
+		Quarantined []events.Damage `json:"quarantined,omitempty"`
+	}{sc, s.quarantinedIn(sc.Scope, observer.GlobalStream)})
 }
 
 // takeTop reports whether session is the first top-level session of
@@ -406,6 +409,14 @@ type Health struct {
 	// sync failed (a full disk, no descriptor left), each with the
 	// reason, until they reopen themselves; empty when all is well.
 	Degraded []events.Degraded `json:"degraded"`
+	// Quarantined lists the streams with a damaged log: read-only, each
+	// with the segment, offset and reason of its damage, until `dshmem
+	// salvage STREAM`; empty when all is well (quarantine.go).
+	Quarantined []events.Damage `json:"quarantined"`
+	// Files is the error of the last write of the Markdown files, while
+	// it lasts (they stay queued and are retried every second); the log
+	// and the index are not affected.
+	Files string `json:"files,omitempty"`
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -413,11 +424,15 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, err
 		s.broker.Touch(session)
 	}
 	h := Health{OK: true, API: "v1", PID: os.Getpid(), Root: s.eng.Root(), Sessions: s.broker.Sessions(), Watching: s.opts.DSHSessions,
-		Log: s.logCheck.get(), Degraded: []events.Degraded{}}
+		Log: s.logCheck.get(), Degraded: []events.Degraded{}, Quarantined: []events.Damage{}}
 	if lg := s.eng.Log(); lg != nil {
 		if d := lg.Degraded(); len(d) > 0 {
 			h.Degraded = d
 		}
+		h.Quarantined = lg.Quarantined()
+	}
+	if err := s.eng.FilesError(); err != nil {
+		h.Files = "the Markdown files are not written: " + err.Error() + " (the log and the index are not affected; retried every second)"
 	}
 	return writeJSON(w, http.StatusOK, h)
 }

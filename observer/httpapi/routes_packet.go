@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/broker"
@@ -108,7 +109,18 @@ func (s *Server) writePacket(w http.ResponseWriter, session string, res broker.F
 		ids[i] = e.ID
 	}
 	s.recordShown(session, res.Cwd, res.Packet.Mode, ids)
-	return writeJSON(w, http.StatusOK, res.Packet)
+	var quarantined []events.Damage
+	if len(res.Packet.Entries) > 0 {
+		scopes := make([]string, len(res.Packet.Entries))
+		for i, e := range res.Packet.Entries {
+			scopes[i] = e.Scope
+		}
+		quarantined = s.quarantinedIn(scopes...)
+	}
+	return writeJSON(w, http.StatusOK, struct {
+		*broker.Packet
+		Quarantined []events.Damage `json:"quarantined,omitempty"`
+	}{res.Packet, quarantined})
 }
 
 // PromptRequest is the body of POST /v1/sessions/{id}/prompt: the prompt

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"dshmem/events"
 	"fmt"
 	"net/http"
 	"strings"
@@ -155,7 +156,10 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 			s.recordShown(req.Session, cwd, "recall", ids)
 		}
 	}
-	return writeJSON(w, http.StatusOK, res)
+	return writeJSON(w, http.StatusOK, struct {
+		*recall.Result
+		Quarantined []events.Damage `json:"quarantined,omitempty"`
+	}{res, s.quarantinedIn(scopes...)})
 }
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -195,5 +199,8 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) (int, erro
 	if err != nil {
 		return writeError(w, http.StatusServiceUnavailable, CodeIndex, "search: "+err.Error())
 	}
-	return writeJSON(w, http.StatusOK, res)
+	return writeJSON(w, http.StatusOK, struct {
+		*recall.Result
+		Quarantined []events.Damage `json:"quarantined,omitempty"`
+	}{res, s.quarantinedIn(scopes...)})
 }

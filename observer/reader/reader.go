@@ -93,14 +93,22 @@ func (r *Root) Close() error {
 // to say.
 func (r *Root) Notes() []string {
 	torn := r.Log.TornTails()
+	quarantined := r.Log.Quarantined()
 	var lags []replay.Lag
 	if r.Engine != nil { // without an index, the command says what it does without one
-		lags = replay.Lags(r.Log, r.Folded)
+		for _, l := range replay.Lags(r.Log, r.Folded) {
+			if _, ok := r.Log.QuarantinedStream(l.Stream); !ok {
+				lags = append(lags, l)
+			}
+		}
 	}
-	if len(torn) == 0 && len(lags) == 0 {
+	if len(torn) == 0 && len(lags) == 0 && len(quarantined) == 0 {
 		return nil
 	}
 	var out []string
+	for _, d := range quarantined {
+		out = append(out, QuarantineNote(d))
+	}
 	pid := observer.HolderPID(r.Dir)
 	for _, t := range torn {
 		if pid != 0 {
@@ -169,4 +177,12 @@ func OpenIndex(ctx context.Context, dir string) (*observer.Engine, []string, err
 		return nil, nil, err
 	}
 	return r.Engine, notes, nil
+}
+
+// QuarantineNote says, for people, that a stream is quarantined and
+// what answers from it hold: every read command prints it beside an
+// answer from a root with damage.
+func QuarantineNote(d events.Damage) string {
+	return fmt.Sprintf("stream %s is QUARANTINED (damage in %s at offset %d: %s): it is read-only and its log reads only up to seq %d; answers from it hold what was indexed before; run 'dshmem salvage %s'",
+		d.Stream, d.Segment, d.Offset, d.Reason, d.Serves, d.Stream)
 }
