@@ -178,12 +178,6 @@ func ruleSet() *secretrules.Set {
 	return set
 }
 
-// WarmRedaction compiles the maintained rule set now, so that the first
-// write a long-running server takes does not wait for it: about 200
-// regular expressions, a few milliseconds on a quiet machine and 0.4 s
-// on a loaded one (it is compiled once per process, on first use).
-func WarmRedaction() { ruleSet() }
-
 // applyRuleSet replaces what the rule set finds in s, as rule.replace
 // does for one of ours: never inside or from the start of a placeholder.
 func applyRuleSet(s, low string, found map[string]bool) (string, bool) {

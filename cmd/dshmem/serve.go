@@ -106,11 +106,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Compile the secret rules beside opening the engine (which may catch
-	// up the index) and before announcing the server, not in its first
-	// write.
-	warm := make(chan struct{})
-	go func() { observer.WarmRedaction(); close(warm) }()
 	watch := *sessions
 	if *noWatch {
 		watch = ""
@@ -137,7 +132,6 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		l.Close()
 		return err
 	}
-	<-warm
 	pid := os.Getpid()
 	info := httpapi.ServeInfo{Addr: l.Addr().String(), PID: pid, Token: srv.Token()}
 	if err := httpapi.WriteServeFile(env.root, info); err != nil {
