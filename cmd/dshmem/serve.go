@@ -93,6 +93,15 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
+	// A CPU profile of the whole run, for whoever tunes the server under
+	// a benchmark that starts it as a child (bench remember): an
+	// environment variable, so the benchmark's command line stays the
+	// same for an older build.
+	stopProfile, err := startCPUProfile(os.Getenv("DSHMEM_SERVE_CPUPROFILE"))
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if *maintEvery < 0 {
 		return usageError{fmt.Sprintf("--maintenance-every %s is negative: give a duration such as 1h, or 0 to never back up on a schedule", *maintEvery)}
 	}
