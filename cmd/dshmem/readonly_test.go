@@ -182,7 +182,7 @@ func TestReadsBesideServe(t *testing.T) {
 			id, _ = hits[0]["id"].(string)
 			return id != ""
 		}},
-		{[]string{"recall", "--cwd", "/home/u/proj", "cart"}, func(out string) bool { return strings.Contains(out, "cart module") }},
+		{[]string{"recall", "--timeout", "1m", "--cwd", "/home/u/proj", "cart"}, func(out string) bool { return strings.Contains(out, "cart module") }},
 		{[]string{"entries"}, func(out string) bool { return strings.Contains(out, "Use pnpm") }},
 		{[]string{"stats", "--json"}, func(out string) bool { return strings.Contains(out, `"events": 11`) }},
 		{[]string{"sql", "SELECT count(*) AS n FROM events"}, func(out string) bool { return strings.Contains(out, "11") }},
