@@ -201,3 +201,32 @@ func TestIndexFaultMatrix(t *testing.T) {
 	t.Logf("index fault matrix: %d writes in the workload, %d cases (%s)", ops, cases, strings.Join([]string{"EIO", "ENOSPC", "Partial"}, ", "))
 	require.Greater(t, cases, 2*ops, "most cases were skipped")
 }
+
+// TestRememberSentAgainAfterIndexFault: a remember whose fold failed
+// (its event durable, its caller told the error) is sent again before
+// any other write. The second must answer with the entry the first made
+// — one entry — not refuse until some other write catches the index up.
+func TestRememberSentAgainAfterIndexFault(t *testing.T) {
+	ctx := context.Background()
+	f := &sqlstore.Fault{}
+	root := t.TempDir()
+	eng, err := observer.Open(ctx, root, observer.Options{IndexFault: f, FilesInterval: -1})
+	require.NoError(t, err)
+	defer eng.Close()
+	r := observer.RememberRequest{Cwd: "/home/u/alpha", Content: "Migrations run with goose, never by hand.", Type: "decision", Time: memT0}
+	f.Arm(sqlstore.FaultFull, 1)
+	_, err = eng.Remember(ctx, r)
+	var fe *sqlstore.FaultError
+	require.True(t, errors.As(err, &fe), "the remember is told the fold failed: %v", err)
+	en, err := eng.Remember(ctx, r)
+	require.NoError(t, err, "the remember sent again right after the fault")
+	all, err := eng.Entries(ctx, observer.EntryFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 1, "one entry")
+	require.Equal(t, en.ID, all[0].ID)
+	require.NoError(t, eng.WriteFiles(ctx))
+	vr, err := replay.Verify(ctx, eng.Log(), root, eng.Store(), replay.VerifyOptions{})
+	require.NoError(t, err)
+	require.Empty(t, vr.Differences)
+	require.Empty(t, vr.Behind)
+}
