@@ -72,6 +72,7 @@ type Engine struct {
 	foldTurn   uint64               // guarded by foldMu
 	folding    bool                 // guarded by foldMu: a caller is folding
 	foldBehind bool                 // owned by the caller folding: a fold failed, the index is behind the log
+	unfolded   []events.Envelope    // owned by the caller folding: the events of failed folds, still pending
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	pendMu     sync.Mutex
 	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded

@@ -226,6 +226,7 @@ func TestRememberSentAgainAfterIndexFault(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 1, "one entry")
 	require.Equal(t, en.ID, all[0].ID)
+	require.Zero(t, eng.Pending(), "the failed fold's events are taken out of the pending sets once the index caught up")
 	require.NoError(t, eng.WriteFiles(ctx))
 	vr, err := replay.Verify(ctx, eng.Log(), root, eng.Store(), replay.VerifyOptions{})
 	require.NoError(t, err)

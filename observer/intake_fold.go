@@ -67,8 +67,8 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 // first catches the index up with the whole log, its own events
 // included, so a server recovers once the cause is gone instead of
 // refusing every later fold with a gap until it is restarted. (Events
-// of a failed fold stay in the pending sets, where dedupe finds them as
-// it would in the index.)
+// of a failed fold stay in the pending sets, where dedupe finds them,
+// until the catch-up has put them in the index.)
 func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
 	// A call with nothing to fold (all duplicates) still catches a
 	// behind index up: a remember sent again after its fold failed
@@ -85,16 +85,22 @@ func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
 	}
 	e.foldBehind = err != nil
 	if err != nil {
+		// Kept until a catch-up has folded them, then taken out of the
+		// pending sets with the events of the call that caught up.
+		e.unfolded = append(e.unfolded, evs...)
 		return err
 	}
 	e.pendMu.Lock()
-	for _, ev := range evs {
-		delete(e.pendingIDs[ev.Stream], ev.ID)
-		if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
-			delete(e.pendingCwd, ev.Session)
+	for _, list := range [][]events.Envelope{e.unfolded, evs} {
+		for _, ev := range list {
+			delete(e.pendingIDs[ev.Stream], ev.ID)
+			if c, ok := e.pendingCwd[ev.Session]; ok && c == ev.Cwd {
+				delete(e.pendingCwd, ev.Session)
+			}
 		}
 	}
 	e.pendMu.Unlock()
+	e.unfolded = nil
 	return nil
 }
 
