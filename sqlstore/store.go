@@ -45,7 +45,15 @@ var writerPragmas = []string{
 	"busy_timeout(5000)",
 	"foreign_keys(1)",
 	"temp_store(MEMORY)",
-	"cache_size(-131072)", // 128 MiB: keeps the hot b-tree and FTS pages of a large fold in memory
+	// 16 MiB a connection. The cache is per connection and the pool
+	// keeps up to maxIdleConns of them, each filling with the pages
+	// its reads touch: 128 MiB each let a 64-session soak grow RSS
+	// without a bound in sight. PRAGMA soft_heap_limit would bound the
+	// process instead, but modernc's build has SQLITE_DEFAULT_MEMSTATUS=0,
+	// so SQLite counts no memory and never enforces it. Fold of 200k
+	// events (BenchmarkFold/vocab=zipf, 20x, load 12-16): 7,441-7,599
+	// events/cpu-s with 128 MiB, 6,579-7,497 with 16 MiB.
+	"cache_size(-16384)",
 }
 
 // dsn builds a file: URI (URI parameters are ignored on a plain path).
