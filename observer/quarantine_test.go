@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dshmem/events"
 	"dshmem/observer"
@@ -173,7 +174,7 @@ func TestCorruptionIsQuarantined(t *testing.T) {
 						continue
 					}
 					require.Equal(t, 1, res.Appended, "ingest into %s beside a quarantined stream: %+v", streams[i], outs)
-					got, err := eng.Recall(ctx, recall.Query{Text: "zebrafish parser", Kind: recall.KindEpisodic, Scopes: []string{streams[i]}})
+					got, err := eng.Recall(ctx, recall.Query{Text: "zebrafish parser", Kind: recall.KindEpisodic, Scopes: []string{streams[i]}, Timeout: time.Minute}) // what is found, not how fast
 					require.NoError(t, err)
 					require.NotEmpty(t, got.Items, "recall in %s", streams[i])
 				}
