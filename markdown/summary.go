@@ -61,8 +61,14 @@ func RenderSummaryKept(in SummaryInput) (_ []byte, kept int) {
 	if limit <= 0 {
 		limit = DefaultSummaryBytes
 	}
-	ranked := prepare(in.Entries)
-	slices.SortFunc(ranked, func(a, b Entry) int {
+	// As prepare: canonical, shown, one entry per id; then the ranking
+	// (a total order, so prepare's grouping by type before it does not
+	// matter).
+	ps := summaryParts(in.Entries)
+	slices.SortFunc(ps, func(a, b summaryPart) int { return cmpEntry(a.e, b.e) })
+	ps = slices.CompactFunc(ps, func(a, b summaryPart) bool { return a.e.ID != "" && a.e.ID == b.e.ID })
+	slices.SortFunc(ps, func(p, q summaryPart) int {
+		a, b := p.e, q.e
 		return cmp.Or(
 			cmp.Compare(statusRank(a.Status), statusRank(b.Status)),
 			cmp.Compare(b.Importance, a.Importance),
@@ -74,13 +80,14 @@ func RenderSummaryKept(in SummaryInput) (_ []byte, kept int) {
 	})
 	head := summaryHeader(in)
 	omitted := max(in.Omitted, 0)
-	// Each block is rendered once; the size of the file keeping the top k
-	// is then a sum (header, the section headings of the types among
-	// them, their blocks, the last line), so finding the largest k that
-	// fits costs no rendering.
-	blocks := make([][]byte, len(ranked))
-	for i, e := range ranked {
-		blocks[i] = summaryBlock(e)
+	// Each block is rendered once (summaryParts); the size of the file
+	// keeping the top k is then a sum (header, the section headings of
+	// the types among them, their blocks, the last line), so finding the
+	// largest k that fits costs no rendering.
+	ranked := make([]Entry, len(ps))
+	blocks := make([][]byte, len(ps))
+	for i := range ps {
+		ranked[i], blocks[i] = ps[i].e, ps[i].block
 	}
 	size := len(head)
 	seen := map[string]bool{}

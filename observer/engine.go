@@ -79,7 +79,8 @@ type Engine struct {
 	mu sync.Mutex
 
 	// files writes the Markdown projections off the intake's path.
-	files *fileWriter
+	files   *fileWriter
+	vectors vectorState // the sentence encoder's vectors (vectors.go)
 }
 
 // ErrReadOnly is returned by every write (intake, checkpoint, sync,
@@ -216,6 +217,7 @@ func (e *Engine) indexAhead() (string, error) {
 // log, the index and the lock.
 func (e *Engine) Close() error {
 	var errs []error
+	e.stopVectors()
 	if e.files != nil {
 		errs = append(errs, e.files.stop())
 		e.files = nil
@@ -412,6 +414,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
 		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)
 	}
+	e.vectors.fill.kick() // the new text's vectors, in the background
 	e.tally(&res, out)
 	if err != nil && res.Appended == 0 && res.Duplicates == 0 && qs == nil {
 		return res, nil, err

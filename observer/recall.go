@@ -20,6 +20,9 @@ const KnowledgeDir = "knowledge"
 // directory for queries that name a file.
 func (e *Engine) Recall(ctx context.Context, q recall.Query) (*recall.Result, error) {
 	q.KnowledgeDir = filepath.Join(e.root, KnowledgeDir)
+	if q.Dense == nil {
+		q.Dense = e.denseOf()
+	}
 	return recall.Find(ctx, e.store, q)
 }
 

@@ -18,7 +18,10 @@ import (
 // carries what it changes, so the fold only applies it:
 //
 //	confidence  the target entry (of the event's own stream, neither
-//	            forgotten nor superseded) takes confidence + delta,
+//	            forgotten nor superseded; a global entry's ops come in
+//	            a memory/ops event of the global stream, their evidence
+//	            ids "ws-…/<id>" naming the workspace's events) takes
+//	            confidence + delta,
 //	            clamped to 0–1, rounded to 3 decimals, in a new version
 //	            (op "confidence", the reason naming the evidence); a
 //	            delta that changes nothing writes nothing.

@@ -55,6 +55,16 @@ type fileTrack struct {
 	// version, push it out of the kept set, and no other memory event
 	// after it needs its text to compare with (plan).
 	unrendered map[streamSeq]bool
+	// versions are the summary versions the call made, per stream, oldest
+	// first, at most HistoryKeep: written to summary_versions when the
+	// call ends (writeVersions), so a group of remembers inserts each
+	// kept version once and trims the table once, instead of an insert
+	// and a trim per remember.
+	versions map[string][]sqlstore.SummaryVersion
+	// tops are the tops of summary rankings this call has rendered, per
+	// stream, while no event has changed entries other than by a
+	// remember (summaryText).
+	tops map[string]*summaryTop
 }
 
 type streamSeq struct {
@@ -78,6 +88,8 @@ func (p *Projector) newFileTrack() *fileTrack {
 		last:       map[string]string{},
 		shown:      map[string]int{},
 		unrendered: map[streamSeq]bool{},
+		versions:   map[string][]sqlstore.SummaryVersion{},
+		tops:       map[string]*summaryTop{},
 	}
 }
 
@@ -87,6 +99,9 @@ func (p *Projector) newFileTrack() *fileTrack {
 // inside the fold's transaction, after the event's rows are written, so
 // it sees the index exactly as of this event.
 func (t *fileTrack) track(f *fold, ev *events.Envelope) error {
+	if !keepsTops(ev.Type) {
+		clear(t.tops)
+	}
 	ws := IsWorkspace(ev.Stream)
 	if ws {
 		// A workspace's files show its entries and its cwd: render them
@@ -147,6 +162,9 @@ func registeredDir(ev *events.Envelope) (string, bool) {
 func (t *fileTrack) queue(f *fold) error {
 	if !t.on {
 		return nil
+	}
+	if err := t.writeVersions(f); err != nil {
+		return err
 	}
 	var keys []string
 	if t.global {

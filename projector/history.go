@@ -2,8 +2,11 @@ package projector
 
 import (
 	"context"
+	"slices"
 
 	"dshmem/events"
+	"dshmem/markdown"
+	"dshmem/sqlstore"
 )
 
 // The versions of a workspace summary that summary_history/ keeps: one
@@ -87,11 +90,11 @@ func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
 		// follows in this call.)
 		return nil
 	}
-	r, err := renderSummary(context.Background(), f.tx.Reader(), ev.Stream)
+	data, err := t.summaryText(f, ev, n)
 	if err != nil {
 		return err
 	}
-	sum := SHA256(r.Data)
+	sum := SHA256(data)
 	last, ok := t.last[ev.Stream]
 	if !ok {
 		if last, err = f.tx.LastSummarySHA(ev.Stream); err != nil {
@@ -103,5 +106,97 @@ func (t *fileTrack) version(f *fold, ev *events.Envelope) error {
 		return nil
 	}
 	t.last[ev.Stream] = sum
-	return f.tx.AddSummaryVersion(ev.Stream, ev.Seq, ev.Time, sum, string(r.Data), HistoryKeep)
+	vs := append(t.versions[ev.Stream], sqlstore.SummaryVersion{Seq: ev.Seq, Time: ev.Time, SHA256: sum, Content: string(data)})
+	if len(vs) > HistoryKeep {
+		// Older than HistoryKeep versions of this call: never kept.
+		vs = slices.Delete(vs, 0, len(vs)-HistoryKeep)
+	}
+	t.versions[ev.Stream] = vs
+	return nil
+}
+
+// writeVersions writes the versions the call made and drops all but the
+// newest HistoryKeep of each stream. The rows equal those of writing each
+// version as it was made and trimming after each: the newest HistoryKeep
+// of the old rows and the new ones.
+func (t *fileTrack) writeVersions(f *fold) error {
+	for _, stream := range sortedKeys(t.versions) {
+		if err := f.tx.AddSummaryVersions(stream, t.versions[stream], HistoryKeep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summaryTop is the top of a workspace summary's ranking as a render
+// read it: the first pool shown entries in sqlstore.SummaryCompare order
+// (all of them when fewer), and how many the scope showed then.
+type summaryTop struct {
+	rows  []sqlstore.ProjectedEntry
+	md    []markdown.Entry // rows as the summary renders them
+	pool  int
+	shown int
+}
+
+// summaryText renders the workspace summary of ev's stream as of ev,
+// which made the scope show shown entries. A remember adds one entry and
+// changes no other, so after a render earlier in the call (t.tops, which
+// track empties on any event that may change entries otherwise) the new
+// top of the ranking is the old one with that entry placed in it: every
+// entry not read ranks below all that were. Only when every entry of the
+// new top fits in the summary and more are left out is the index read
+// again for more, as renderSummary does.
+func (t *fileTrack) summaryText(f *fold, ev *events.Envelope, shown int) ([]byte, error) {
+	ctx := context.Background()
+	r := f.tx.Reader()
+	if top := t.tops[ev.Stream]; top != nil && ev.Type == events.TypeMemoryRemember && shown == top.shown+1 {
+		x, ok, err := r.ShownEntry(ctx, ev.Stream, EntryID(ev.Stream, ev.Seq, 0))
+		if err != nil {
+			return nil, err
+		}
+		dir, err := r.Scope(ctx, ev.Stream)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			rows, md := top.rows, top.md
+			i, _ := slices.BinarySearchFunc(rows, &x, func(a sqlstore.ProjectedEntry, b *sqlstore.ProjectedEntry) int {
+				return sqlstore.SummaryCompare(&a, b)
+			})
+			if i < top.pool {
+				rows = slices.Insert(rows, i, x)
+				md = slices.Insert(md, i, summaryEntry(&x))
+				if len(rows) > top.pool {
+					rows, md = rows[:top.pool], md[:top.pool]
+				}
+			}
+			omitted := shown - len(rows)
+			data, kept := markdown.RenderSummaryKept(markdown.SummaryInput{ScopeKey: ev.Stream, Cwd: dir.Cwd, Entries: md, Omitted: omitted})
+			if kept < len(md) || omitted <= 0 {
+				top.rows, top.md, top.shown = rows, md, shown
+				return data, nil
+			}
+		}
+	}
+	rd, top, err := renderSummaryTop(ctx, r, ev.Stream)
+	if err != nil {
+		return nil, err
+	}
+	t.tops[ev.Stream] = top
+	return rd.Data, nil
+}
+
+// keepsTops reports whether an event of type typ leaves every entry as
+// it was, so the tops a call has read stay true: a remember changes only
+// its own entry, which summaryText places; the events of a conversation
+// change none. Any other type (a forget, memory ops, a scope's
+// lifecycle, a type added later) empties them.
+func keepsTops(typ string) bool {
+	switch typ {
+	case events.TypeMemoryRemember, events.TypeMemoryShown,
+		events.TypeSessionStart, events.TypeSessionEnd, events.TypeUserMessage, events.TypeAssistantMessage,
+		events.TypeToolCall, events.TypeToolResult, events.TypeCompactionSummary, events.TypeTurnEnd, events.TypeTaskEnd:
+		return true
+	}
+	return false
 }

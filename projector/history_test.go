@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,4 +123,82 @@ func TestHistorySplitIndependent(t *testing.T) {
 	}
 	n := strings.Count(want, "summary_versions\t")
 	assert.Equal(t, HistoryKeep, n, "got %d summary versions, want %d", n, HistoryKeep)
+}
+
+// TestHistoryTopPlaced: summary versions made in one fold of many
+// remembers, where each new entry is placed in the top of the ranking the
+// fold last rendered (summaryText) instead of a render from the index,
+// equal those of one-event folds, which always render from the index.
+// Each of eight workspaces gets 20 entries in a first fold and a burst of
+// 10 remembers in a second, so every version of the burst is kept and
+// compared. The entries are long enough that the byte budget cuts the
+// summary, and their importance and type vary, so new entries land at
+// the top, in the middle, at the cut and below the part read; a forget
+// and a remember that adds nothing come in between; in two workspaces of
+// short entries every entry read fits, with more left out and with none,
+// and in one a burst of short entries ranked first makes the whole top
+// held fit (so the summary needs more of the index than the top it
+// holds).
+func TestHistoryTopPlaced(t *testing.T) {
+	types := []string{"fact", "rule", "preference", "fix", "decision", "procedure", "architecture"}
+	var first, burst []events.Envelope
+	for w := 0; w < 8; w++ {
+		ws := fmt.Sprintf("ws-%020d", w)
+		seq := uint64(0)
+		add := func(to *[]events.Envelope, typ string, data map[string]any) {
+			seq++
+			*to = append(*to, ev(ws, seq, typ, "", data))
+		}
+		remember := func(to *[]events.Envelope, i int) {
+			if w == 5 && i >= 20 { // short and first: the top comes to fit whole
+				add(to, events.TypeMemoryRemember, map[string]any{"content": fmt.Sprintf("brief %d", i), "type": "preference", "importance": 3})
+				return
+			}
+			if w >= 6 { // short: every entry of the top read fits
+				add(to, events.TypeMemoryRemember, map[string]any{"content": fmt.Sprintf("short %d", i), "importance": i % 4})
+				return
+			}
+			k := i*(w+3) + w
+			words := 10 + (k*7)%40
+			if w == 5 {
+				words = 16
+			}
+			add(to, events.TypeMemoryRemember, map[string]any{"content": strings.Repeat(fmt.Sprintf("word%d ", i), words),
+				"title": fmt.Sprintf("entry %03d", (k*37)%101), "type": types[(k*5)%len(types)], "importance": (k * 3) % (4 - w/5)})
+		}
+		for i := 0; i < 20; i++ {
+			if w != 6 || i < 3 { // workspace 6 shows every entry
+				remember(&first, i)
+			}
+		}
+		for i := 20; i < 30; i++ {
+			switch {
+			case w == 1 && i == 24:
+				add(&burst, events.TypeMemoryForget, map[string]any{"entryId": EntryID(ws, 3, 0)})
+			case w == 2 && i == 25:
+				add(&burst, events.TypeMemoryRemember, map[string]any{"content": "\t"}) // adds nothing
+			default:
+				remember(&burst, i)
+			}
+		}
+	}
+	all := append(slices.Clone(first), burst...)
+	dump := func(folds ...[]events.Envelope) string {
+		s := openStore(t)
+		p := New(s)
+		p.Root = t.TempDir()
+		for _, evs := range folds {
+			mustFold(t, p, evs)
+		}
+		var b bytes.Buffer
+		require.NoError(t, DumpFiles(context.Background(), s, &b))
+		return b.String()
+	}
+	var one [][]events.Envelope
+	for i := range all {
+		one = append(one, all[i:i+1])
+	}
+	want := dump(one...)
+	require.Equal(t, 8*HistoryKeep, strings.Count(want, "summary_versions\t"), "every version of the bursts is kept")
+	assert.Equal(t, want, dump(first, burst), "the files and summary versions of two folds differ from the one-event folds")
 }

@@ -320,19 +320,27 @@ func knowledgeTitles(data []byte) []string {
 // order (the entries_summary index), and more only when every one of
 // them fit, so a render costs the same at 300 entries and at 30,000.
 func renderSummary(ctx context.Context, r sqlstore.Reader, scope string) (Rendered, error) {
+	rd, _, err := renderSummaryTop(ctx, r, scope)
+	return rd, err
+}
+
+// renderSummaryTop is renderSummary that also returns the top of the
+// ranking it rendered from.
+func renderSummaryTop(ctx context.Context, r sqlstore.Reader, scope string) (Rendered, *summaryTop, error) {
 	dir, err := r.Scope(ctx, scope)
 	if err != nil {
-		return Rendered{}, err
+		return Rendered{}, nil, err
 	}
 	for pool := summaryPool; ; pool *= 4 {
-		es, meta, omitted, err := loadSummaryEntries(ctx, r, scope, pool)
+		top, meta, err := loadSummaryEntries(ctx, r, scope, pool)
 		if err != nil {
-			return Rendered{}, err
+			return Rendered{}, nil, err
 		}
-		in := markdown.SummaryInput{ScopeKey: scope, Cwd: dir.Cwd, Entries: es, Omitted: omitted}
+		omitted := top.shown - len(top.rows)
+		in := markdown.SummaryInput{ScopeKey: scope, Cwd: dir.Cwd, Entries: top.md, Omitted: omitted}
 		data, kept := markdown.RenderSummaryKept(in)
-		if kept < len(es) || omitted <= 0 {
-			return Rendered{Path: SummaryPath(scope), Data: data, Meta: meta}, nil
+		if kept < len(top.md) || omitted <= 0 {
+			return Rendered{Path: SummaryPath(scope), Data: data, Meta: meta}, top, nil
 		}
 	}
 }
@@ -346,29 +354,33 @@ const summaryPool = 16
 
 // loadSummaryEntries reads the first pool of a scope's shown entries in
 // the summary's ranking (markdown.RenderSummary's, kept in SQL by
-// sqlstore.Reader.SummaryEntries), how many shown entries it left out
+// sqlstore.Reader.SummaryEntries), how many entries it shows in all
 // (entry_counts), and the seq and time of the scope's last entry change.
-func loadSummaryEntries(ctx context.Context, r sqlstore.Reader, scope string, pool int) ([]markdown.Entry, FileMeta, int, error) {
+func loadSummaryEntries(ctx context.Context, r sqlstore.Reader, scope string, pool int) (*summaryTop, FileMeta, error) {
 	meta := FileMeta{Stream: scope}
 	var err error
 	if meta.Seq, meta.Time, err = r.LastEntryChange(ctx, scope); err != nil {
-		return nil, meta, 0, err
+		return nil, meta, err
 	}
-	total, err := r.ShownCount(ctx, scope)
-	if err != nil {
-		return nil, meta, 0, err
+	top := &summaryTop{pool: pool}
+	if top.shown, err = r.ShownCount(ctx, scope); err != nil {
+		return nil, meta, err
 	}
-	rows, err := r.SummaryEntries(ctx, scope, pool)
-	if err != nil {
-		return nil, meta, 0, err
+	if top.rows, err = r.SummaryEntries(ctx, scope, pool); err != nil {
+		return nil, meta, err
 	}
-	out := make([]markdown.Entry, 0, len(rows))
-	for i := range rows {
-		e := mdEntry(&rows[i])
-		e.LowConfidence = rows[i].Confidence < payload.LowConfidence
-		out = append(out, e)
+	top.md = make([]markdown.Entry, 0, len(top.rows))
+	for i := range top.rows {
+		top.md = append(top.md, summaryEntry(&top.rows[i]))
 	}
-	return out, meta, total - len(out), nil
+	return top, meta, nil
+}
+
+// summaryEntry is a shown entry as the workspace summary renders it.
+func summaryEntry(r *sqlstore.ProjectedEntry) markdown.Entry {
+	e := mdEntry(r)
+	e.LowConfidence = r.Confidence < payload.LowConfidence
+	return e
 }
 
 // scopeJSON is the content of scope.json. Part of the on-disk format.

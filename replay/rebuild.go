@@ -13,6 +13,7 @@ import (
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/vectors"
 )
 
 // Log is the part of the event log replay reads. *events.Log satisfies it.
@@ -36,6 +37,12 @@ type Options struct {
 	// Progress, when set, is called after each fold with the stream, the
 	// seq reached in it, and the events folded so far out of the total.
 	Progress func(stream string, seq uint64, done, total uint64)
+	// Vectors, when set (the sentence encoder is installed), gives the
+	// rebuilt index its vectors (vectors.Fill) with VectorWorkers
+	// encoders (0: 1). Without it the index has none, as a root without
+	// the model; a server fills them in the background.
+	Vectors       *vectors.Model
+	VectorWorkers int
 }
 
 // Stats describe a rebuild.
@@ -43,6 +50,7 @@ type Stats struct {
 	Events  uint64
 	Streams int
 	Files   int // projection files written
+	Vectors int // texts given a vector (Options.Vectors)
 	Elapsed time.Duration
 }
 
@@ -114,6 +122,13 @@ func Rebuild(ctx context.Context, log Log, dir string, opts Options) (Stats, err
 	}
 	if err := p.Refresh(ctx); err != nil {
 		return stats, fmt.Errorf("rebuild from log: %w", err)
+	}
+	if opts.Vectors != nil {
+		vr, err := vectors.Fill(ctx, st, opts.Vectors, vectors.FillOptions{Workers: opts.VectorWorkers})
+		if err != nil {
+			return stats, fmt.Errorf("rebuild vectors: %w", err)
+		}
+		stats.Vectors = vr.Encoded
 	}
 	stats.Events = done
 	files, err := ProjectionFiles(dir)

@@ -41,6 +41,12 @@ type VerifyReport struct {
 	// further while Verify ran: a writer changed the root during the
 	// comparison, and a difference may be only that.
 	Moved string
+	// Vectors, with Options.Vectors, says how the live index's vectors
+	// compare with the rebuilt ones: rows made from the same text must be
+	// equal byte for byte (the encoder is deterministic; a row that
+	// differs is a Difference); rows only one side has are counted here
+	// (a live fill not finished yet, or not run since a change).
+	Vectors string
 }
 
 // VerifyOptions configure Verify. The zero value works.
@@ -129,6 +135,14 @@ func Verify(ctx context.Context, log Log, root string, live *sqlstore.Store, opt
 		if problem != "" {
 			rep.Differences = append(rep.Differences, Difference{Path: IndexFile, Problem: problem})
 		}
+	}
+	if opts.Vectors != nil {
+		d, note, err := compareVectors(ctx, live, st)
+		if err != nil {
+			return rep, fmt.Errorf("verify: %w", err)
+		}
+		rep.Differences = append(rep.Differences, d...)
+		rep.Vectors = note
 	}
 	now, err := live.Cursors()
 	if err != nil {

@@ -194,6 +194,7 @@ func (s *Store) CorpusSize(ctx context.Context, c Corpus, sc Scopes) (Extent, er
 
 // EntryCandidate is an entry of CorpusEntries as recall scores it.
 type EntryCandidate struct {
+	N                      int64 // entries.n
 	ID, Scope, Type, Title string
 	Description, Terms     string
 	Content                string
@@ -206,6 +207,7 @@ type EntryCandidate struct {
 // EpisodeCandidate is an episode as recall scores it: its event and its
 // searchable text (what projector.EpisodeText gives, computed in SQL).
 type EpisodeCandidate struct {
+	N               int64 // events.n
 	EventID, Stream string
 	Seq             uint64
 	Type, Session   string
@@ -214,12 +216,12 @@ type EpisodeCandidate struct {
 	Text            string
 }
 
-const fetchEntriesSQL = `SELECT e.id, e.scope, e.type, e.title, e.description, e.terms, e.content, e.tags,
+const fetchEntriesSQL = `SELECT e.n, e.id, e.scope, e.type, e.title, e.description, e.terms, e.content, e.tags,
 			e.importance, e.confidence, e.status, e.updated_at
 			FROM json_each(?1) j JOIN entries e ON e.n = j.value
 			WHERE e.status IN ('active', 'conflict')`
 
-const fetchEpisodesSQL = `SELECT e.id, e.stream, e.seq, e.type, e.session, e.time, ep.injected,
+const fetchEpisodesSQL = `SELECT e.n, e.id, e.stream, e.seq, e.type, e.session, e.time, ep.injected,
 			CASE e.type
 				WHEN 'task/end' THEN trim(coalesce(e.data ->> 'request', '') || char(10) ||
 				                          coalesce(e.data ->> 'result', ''), char(10))
@@ -242,7 +244,7 @@ func (s *Store) FetchEntries(ctx context.Context, ids []int64) ([]EntryCandidate
 	var out []EntryCandidate
 	for rows.Next() {
 		var c EntryCandidate
-		if err := rows.Scan(&c.ID, &c.Scope, &c.Type, &c.Title, &c.Description, &c.Terms,
+		if err := rows.Scan(&c.N, &c.ID, &c.Scope, &c.Type, &c.Title, &c.Description, &c.Terms,
 			&c.Content, &c.Tags, &c.Importance, &c.Confidence, &c.Status, &c.UpdatedAt); err != nil {
 			return nil, err
 		}
@@ -266,7 +268,7 @@ func (s *Store) FetchEpisodes(ctx context.Context, ids []int64) ([]EpisodeCandid
 	for rows.Next() {
 		var c EpisodeCandidate
 		var seq int64
-		if err := rows.Scan(&c.EventID, &c.Stream, &seq, &c.Type, &c.Session, &c.Time, &c.Injected, &c.Text); err != nil {
+		if err := rows.Scan(&c.N, &c.EventID, &c.Stream, &seq, &c.Type, &c.Session, &c.Time, &c.Injected, &c.Text); err != nil {
 			return nil, err
 		}
 		c.Seq = uint64(seq)

@@ -127,10 +127,12 @@ func (s *Store) Entries(ctx context.Context, f EntryFilter) ([]Entry, error) {
 	return out, nil
 }
 
+const entryByIDSQL = `SELECT ` + entryColumns + ` FROM entries WHERE id = ?`
+
 // Entry returns the entry with id, whatever its status; ok is false when
 // the index holds none.
 func (s *Store) Entry(ctx context.Context, id string) (e Entry, ok bool, err error) {
-	e, err = scanEntry(s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE id = ?`, id))
+	e, err = scanEntry(s.preparedQueryRow(ctx, entryByIDSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, false, nil
 	}

@@ -247,6 +247,39 @@ func (s *Store) ShownElsewhereBefore(ctx context.Context, stream, session string
 	return out, rows.Err()
 }
 
+// ShownElsewhereBeforeAnyStream returns which of ids a memory/shown
+// event of a session other than session named before the showing at seq
+// and time in stream: in stream, before seq; in another stream, at an
+// earlier event time (seqs are per stream). A global entry is shown in
+// the sessions of every workspace, so its reuse counts across them.
+func (s *Store) ShownElsewhereBeforeAnyStream(ctx context.Context, stream, session string, seq uint64, time string, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := []any{session, stream, int64(seq), time}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT j.value FROM events e, json_each(e.data -> 'entries') j
+		WHERE e.type = 'memory/shown' AND json_valid(e.data)
+		  AND coalesce(nullif(e.data ->> 'session', ''), e.session) <> ?1
+		  AND ((e.stream = ?2 AND e.seq < ?3) OR (e.stream <> ?2 AND julianday(e.time) < julianday(?4)))
+		  AND j.value IN (?5`+strings.Repeat(`, ?`, len(ids)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read earlier showings of %d entries: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read earlier showings: %w", err)
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

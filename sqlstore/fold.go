@@ -24,11 +24,30 @@ import (
 // goroutine per statement to watch a cancellable context, which would
 // cost more than the insert. The projector checks its context between
 // events.
+//
+// The FTS5 writes (IndexEntry, ReindexEntry, InsertEpisode) wait in text
+// until Commit, which runs them, in order, after every other statement.
+// FTS5 keeps the terms of a transaction in memory and writes them as one
+// segment at the end, but flushes them early whenever a later statement
+// of the transaction opens a statement savepoint (an insert with a
+// trigger, an upsert): interleaved with the other rows, each entry or
+// episode became a segment of its own, and the segment merges that
+// follow cost more than the inserts. Nothing in a fold reads the FTS
+// tables, so only when they are written changes.
 type FoldTx struct {
 	s          *Store
 	tx         *sql.Tx
 	stmts      map[string]*sql.Stmt
 	unprepared []string // queries to prepare on the pool once the transaction ends
+	text       []textWrite
+}
+
+// textWrite is an FTS5 statement held until Commit; what names it in an
+// error.
+type textWrite struct {
+	query string
+	args  []any
+	what  string
 }
 
 // BeginFold starts a fold's transaction. It takes the write lock at
@@ -42,8 +61,22 @@ func (s *Store) BeginFold(ctx context.Context) (*FoldTx, error) {
 	return &FoldTx{s: s, tx: tx}, nil
 }
 
-// Commit commits the fold.
-func (t *FoldTx) Commit() error { return t.tx.Commit() }
+// Commit runs the held FTS5 writes and commits the fold.
+func (t *FoldTx) Commit() error {
+	for i := range t.text {
+		w := &t.text[i]
+		if _, err := t.exec(w.query, w.args...); err != nil {
+			return fmt.Errorf("%s: %w", w.what, err)
+		}
+	}
+	t.text = nil
+	return t.tx.Commit()
+}
+
+// holdText queues an FTS5 write for Commit.
+func (t *FoldTx) holdText(what, query string, args ...any) {
+	t.text = append(t.text, textWrite{query: query, args: args, what: what})
+}
 
 // Close rolls the transaction back unless Commit ran, closes its
 // statements, and prepares on the pool the queries it met first.
@@ -108,6 +141,17 @@ func (t *FoldTx) stmt(query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// queryRow runs a one-row query through its prepared statement; a
+// failed prepare is reported by the row's Scan.
+func (t *FoldTx) queryRow(query string, args ...any) *sql.Row {
+	return foldQuerier{t}.QueryRowContext(context.Background(), query, args...)
+}
+
+// query runs query through its prepared statement.
+func (t *FoldTx) query(query string, args ...any) (*sql.Rows, error) {
+	return foldQuerier{t}.QueryContext(context.Background(), query, args...)
+}
+
 func (t *FoldTx) exec(query string, args ...any) (sql.Result, error) {
 	st, err := t.stmt(query)
 	if err != nil {
@@ -143,7 +187,7 @@ func (t *FoldTx) Reader() Reader { return Reader{foldQuerier{t}} }
 // Cursor returns the last seq of stream folded (0 when none).
 func (t *FoldTx) Cursor(stream string) (uint64, error) {
 	var seq int64
-	err := t.tx.QueryRow(`SELECT seq FROM cursors WHERE stream = ?`, stream).Scan(&seq)
+	err := t.queryRow(`SELECT seq FROM cursors WHERE stream = ?`, stream).Scan(&seq)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
@@ -196,15 +240,13 @@ func (t *FoldTx) InsertEvent(ev *Event) (n int64, err error) {
 }
 
 // InsertEpisode indexes event row n as an episode: terms are its
-// distinct terms joined by spaces (episodes_fts), injected flags text
-// the host injected.
+// distinct terms joined by spaces (episodes_fts, written at Commit),
+// injected flags text the host injected.
 func (t *FoldTx) InsertEpisode(n int64, injected bool, terms string) error {
 	if _, err := t.exec(`INSERT INTO episodes (n, injected) VALUES (?, ?)`, n, injected); err != nil {
 		return fmt.Errorf("insert episode: %w", err)
 	}
-	if _, err := t.exec(`INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, terms); err != nil {
-		return fmt.Errorf("index episode: %w", err)
-	}
+	t.holdText(fmt.Sprintf("index episode %d", n), `INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, terms)
 	return nil
 }
 
@@ -293,7 +335,7 @@ type EntryRow struct {
 // EntryExists reports whether an entry with id exists in any scope.
 func (t *FoldTx) EntryExists(id string) (bool, error) {
 	var n int
-	if err := t.tx.QueryRow(`SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := t.queryRow(`SELECT count(*) FROM entries WHERE id = ?`, id).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up entry %s: %w", id, err)
 	}
 	return n > 0, nil
@@ -335,7 +377,7 @@ func (t *FoldTx) UpdateEntry(e *EntryRow, seq uint64, time string) error {
 
 // LoadEntry reads entry id of scope; ok is false when there is none.
 func (t *FoldTx) LoadEntry(id, scope string) (e EntryRow, ok bool, err error) {
-	err = t.tx.QueryRow(`SELECT n, id, scope, type, title, description, terms, content, tags,
+	err = t.queryRow(`SELECT n, id, scope, type, title, description, terms, content, tags,
 			importance, confidence, status, conflict_group, supersedes, superseded_by, provenance, version
 		FROM entries WHERE id = ? AND scope = ?`, id, scope).
 		Scan(&e.N, &e.ID, &e.Scope, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
@@ -350,20 +392,16 @@ func (t *FoldTx) LoadEntry(id, scope string) (e EntryRow, ok bool, err error) {
 }
 
 // IndexEntry writes the entries_fts row of entry row n (id names it in
-// errors). An entry's index row is replaced with ReindexEntry.
+// errors) at Commit. An entry's index row is replaced with ReindexEntry.
 func (t *FoldTx) IndexEntry(n int64, id, title, body, bigrams string) error {
-	if _, err := t.exec(`INSERT INTO entries_fts (rowid, title, body, bigrams) VALUES (?, ?, ?, ?)`,
-		n, title, body, bigrams); err != nil {
-		return fmt.Errorf("index entry %s: %w", id, err)
-	}
+	t.holdText("index entry "+id, `INSERT INTO entries_fts (rowid, title, body, bigrams) VALUES (?, ?, ?, ?)`,
+		n, title, body, bigrams)
 	return nil
 }
 
-// ReindexEntry replaces the entries_fts row of entry row n.
+// ReindexEntry replaces the entries_fts row of entry row n at Commit.
 func (t *FoldTx) ReindexEntry(n int64, id, title, body, bigrams string) error {
-	if _, err := t.exec(`DELETE FROM entries_fts WHERE rowid = ?`, n); err != nil {
-		return fmt.Errorf("reindex entry %s: %w", id, err)
-	}
+	t.holdText("reindex entry "+id, `DELETE FROM entries_fts WHERE rowid = ?`, n)
 	return t.IndexEntry(n, id, title, body, bigrams)
 }
 
@@ -398,7 +436,7 @@ func (t *FoldTx) InsertVersion(v *VersionRow) error {
 // ConflictContenders lists, in id order, the entries of scope still in
 // status conflict in group.
 func (t *FoldTx) ConflictContenders(scope, group string) ([]string, error) {
-	rows, err := t.tx.Query(`SELECT id FROM entries WHERE scope = ? AND conflict_group = ? AND status = 'conflict' ORDER BY id`,
+	rows, err := t.query(`SELECT id FROM entries WHERE scope = ? AND conflict_group = ? AND status = 'conflict' ORDER BY id`,
 		scope, group)
 	if err != nil {
 		return nil, fmt.Errorf("read conflict group %s: %w", group, err)
@@ -461,7 +499,7 @@ func (t *FoldTx) QueueFiles(key string) error {
 // of stream ("" when none).
 func (t *FoldTx) LastSummarySHA(stream string) (string, error) {
 	var last string
-	err := t.tx.QueryRow(`SELECT sha256 FROM summary_versions WHERE stream = ? ORDER BY seq DESC LIMIT 1`,
+	err := t.queryRow(`SELECT sha256 FROM summary_versions WHERE stream = ? ORDER BY seq DESC LIMIT 1`,
 		stream).Scan(&last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("read summary versions of %s: %w", stream, err)
@@ -469,13 +507,18 @@ func (t *FoldTx) LastSummarySHA(stream string) (string, error) {
 	return last, nil
 }
 
-// AddSummaryVersion keeps content (hashing to sha) as the summary of
-// stream as of the event at seq and time, and drops all but the newest
-// keep versions.
-func (t *FoldTx) AddSummaryVersion(stream string, seq uint64, time, sha, content string, keep int) error {
-	if _, err := t.exec(`INSERT INTO summary_versions (stream, seq, time, sha256, content) VALUES (?, ?, ?, ?, ?)`,
-		stream, int64(seq), time, sha, content); err != nil {
-		return fmt.Errorf("record summary version %s seq %d: %w", stream, seq, err)
+// AddSummaryVersions keeps vs (in seq order, each above the stream's
+// newest kept version) as summaries of stream, and drops all but the
+// newest keep versions.
+func (t *FoldTx) AddSummaryVersions(stream string, vs []SummaryVersion, keep int) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	for _, v := range vs {
+		if _, err := t.exec(`INSERT INTO summary_versions (stream, seq, time, sha256, content) VALUES (?, ?, ?, ?, ?)`,
+			stream, int64(v.Seq), v.Time, v.SHA256, v.Content); err != nil {
+			return fmt.Errorf("record summary version %s seq %d: %w", stream, v.Seq, err)
+		}
 	}
 	if _, err := t.exec(`DELETE FROM summary_versions WHERE stream = ?1 AND seq <= (
 			SELECT seq FROM summary_versions WHERE stream = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)`,

@@ -1,11 +1,13 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // querier is what a Reader runs its queries on: the pool, a read
@@ -54,7 +56,7 @@ type ProjectedEntry struct {
 	ConflictGroup      string
 	UpdatedSeq         uint64  // ScopeEntries only
 	UpdatedAt          string  // ScopeEntries only
-	Confidence         float64 // SummaryEntries only
+	Confidence         float64 // SummaryEntries and ShownEntry only
 }
 
 // ScopeEntries reads every entry of scope, whatever its status, in id
@@ -120,6 +122,66 @@ func (r Reader) SummaryEntries(ctx context.Context, scope string, limit int) ([]
 		return nil, fmt.Errorf("read entries of %s: %w", scope, err)
 	}
 	return out, nil
+}
+
+// ShownEntry reads entry id of scope as SummaryEntries reads it; ok is
+// false unless the entry exists there and is shown (active or conflict).
+func (r Reader) ShownEntry(ctx context.Context, scope, id string) (e ProjectedEntry, ok bool, err error) {
+	err = r.q.QueryRowContext(ctx, `SELECT id, type, title, description, terms, content, tags, importance,
+			status, conflict_group, confidence
+		FROM entries WHERE id = ? AND scope = ? AND status IN ('active', 'conflict')`, id, scope).
+		Scan(&e.ID, &e.Type, &e.Title, &e.Description, &e.Terms, &e.Content, &e.Tags,
+			&e.Importance, &e.Status, &e.ConflictGroup, &e.Confidence)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ProjectedEntry{}, false, nil
+	}
+	if err != nil {
+		return ProjectedEntry{}, false, fmt.Errorf("read entry %s: %w", id, err)
+	}
+	return e, true, nil
+}
+
+// SummaryCompare orders two shown entries as summaryOrder does, so that
+// a caller holding the top of the ranking can place one more entry in it
+// without asking SQLite (SQLite compares TEXT bytewise, as
+// strings.Compare does). TestSummaryCompareIsSQLOrder holds them equal.
+func SummaryCompare(a, b *ProjectedEntry) int {
+	return cmp.Or(
+		cmp.Compare(summaryStatusRank(a.Status), summaryStatusRank(b.Status)),
+		cmp.Compare(b.Importance, a.Importance),
+		cmp.Compare(summaryTypeRank(a.Type), summaryTypeRank(b.Type)),
+		strings.Compare(a.Type, b.Type),
+		strings.Compare(a.ID, b.ID),
+	)
+}
+
+func summaryStatusRank(status string) int {
+	if status == "conflict" {
+		return 1
+	}
+	return 0
+}
+
+func summaryTypeRank(typ string) int {
+	switch typ {
+	case "preference":
+		return 0
+	case "rule":
+		return 1
+	case "decision":
+		return 2
+	case "architecture":
+		return 3
+	case "procedure":
+		return 4
+	case "fix":
+		return 5
+	case "fact":
+		return 6
+	case "":
+		return 8
+	}
+	return 7
 }
 
 // LastEntryChange returns the seq and time of the last change to an
@@ -210,13 +272,14 @@ func (r Reader) DayBlockEvents(ctx context.Context, day string) ([]Event, error)
 type SummaryVersion struct {
 	Seq     uint64
 	Time    string
+	SHA256  string // of Content
 	Content string
 }
 
 // SummaryVersions returns the kept summary versions of stream, oldest
 // first.
 func (r Reader) SummaryVersions(ctx context.Context, stream string) ([]SummaryVersion, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT seq, time, content FROM summary_versions WHERE stream = ? ORDER BY seq`, stream)
+	rows, err := r.q.QueryContext(ctx, `SELECT seq, time, sha256, content FROM summary_versions WHERE stream = ? ORDER BY seq`, stream)
 	if err != nil {
 		return nil, fmt.Errorf("read summary versions of %s: %w", stream, err)
 	}
@@ -225,7 +288,7 @@ func (r Reader) SummaryVersions(ctx context.Context, stream string) ([]SummaryVe
 	for rows.Next() {
 		var v SummaryVersion
 		var seq int64
-		if err := rows.Scan(&seq, &v.Time, &v.Content); err != nil {
+		if err := rows.Scan(&seq, &v.Time, &v.SHA256, &v.Content); err != nil {
 			return nil, fmt.Errorf("read summary versions of %s: %w", stream, err)
 		}
 		v.Seq = uint64(seq)

@@ -9,6 +9,46 @@ import (
 	"os"
 )
 
+// preparedRead returns query prepared on the pool, preparing it the
+// first time: the reads every write makes (the dedupe look-up, the entry
+// a remember returns) would otherwise parse their SQL on every call, which
+// costs more than running it. database/sql prepares it again on each
+// connection that first runs it.
+func (s *Store) preparedRead(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	if st, ok := s.readStmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.readStmts == nil {
+		s.readStmts = map[string]*sql.Stmt{}
+	}
+	s.readStmts[query] = st
+	return st, nil
+}
+
+func (s *Store) preparedQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.preparedRead(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// preparedQueryRow is QueryRowContext through a prepared statement; a
+// failed prepare is reported by the row's Scan.
+func (s *Store) preparedQueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.preparedRead(ctx, query)
+	if err != nil {
+		return s.db.QueryRowContext(ctx, query, args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
 // Cursor returns the last seq of stream folded into the index (0 when the
 // stream was never folded).
 func (s *Store) Cursor(stream string) (uint64, error) {
@@ -64,7 +104,7 @@ func (s *Store) ExistingEvents(ctx context.Context, stream string, ids []string)
 	if err != nil {
 		return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.preparedQuery(ctx,
 		`SELECT id, seq, type, time, session, coalesce(data, '') FROM events WHERE stream = ? AND id IN (SELECT value FROM json_each(?))`,
 		stream, string(arr))
 	if err != nil {

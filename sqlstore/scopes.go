@@ -179,6 +179,10 @@ func (s *Store) PurgeStream(ctx context.Context, stream string) (PurgedRows, err
 			`DELETE FROM summary_versions WHERE stream = ?1`,
 			`DELETE FROM projection_queue WHERE key = 'scope/' || ?1`,
 			`DELETE FROM cursors WHERE stream = ?1`,
+			`DELETE FROM vectors WHERE stream = ?1`,
+			// Rowids of the deleted events may be given again: the
+			// episode cursor of the vectors goes back below them.
+			`UPDATE vector_state SET episodes_upto = min(episodes_upto, coalesce((SELECT max(n) FROM events), 0)) WHERE ?1 = ?1`,
 		} {
 			if _, err := tx.Exec(q, stream); err != nil {
 				return fmt.Errorf("%s: %w", strings.Fields(q)[2], err)

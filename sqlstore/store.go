@@ -28,6 +28,10 @@ type Store struct {
 	// The fold's statements prepared on the pool (fold.go).
 	foldMu    sync.Mutex
 	foldStmts map[string]*sql.Stmt
+
+	// The hot reads of the write path prepared on the pool (read.go).
+	readMu    sync.Mutex
+	readStmts map[string]*sql.Stmt
 }
 
 // writerPragmas are set on every connection of a read-write Store. They go

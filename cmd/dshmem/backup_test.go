@@ -21,7 +21,7 @@ import (
 // recallOut is `recall --json` of a query, as printed.
 func recallOut(t *testing.T, root, q string) string {
 	t.Helper()
-	code, out, errs := cli(t, "", "--root", root, "recall", "--json", "--kind", "all", "--cwd", "/home/u/proj", q)
+	code, out, errs := cli(t, "", "--root", root, "recall", "--json", "--timeout", "1m", "--kind", "all", "--cwd", "/home/u/proj", q)
 	require.Equal(t, 0, code, "recall: %s", errs)
 	require.Contains(t, out, `"id"`, "recall %q found nothing: the test would prove nothing", q)
 	return out

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dshmem/observer/bench"
+	"dshmem/sqlstore/vectors"
 )
 
 func init() {
@@ -18,7 +19,7 @@ func init() {
 		name:    "bench",
 		summary: "measure ingest, recall and serve speed on this machine",
 		usage: `bench ingest [--events N] [--size B] [--json]
-       bench recall [--records N] [--queries Q] [--json]
+       bench recall [--records N] [--queries Q] [--vectors] [--json]
        bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
        bench remember [--entries N] [--callers C] (see 'dshmem bench remember --help')
        bench backup [--records N] [--restore] [--json]
@@ -41,6 +42,12 @@ recall  Builds once, and caches under the user cache directory (keyed by
         recall (entries of one workspace and global), search (episodic,
         every stream) and search --kind all. Prints p50/p95/p99 latency,
         documents scored per query and index bytes per record.
+        --vectors (needs 'dshmem model install') times the three again
+        with the sentence encoder: each query encoded by the model and
+        fused with the nearest vectors of its scopes. The root (its own,
+        "-vectors") gets stand-in vectors, a unit vector drawn from each
+        English text's hash: a scan costs the same whatever the vectors
+        hold, and encoding a million texts takes hours here.
 
 backup  Builds once (cached, the same chatter and entries as recall) a
         root of N records (default 1,000,000), then backs it up into a
@@ -144,8 +151,17 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	n := fs.Int("records", 100_000, "episodic records in the synthetic root")
 	nq := fs.Int("queries", 1000, "queries timed per mode")
 	asJSON := fs.Bool("json", false, "print results as JSON")
+	withVectors := fs.Bool("vectors", false, "time each mode again with the sentence encoder (stand-in vectors in the root; queries encoded by the model)")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
+	}
+	var dense *vectors.Dense
+	if *withVectors {
+		m := loadEncoder(env)
+		if m == nil {
+			return usageError{"--vectors needs the sentence encoder: run 'dshmem model install' (or set DSHMEM_MODELS)"}
+		}
+		dense = vectors.NewDense(m)
 	}
 	if *n < 1 || *n > 100_000_000 {
 		return usageError{fmt.Sprintf("--records %d is out of range (1..100000000)", *n)}
@@ -159,7 +175,7 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer stop()
 	progress := benchProgress(env, "")
-	r, err := bench.BenchRecall(ctx, bench.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress})
+	r, err := bench.BenchRecall(ctx, bench.RecallBenchOptions{Records: *n, Queries: *nq, Progress: progress, Dense: dense})
 	if err != nil {
 		return fmt.Errorf("bench recall: %w", err)
 	}
@@ -174,9 +190,12 @@ func benchRecall(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "%d records, %d entries (%s: %s)\n", r.Records, r.Entries, built, r.Root)
 	fmt.Fprintf(env.stdout, "index %.1f MB, %.0f bytes per record\n", float64(r.IndexBytes)/1e6, r.BytesPerRecord)
-	fmt.Fprintf(env.stdout, "%-11s %8s %10s %10s %10s %10s %12s %8s %8s\n", "mode", "queries", "p50", "p95", "p99", "max", "scored/q", "partial", "empty")
+	if dense != nil {
+		fmt.Fprintf(env.stdout, "%d stand-in vectors of English texts; +vectors modes encode each query with the model\n", r.Vectors)
+	}
+	fmt.Fprintf(env.stdout, "%-18s %8s %10s %10s %10s %10s %12s %8s %8s\n", "mode", "queries", "p50", "p95", "p99", "max", "scored/q", "partial", "empty")
 	for _, m := range r.Runs {
-		fmt.Fprintf(env.stdout, "%-11s %8d %10s %10s %10s %10s %7.0f/%-4d %8d %8d\n", m.Mode, m.Queries,
+		fmt.Fprintf(env.stdout, "%-18s %8d %10s %10s %10s %10s %7.0f/%-4d %8d %8d\n", m.Mode, m.Queries,
 			m.P50.Round(time.Microsecond), m.P95.Round(time.Microsecond), m.P99.Round(time.Microsecond), m.Max.Round(time.Microsecond),
 			m.Candidates, m.CandMax, m.Partial, m.Empty)
 	}

@@ -60,6 +60,7 @@ func benchRemember(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%-10s %8d %12.0f %10s %10s\n", w.Name, w.Calls, w.PerSecond,
 			w.P50.Round(10*time.Microsecond), w.P99.Round(10*time.Microsecond))
 	}
+	fmt.Fprintf(env.stdout, "server CPU (user+system, whole run) per remember: %s\n", res.ServerCPUPerRemember.Round(time.Microsecond))
 	fmt.Fprintf(env.stdout, "entries held by the server: %d of %d\n", res.Held, res.Entries)
 	if res.Held != res.Entries {
 		return exitError{1}

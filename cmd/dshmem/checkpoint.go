@@ -162,6 +162,12 @@ func printCheckpoint(env *cliEnv, results []checkpoint.Result) {
 			}
 			fmt.Fprintln(env.stdout, line)
 		}
+		if len(r.GlobalOps) > 0 {
+			fmt.Fprintf(env.stdout, "  and %s for global entries, committed in global at seq %d\n", plural(len(r.GlobalOps), "op"), r.GlobalSeq)
+			for _, o := range r.GlobalOps {
+				fmt.Fprintf(env.stdout, "  %-9s %s  %s\n", o.Op, o.TargetID, oneLine(fmt.Sprintf("%+.2f %s", *o.Delta, o.Reason), 100))
+			}
+		}
 		for _, rj := range r.Rejected {
 			fmt.Fprintf(env.stdout, "  rejected  %s %s: %s\n", rj.Op.Op, oneLine(firstNonEmpty(rj.Op.Title, rj.Op.Content), 80), rj.Why)
 		}

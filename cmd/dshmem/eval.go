@@ -19,7 +19,12 @@ Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
 that user's memories are folded as memory/remember events into a
 temporary index, and the dialogue up to its test turn is the query of
 the real recall path (the same recall.Find as 'dshmem recall', with
-no score floor, 20 results). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
+no score floor, 20 results). With the sentence encoder installed
+('dshmem model install') it adds, per language, the dense ranking alone
+(en), the eval's fusion of the two ("recall+dense", recall.FuseDense
+over both top 20s) and the same fusion inside recall.Find with the
+index's vectors filled as the server fills them ("recall+vectors": what
+recall, search and packets do). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
 zh and en, beside the dense retrievers' published rankings in
 DIR/baselines-zh (BGE-M3, Stella, Acge, Dmeta, OpenAI), scored with the
 same metric code. DIR holds MADial-Bench-{zh,en}-{memory,dialogue}.json.
@@ -88,9 +93,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "MADial-Bench (%s): Recall@k and nDCG@k, macro-averaged over dialogues\n", *data)
 	fmt.Fprintln(env.stdout, note)
-	fmt.Fprintf(env.stdout, "%-4s %-20s %5s %6s %6s %6s %6s %6s %6s %6s\n", "lang", "retriever", "cases", "R@1", "R@3", "R@5", "R@10", "R@20", "nDCG@5", "nDCG@10")
+	fmt.Fprintf(env.stdout, "%-4s %-22s %5s %6s %6s %6s %6s %6s %6s %6s\n", "lang", "retriever", "cases", "R@1", "R@3", "R@5", "R@10", "R@20", "nDCG@5", "nDCG@10")
 	for _, r := range rows {
-		fmt.Fprintf(env.stdout, "%-4s %-20s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
+		fmt.Fprintf(env.stdout, "%-4s %-22s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
 			r.Recall["1"], r.Recall["3"], r.Recall["5"], r.Recall["10"], r.Recall["20"], r.NDCG["5"], r.NDCG["10"])
 	}
 	return nil

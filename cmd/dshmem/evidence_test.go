@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -97,6 +98,44 @@ func TestLowConfidenceMarked(t *testing.T) {
 	sum, err := os.ReadFile(filepath.Join(root, "scopes", es[0]["scope"].(string), "memory_summary.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(sum), "The API listens on port 8080 (low confidence)", "memory_summary.md:\n%s", sum)
+	code, out, errs = cli(t, "", "--root", root, "replay", "--verify")
+	assert.EqualValues(t, 0, code, "replay --verify: %s\n%s", out, errs)
+}
+
+// TestGlobalConfidenceFromWorkspace: a global entry corrected twice
+// after it was shown in a workspace session drops to 0.40 through ops
+// in the global stream: the checkpoint says so, the entry is marked low
+// confidence, its history names the workspace's events, and replay
+// --verify reproduces the index and every file.
+func TestGlobalConfidenceFromWorkspace(t *testing.T) {
+	root := t.TempDir()
+	code, out, errs := cli(t, "", "--root", root, "remember", "--global", "I prefer short answers")
+	require.EqualValues(t, 0, code, "remember: %s", errs)
+	id := strings.TrimSpace(out)
+	var in strings.Builder
+	for i, l := range []string{
+		`"user/message","data":{"text":"explain the build"}`,
+		`"memory/shown","data":{"entries":["` + id + `"]}`,
+		`"assistant/message","data":{"text":"It runs make."}`,
+		`"user/message","data":{"text":"no, that's wrong"}`,
+		`"memory/shown","data":{"entries":["` + id + `"]}`,
+		`"assistant/message","data":{"text":"It runs go build."}`,
+		`"user/message","data":{"text":"no, that's wrong"}`,
+		`"session/end","data":{}`,
+	} {
+		in.WriteString(`{"id":"lc:` + strconv.Itoa(i) + `","time":"2026-08-18T09:0` + strconv.Itoa(i) + `:00Z","session":"lc","cwd":"/home/u/other","type":` + l + "}\n")
+	}
+	code, _, errs = cli(t, in.String(), "--root", root, "ingest")
+	require.EqualValues(t, 0, code, "ingest: %s", errs)
+	code, out, errs = cli(t, "", "--root", root, "checkpoint", "--force")
+	require.EqualValues(t, 0, code, "checkpoint: %s", errs)
+	assert.Contains(t, out, "and 2 ops for global entries, committed in global at seq 2", "checkpoint:\n%s", out)
+
+	_, out, _ = cli(t, "", "--root", root, "entries")
+	assert.Contains(t, out, "I prefer short answers  [low confidence 0.40]", "entries:\n%s", out)
+	_, out, _ = cli(t, "", "--root", root, "history", id)
+	assert.Contains(t, out, "memory/ops global seq 2 dshmem:evidence:", "history:\n%s", out)
+	assert.Regexp(t, `evidence ws-[0-9a-f]{20}/lc:1, ws-[0-9a-f]{20}/lc:3`, out, "history")
 	code, out, errs = cli(t, "", "--root", root, "replay", "--verify")
 	assert.EqualValues(t, 0, code, "replay --verify: %s\n%s", out, errs)
 }

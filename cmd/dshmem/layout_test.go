@@ -31,6 +31,8 @@ var layers = []struct {
 	{"sqlstore/zhdict", []string{"sqlstore/wordfreq"}},
 	{"sqlstore/enfreq", []string{"sqlstore/wordfreq"}},
 	{"sqlstore/encoder", nil},
+	// The encoder's vectors of the index's text: the fill and the scan.
+	{"sqlstore/vectors", []string{"events/...", "sqlstore", "sqlstore/encoder"}},
 	// The MADial harness folds memories as ingest does, so it takes the
 	// projector; nothing of the engine imports it.
 	{"sqlstore/madial", []string{"events/...", "projector", "sqlstore/...", "markdown"}},

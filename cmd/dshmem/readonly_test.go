@@ -94,9 +94,10 @@ func runBin(t *testing.T, bin string, args ...string) (code int, stdout, stderr 
 // and waits for exit 0.
 func startServe(t *testing.T, bin, root string) (stop func()) {
 	t.Helper()
-	// No scheduled backup or rotation: the callers compare the root
-	// before and after, and its events are older than a backup's due.
-	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--maintenance-every", "0")
+	// No scheduled backup or rotation, and no background fill of
+	// vectors: the callers compare the root before and after, and its
+	// events are older than a backup's due.
+	cmd := exec.Command(bin, "--root", root, "serve", "--no-watch", "--maintenance-every", "0", "--vectors=false")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -181,7 +182,7 @@ func TestReadsBesideServe(t *testing.T) {
 			id, _ = hits[0]["id"].(string)
 			return id != ""
 		}},
-		{[]string{"recall", "--cwd", "/home/u/proj", "cart"}, func(out string) bool { return strings.Contains(out, "cart module") }},
+		{[]string{"recall", "--timeout", "1m", "--cwd", "/home/u/proj", "cart"}, func(out string) bool { return strings.Contains(out, "cart module") }},
 		{[]string{"entries"}, func(out string) bool { return strings.Contains(out, "Use pnpm") }},
 		{[]string{"stats", "--json"}, func(out string) bool { return strings.Contains(out, `"events": 11`) }},
 		{[]string{"sql", "SELECT count(*) AS n FROM events"}, func(out string) bool { return strings.Contains(out, "11") }},

@@ -95,6 +95,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	useEncoder(ctx, env, eng)
 	dir := ""
 	if *cwd != "" {
 		if dir, err = workDir(*cwd); err != nil {

@@ -33,7 +33,7 @@ func TestRecallCommand(t *testing.T) {
 	}
 	recallJSON := func(t *testing.T, args ...string) map[string]any {
 		t.Helper()
-		code, out, errs := cli(t, "", append([]string{"--root", root, "recall", "--json", "--cwd", "/home/u/proj"}, args...)...)
+		code, out, errs := cli(t, "", append([]string{"--root", root, "recall", "--timeout", "1m", "--json", "--cwd", "/home/u/proj"}, args...)...)
 		require.EqualValues(t, 0, code, "recall %v: exit %d: %s", args, code, errs)
 		var res map[string]any
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -62,7 +62,7 @@ func TestRecallCommand(t *testing.T) {
 		assert.False(t, len(its) != 1 || its[0]["scope"] != "global", "got %v, want the global entry", its)
 	})
 	t.Run("OtherWorkspaceNotSearched", func(t *testing.T) {
-		code, out, _ := cli(t, "", "--root", root, "recall", "--json", "--cwd", "/elsewhere", "记忆注入")
+		code, out, _ := cli(t, "", "--root", root, "recall", "--timeout", "1m", "--json", "--cwd", "/elsewhere", "记忆注入")
 		assert.False(t, code != 0 || !strings.Contains(out, `"items": []`) || !strings.Contains(out, "guidance"), "exit %d, got %s; want no items and guidance", code, out)
 	})
 	t.Run("SessionRotates", func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestRecallCommand(t *testing.T) {
 		assert.False(t, len(its) != 1 || its[0]["id"] != first[0]["id"], "got %v, want entry %v", its, first[0]["id"])
 	})
 	t.Run("NoMatchGuidance", func(t *testing.T) {
-		code, out, _ := cli(t, "", "--root", root, "recall", "--cwd", "/home/u/proj", "xylophone")
+		code, out, _ := cli(t, "", "--root", root, "recall", "--timeout", "1m", "--cwd", "/home/u/proj", "xylophone")
 		assert.False(t, code != 0 || !strings.Contains(out, "xylophone") || !strings.Contains(out, "Try"), "exit %d, got %s", code, out)
 	})
 	t.Run("SearchKinds", func(t *testing.T) {

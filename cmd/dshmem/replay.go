@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"dshmem/events"
@@ -15,7 +16,7 @@ func init() {
 	register(&command{
 		name:    "replay",
 		summary: "rebuild index.db and every Markdown file from the log; --verify compares",
-		usage: `replay [--out DIR] | replay --verify [--keep]
+		usage: `replay [--out DIR] | replay --verify [--keep]   [--vectors=false]
 
 Folds every event of every stream, from the log alone, into a new
 index.db and writes every projection (global.md, index.md, knowledge/,
@@ -35,6 +36,12 @@ in flight and only noted. If the writer folds more while verify runs,
 the report says so: a difference may then be only that, so run it again
 when the root is idle.
 
+With the sentence encoder installed ('dshmem model install'), the
+rebuilt index gets its vectors too (every core encodes), and --verify
+compares them: a vector made from the same text must equal its replay
+byte for byte; rows only one side has are counted (the server fills
+them in the background). --vectors=false leaves them out.
+
 Both only read the root: they take no lock and write, repair and catch
 up nothing there, so they run beside a live 'dshmem serve'. A torn tail
 is left as it is and the log read up to its last whole batch.
@@ -49,6 +56,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	out := fs.String("out", "", "directory to rebuild into (new or empty; default: a new temporary directory)")
 	verify := fs.Bool("verify", false, "rebuild aside and compare with the live root; exit 1 on any difference")
 	keep := fs.Bool("keep", false, "with --verify: keep the rebuilt root and print where it is")
+	encode := fs.Bool("vectors", true, "rebuild the vectors too when the sentence encoder is installed (false: leave them to the server's background fill)")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
@@ -61,6 +69,17 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer r.Close()
 	opts := replay.Options{Progress: replayProgress(env)}
+	if *encode {
+		// verify compares the vectors only of a root that has some.
+		has := false
+		if idx := r.Index(); idx != nil {
+			st, err := idx.VectorState(ctx)
+			has = err == nil && st.Max > 0
+		}
+		if !*verify || has {
+			opts.Vectors, opts.VectorWorkers = loadEncoder(env), runtime.NumCPU()
+		}
+	}
 	if *verify {
 		if r.Unreadable != "" {
 			return r.NoIndex()
@@ -103,6 +122,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return exitError{1}
 		}
 		fmt.Fprintf(env.stdout, "ok: %s and the index equal their replay of %s\n", plural(rep.Files, "projection file"), plural(int(rep.Stats.Events), "event"))
+		if rep.Vectors != "" {
+			fmt.Fprintf(env.stdout, "vectors: %s\n", rep.Vectors)
+		}
 		return nil
 	}
 	for _, t := range r.Log.TornTails() {
@@ -122,6 +144,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	rate := float64(st.Events) / max(st.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(env.stdout, "rebuilt %d events of %d streams into %s: index.db and %d projection files in %s (%.0f events/s)\n",
 		st.Events, st.Streams, dir, st.Files, st.Elapsed.Round(time.Millisecond), rate)
+	if opts.Vectors != nil {
+		fmt.Fprintf(env.stdout, "and %d vectors of English text (the sentence encoder)\n", st.Vectors)
+	}
 	return nil
 }
 

@@ -137,7 +137,7 @@ func TestSalvageCommand(t *testing.T) {
 	code, out, errs = cli(t, "", "--root", root, "search", "--cwd", cwds[1], "zebrafish")
 	require.EqualValues(t, 0, code, "search beside a quarantined stream: %s", errs)
 	require.Contains(t, out, "b says the zebrafish")
-	code, out, errs = cli(t, "", "--root", root, "recall", "--cwd", cwds[2], "--kind", "episodic", "zebrafish parser")
+	code, out, errs = cli(t, "", "--root", root, "recall", "--timeout", "1m", "--cwd", cwds[2], "--kind", "episodic", "zebrafish parser")
 	require.EqualValues(t, 0, code, "recall beside a quarantined stream: %s", errs)
 	require.Contains(t, out, "c says the zebrafish")
 	code, out, errs = cli(t, "", "--root", root, "sql", "--json", "select count(*) as n from events")

@@ -84,6 +84,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	useEncoder(ctx, env, eng)
 	where := "every stream"
 	var scopes []string
 	if dir != "" {

@@ -13,13 +13,14 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/backup"
 	"dshmem/observer/httpapi"
+	"dshmem/sqlstore/vectors"
 )
 
 func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the HTTP API for agent hosts, and follow DSH session logs",
-		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D] [--backup-to DIR] [--maintenance-every D]
+		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D] [--backup-to DIR] [--maintenance-every D] [--vectors=false]
 
 Holds the root (the writer lock) and answers the HTTP JSON API v1 on
 --addr (default 127.0.0.1 with a free port). Every request needs the
@@ -49,6 +50,13 @@ backs the root up when a backup is due (the last one is 7 days old, or
 there is none and memory goes back 7 days) into --backup-to (see
 'dshmem backup'), and moves session files older than 30 days into
 sessions/archive/ (see 'dshmem rotate').
+
+With the sentence encoder installed ('dshmem model install'), it gives
+every English entry and message a vector in the background, after the
+text is acknowledged (one encoder, so requests keep the other core), and
+recall, search and packets fuse the nearest vectors with the words; a
+query or text that is not English is ranked by words alone.
+--vectors=false turns that off; without the model nothing changes.
 
 While it runs, 'dshmem ingest', 'remember', 'forget', 'checkpoint',
 'backup' and 'rotate' on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let
@@ -80,10 +88,20 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	name := fs.String("distiller", envOr(envDistiller, "rules"), "distiller of checkpoints: rules or openai")
 	idleExit := fs.Duration("idle-exit", 0, "stop after this long with no request and no live session (0: never)")
 	backupTo := fs.String("backup-to", "", "where scheduled backups go (default $"+backup.EnvDir+", else memory-backup/ beside the root)")
+	encode := fs.Bool("vectors", true, "give English entries and messages a vector and fuse them into recall, when the sentence encoder is installed ('dshmem model install'); false: words alone")
 	maintEvery := fs.Duration("maintenance-every", time.Hour, "how often to check whether a backup is due and old session files are to rotate (0: never)")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
+	// A CPU profile of the whole run, for whoever tunes the server under
+	// a benchmark that starts it as a child (bench remember): an
+	// environment variable, so the benchmark's command line stays the
+	// same for an older build.
+	stopProfile, err := startCPUProfile(os.Getenv("DSHMEM_SERVE_CPUPROFILE"))
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if *maintEvery < 0 {
 		return usageError{fmt.Sprintf("--maintenance-every %s is negative: give a duration such as 1h, or 0 to never back up on a schedule", *maintEvery)}
 	}
@@ -112,6 +130,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if *encode {
+		if m := loadEncoder(env); m != nil {
+			// One encoder in the background: the other core stays with
+			// the requests.
+			eng.StartVectors(vectors.NewDense(m), 1)
+		}
+	}
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)

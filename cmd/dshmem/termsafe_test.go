@@ -57,7 +57,7 @@ func TestStoredEscapesAreNotPrinted(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	id := strings.TrimSpace(out)
 	for _, args := range [][]string{
-		{"search", "deploy", "--kind", "all"}, {"entries"}, {"history", id}, {"recall", "--cwd", "/home/u/esc", "deploy note"},
+		{"search", "deploy", "--kind", "all"}, {"entries"}, {"history", id}, {"recall", "--timeout", "1m", "--cwd", "/home/u/esc", "deploy note"},
 		{"sql", "SELECT data FROM events"},
 	} {
 		code, out, errs := cli(t, "", append([]string{"--root", root}, args...)...)

@@ -151,7 +151,27 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	ws, other := observer.StreamForCwd(dir), observer.StreamForCwd(otherDir)
 	seed := strings.TrimSpace(p.dshmem("remember", "--cwd", dir, "--type", "decision", "We deploy the web app with blue green releases"))
 	p.dshmem("remember", "--cwd", otherDir, "The other project indents with tabs")
-	p.dshmem("remember", "--global", "I prefer short answers")
+	// A global entry that evidence made low confidence: shown twice in a
+	// session of the other workspace, corrected by the user each time
+	// (1.00 → 0.70 → 0.40, ops in the global stream).
+	low := strings.TrimSpace(p.dshmem("remember", "--global", "I prefer short answers"))
+	var conv strings.Builder
+	for i, l := range []string{
+		`"user/message","data":{"text":"explain the build"}`,
+		`"memory/shown","data":{"entries":["` + low + `"]}`,
+		`"assistant/message","data":{"text":"It runs make."}`,
+		`"user/message","data":{"text":"no, that's wrong"}`,
+		`"memory/shown","data":{"entries":["` + low + `"]}`,
+		`"assistant/message","data":{"text":"It runs go build."}`,
+		`"user/message","data":{"text":"no, that's wrong"}`,
+		`"session/end","data":{}`,
+	} {
+		fmt.Fprintf(&conv, `{"id":"lc:%d","time":"2026-08-18T09:0%d:00Z","session":"lc","cwd":%q,"type":%s}`+"\n", i, i, otherDir, l)
+	}
+	convFile := filepath.Join(t.TempDir(), "lc.jsonl")
+	require.NoError(t, os.WriteFile(convFile, []byte(conv.String()), 0o644))
+	p.dshmem("ingest", convFile)
+	p.dshmem("checkpoint", "--force")
 	p.startServe()
 	link := strings.TrimSpace(p.dshmem("ui"))
 	require.Contains(t, link, "/ui/login?t=")
@@ -383,4 +403,13 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	assert.NotContains(t, p.scopes(true), ws, "scopes list --archived after the page's purge")
 	assert.Contains(t, p.scopes(false), other, "the purge took another scope")
 	assert.Empty(t, p.entries(ws), "entries of the purged scope")
+
+	// The low-confidence global entry carries the badge; no other does.
+	do("pick global", chromedp.Click(chromedp.CSS(`#scope-list button[data-key="global"]`)))
+	until("the global entry", `!!document.querySelector('`+entrySel(low)+`')`)
+	assert.Contains(t, text(entrySel(low)+" .badge.low-confidence"), "low confidence 0.40")
+	assert.Contains(t, text(entrySel(low)+" .meta"), "confidence 0.40")
+	badges, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.badge.low-confidence').length`))
+	require.NoError(t, err)
+	assert.Equal(t, 1, badges, "low-confidence badges on the global scope's page")
 }

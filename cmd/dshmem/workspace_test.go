@@ -54,7 +54,7 @@ func TestSubdirectoryReachesProjectCLI(t *testing.T) {
 	}
 	code, out, _ := cli(t, "", "--root", root, "entries")
 	assert.False(t, code != 0 || !strings.Contains(out, proj+" ("+stream+")"), "entries: exit %d, want the scope headed by its directory:\n%s", code, out)
-	code, out, _ = cli(t, "", "--root", root, "recall", "--json", "gRPC")
+	code, out, _ = cli(t, "", "--root", root, "recall", "--timeout", "1m", "--json", "gRPC")
 	assert.False(t, code != 0 || !strings.Contains(out, "The API speaks gRPC"), "recall from a subdirectory: exit %d %s", code, out)
 	code, out, _ = cli(t, "", "--root", root, "search", "--kind", "semantic", "--cwd", "api", "staging")
 	assert.False(t, code != 0 || !strings.Contains(out, "staging cluster"), "search --cwd api: exit %d %s", code, out)
@@ -119,8 +119,8 @@ func TestEntriesNothingFromInjected(t *testing.T) {
 	assert.False(t, len(got) != 1 || !got[0].Injected || !strings.Contains(strings.Join(got[0].Flags, ","), "injected"), "search --include-injected 5433: got %+v, want the plugin's recall, flagged", got)
 	code, out, _ := cli(t, "", "--root", root, "search", "5433")
 	assert.False(t, code != 0 || !strings.Contains(out, "--include-injected"), "an empty search does not mention --include-injected: %s", out)
-	code, out, _ = cli(t, "", "--root", root, "recall", "--cwd", proj, "--kind", "episodic", "--include-injected", "--json", "5433")
+	code, out, _ = cli(t, "", "--root", root, "recall", "--timeout", "1m", "--cwd", proj, "--kind", "episodic", "--include-injected", "--json", "5433")
 	assert.False(t, code != 0 || !strings.Contains(out, `"injected": true`), "recall --kind episodic --include-injected: exit %d %s", code, out)
-	code, out, _ = cli(t, "", "--root", root, "recall", "--cwd", proj, "--kind", "episodic", "--json", "5433")
+	code, out, _ = cli(t, "", "--root", root, "recall", "--timeout", "1m", "--cwd", proj, "--kind", "episodic", "--json", "5433")
 	assert.False(t, code != 0 || strings.Contains(out, `"injected": true`), "recall --kind episodic: exit %d %s, want no injected item", code, out)
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"dshmem/observer"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
+	"dshmem/sqlstore/vectors"
 )
 
 // RecallBenchOptions configure BenchRecall. The zero value works.
@@ -22,6 +24,13 @@ type RecallBenchOptions struct {
 	Queries  int    // queries timed per mode; 0 → 1,000
 	CacheDir string // where built roots are kept; "" → os.UserCacheDir()/dshmem
 	Progress func(phase string, done, total int)
+	// Dense, when set, times the modes again with the sentence encoder:
+	// each query encoded by the model and fused with the nearest vectors
+	// of its scopes. The root's vectors are stand-ins (a unit vector drawn
+	// from each English text's hash, filled once and kept with the cached
+	// root): encoding a million records takes hours here, and what a scan
+	// costs does not depend on what the vectors hold.
+	Dense *vectors.Dense
 }
 
 // RecallBenchRun is one timed mode.
@@ -48,6 +57,7 @@ type RecallBenchResult struct {
 	IndexBytes     int64            `json:"indexBytes"`
 	BytesPerRecord float64          `json:"indexBytesPerRecord"`
 	Runs           []RecallBenchRun `json:"runs"`
+	Vectors        int64            `json:"vectors,omitempty"` // vectors in the root (Dense)
 }
 
 // recallBenchFormat names the layout of a cached bench root; bump it when
@@ -81,6 +91,11 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 	}
 	res := RecallBenchResult{Records: o.Records, Entries: o.Records / benchEntryEvery,
 		Root: filepath.Join(o.CacheDir, fmt.Sprintf("bench-recall-%s-%d", recallBenchFormat, o.Records))}
+	if o.Dense != nil {
+		// A root of its own: its index has the vectors table, which a
+		// build without it would refuse to read.
+		res.Root += "-vectors"
+	}
 	done := filepath.Join(res.Root, "complete")
 	if _, err := os.Stat(done); err != nil {
 		t0 := time.Now()
@@ -99,6 +114,13 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 	}
 	res.BytesPerRecord = float64(res.IndexBytes) / float64(o.Records)
 
+	if o.Dense != nil {
+		n, err := standInVectors(ctx, res.Root, o.Progress)
+		if err != nil {
+			return res, err
+		}
+		res.Vectors = n
+	}
 	eng, err := observer.Open(ctx, res.Root, observer.Options{ReadOnly: true})
 	if err != nil {
 		return res, err
@@ -113,6 +135,13 @@ func BenchRecall(ctx context.Context, o RecallBenchOptions) (RecallBenchResult, 
 		{"recall", recall.Query{Kind: recall.KindSemantic, Scopes: []string{ws, observer.GlobalStream}}},
 		{"search", recall.Query{Kind: recall.KindEpisodic, Limit: 10, Bytes: -1, NoFloor: true}},
 		{"search-all", recall.Query{Kind: recall.KindAll, Limit: 10, Bytes: -1, NoFloor: true}},
+	}
+	if o.Dense != nil {
+		for _, m := range modes[:3] {
+			m.name += "+vectors"
+			m.q.Dense = o.Dense
+			modes = append(modes, m)
+		}
 	}
 	now := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	for _, m := range modes {
@@ -243,4 +272,44 @@ func benchQueries(n int) []string {
 		out[i] = q
 	}
 	return out
+}
+
+// standInVectors fills the vectors of the bench root's English texts
+// with stand-ins (see RecallBenchOptions.Dense), once, and returns how
+// many the root holds.
+func standInVectors(ctx context.Context, root string, progress func(string, int, int)) (int64, error) {
+	st, err := sqlstore.Open(filepath.Join(root, sqlstore.IndexFile))
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	if progress != nil {
+		progress("vectors", 0, 0)
+	}
+	if _, err := vectors.Fill(ctx, st, nil, vectors.FillOptions{Batch: 4096, Encode: standIn}); err != nil {
+		return 0, fmt.Errorf("fill stand-in vectors: %w", err)
+	}
+	e, ep, _, err := st.VectorCounts(ctx)
+	return e + ep, err
+}
+
+// standIn is a unit vector drawn from the hash of text.
+func standIn(text string) []float32 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(text); i++ {
+		h = (h ^ uint64(text[i])) * 1099511628211
+	}
+	r := rand.New(rand.NewPCG(h, 7))
+	v := make([]float32, 512)
+	var ss float64
+	for i := range v {
+		x := r.NormFloat64()
+		v[i] = float32(x)
+		ss += x * x
+	}
+	inv := float32(1 / math.Sqrt(ss))
+	for i := range v {
+		v[i] *= inv
+	}
+	return v
 }

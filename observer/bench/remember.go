@@ -37,11 +37,15 @@ type RememberBenchOptions struct {
 // the order of their JSON names, as `dshmem bench remember --json`
 // printed them when they were a map.
 type RememberBenchResult struct {
-	Callers int              `json:"callers"`
-	Entries int              `json:"entries"`
-	Held    int              `json:"held"` // active entries in the root after the run
-	Seconds float64          `json:"seconds"`
-	Windows []RememberWindow `json:"windows"` // the first 10% of the calls, the last 10%, all
+	Callers int     `json:"callers"`
+	Entries int     `json:"entries"`
+	Held    int     `json:"held"` // active entries in the root after the run
+	Seconds float64 `json:"seconds"`
+	// ServerCPUPerRemember is the user+system CPU time the server process used over
+	// its whole life (open, the calls, shutdown), divided by Entries:
+	// on a shared machine a steadier figure than writes/s.
+	ServerCPUPerRemember time.Duration    `json:"serverCPUPerRemember"`
+	Windows              []RememberWindow `json:"windows"` // the first 10% of the calls, the last 10%, all
 }
 
 // RememberWindow is the figures of one stretch of a remember run.
@@ -73,7 +77,8 @@ func BenchRemember(ctx context.Context, root string, o RememberBenchOptions) (Re
 		}
 		o.Server = self
 	}
-	info, stop, err := startServerProcess(ctx, o.Server, root)
+	var cpu time.Duration
+	info, stop, err := startServerProcess(ctx, o.Server, root, &cpu)
 	if err != nil {
 		return RememberBenchResult{}, err
 	}
@@ -135,6 +140,7 @@ func BenchRemember(ctx context.Context, root string, o RememberBenchOptions) (Re
 	}
 	tenth := o.Entries / 10
 	return RememberBenchResult{Callers: o.Callers, Entries: o.Entries, Held: held, Seconds: total.Seconds(),
+		ServerCPUPerRemember: cpu / time.Duration(o.Entries),
 		Windows: []RememberWindow{
 			window("first 10%", lat[:tenth], start, end[:tenth]),
 			window("last 10%", lat[o.Entries-tenth:], end[o.Entries-tenth-1], end[o.Entries-tenth:]),
@@ -161,8 +167,9 @@ func window(name string, lat []time.Duration, from time.Time, ends []time.Time) 
 
 // startServerProcess runs `bin --root root serve --no-watch` and waits
 // for the serve.json that names it (the server writes it once it
-// listens). stop sends SIGTERM and waits for a clean exit.
-func startServerProcess(ctx context.Context, bin, root string) (httpapi.ServeInfo, func() error, error) {
+// listens). stop sends SIGTERM and waits for a clean exit, then sets
+// *cpu to the CPU time (user+system) the process used.
+func startServerProcess(ctx context.Context, bin, root string, cpu *time.Duration) (httpapi.ServeInfo, func() error, error) {
 	cmd := exec.CommandContext(ctx, bin, "--root", root, "serve", "--no-watch")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -178,6 +185,7 @@ func startServerProcess(ctx context.Context, bin, root string) (httpapi.ServeInf
 			if err != nil {
 				return fmt.Errorf("server exited: %w: %s", err, stderr.String())
 			}
+			*cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 			return nil
 		case <-time.After(60 * time.Second):
 			cmd.Process.Kill()

@@ -56,6 +56,12 @@ type Result struct {
 	Seq        uint64 `json:"seq,omitempty"`
 
 	Ops []distill.Op `json:"ops"`
+	// GlobalOps are the confidence ops for global entries, committed as a
+	// memory/ops event of the global stream (GlobalSeq) before the
+	// checkpoint's own; nil when there were none or another commit of the
+	// same claim holds them.
+	GlobalOps []distill.Op `json:"globalOps,omitempty"`
+	GlobalSeq uint64       `json:"globalSeq,omitempty"`
 	// Entries[i] is the entry Ops[i] creates (add, supersede, conflict)
 	// or changes (revise, forget).
 	Entries  []string           `json:"entries"`
@@ -196,11 +202,19 @@ func (e engine) checkpointRange(ctx context.Context, p Pending, reason string, d
 	if err != nil {
 		return res, false, err
 	}
-	line, ops, rejected, err := opsEventLine(req, ck, d, ops, rejected, now)
+	data := payload.Ops{Checkpoint: ck, Session: req.Session, From: req.From, To: req.To, Distiller: d.Name(), Model: d.Model()}
+	line, ops, rejected, err := opsEventLine(req.Stream, checkpointEventID(req.Session, req.From), data, ops, rejected, now)
 	if err != nil {
 		return res, false, err
 	}
 	res.Ops, res.Rejected = ops, rejected
+	// The global evidence first, then the checkpoint's own event, one
+	// commit at a time (global.go).
+	commitMu.Lock()
+	defer commitMu.Unlock()
+	if ok, err := e.commitGlobal(ctx, &res, req, ck, pass.globalOps, now); err != nil || !ok {
+		return res, more || res.Duplicate, err
+	}
 	_, outs, err := e.Ingest(ctx, [][]byte{line})
 	if err != nil {
 		return res, false, fmt.Errorf("commit checkpoint of session %s: %w", p.Session, err)
@@ -267,6 +281,19 @@ func (e engine) claimSettled(ctx context.Context, p Pending) (req distill.Reques
 		}
 		total += n
 	}
+	if t, ok, err := e.globalClaim(ctx, p.Stream, p.Session, p.From); err != nil {
+		return req, false, err
+	} else if ok && t >= p.From && t < to {
+		// A commit of this claim wrote its global evidence and stopped
+		// before its own event (global.go): claim the same range again.
+		to, more = t, true
+		for i, m := range msgs {
+			if m.Seq > t {
+				msgs = msgs[:i]
+				break
+			}
+		}
+	}
 	msgs = distill.CapInput(msgs, distill.MaxInputChars)
 	cands, err := e.Entries(ctx, observer.EntryFilter{
 		Scopes:   []string{p.Stream, observer.GlobalStream},
@@ -331,22 +358,22 @@ func joinReason(a, b string) string {
 	return a + "; " + b
 }
 
-// opsEventLine encodes the memory/ops event of a checkpoint (payload.Ops;
-// projector/ops.go folds it) as an intake line. Ops that would push the event past MaxEventBytes are moved, from
-// the last, to rejected.
-func opsEventLine(req distill.Request, ck string, d distill.Distiller, ops []distill.Op, rejected []distill.Rejected, now time.Time) ([]byte, []distill.Op, []distill.Rejected, error) {
+// opsEventLine encodes a memory/ops event (payload.Ops with ops;
+// projector/ops.go folds it) of stream under id as an intake line. Ops
+// that would push the event past MaxEventBytes are moved, from the last,
+// to rejected.
+func opsEventLine(stream, id string, data payload.Ops, ops []distill.Op, rejected []distill.Rejected, now time.Time) ([]byte, []distill.Op, []distill.Rejected, error) {
 	for {
-		data := payload.Ops{Checkpoint: ck, Session: req.Session, From: req.From, To: req.To,
-			Distiller: d.Name(), Model: d.Model(), Ops: ops}
+		data.Ops = ops
 		if data.Ops == nil {
 			data.Ops = []payload.Op{} // intake refuses a memory/ops without an ops array
 		}
 		raw, err := payload.Marshal(data)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("checkpoint %s: %w", ck, err)
+			return nil, nil, nil, fmt.Errorf("checkpoint %s: %w", data.Checkpoint, err)
 		}
 		env := events.Envelope{
-			V: events.CurrentVersion, Stream: req.Stream, ID: checkpointEventID(req.Session, req.From),
+			V: events.CurrentVersion, Stream: stream, ID: id,
 			Type: events.TypeMemoryOps, Time: observer.EventTime(now), Data: raw,
 		}
 		line, err := events.Marshal(&env)

@@ -18,7 +18,9 @@
 // aliases the user's own words taught; and learned procedures' stage
 // changes (P0 observed … P4 deprecated). They are derived from the log
 // up to the range's end with fixed rules, so the log holds them and
-// replay applies them without recomputing anything.
+// replay applies them without recomputing anything. Confidence ops for
+// global entries shown in a workspace session go in a memory/ops event
+// of the global stream instead, committed just before (global.go).
 //
 // Imports: checkpoint → observer, observer/distill, sqlstore, events.
 package checkpoint

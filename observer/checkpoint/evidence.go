@@ -21,9 +21,11 @@ import (
 // end, so the answer is the same whenever it is computed and replay
 // applies the ops without recomputing them. Three kinds:
 //
-// Confidence (op "confidence", entries of the session's own stream,
-// active or in conflict; a global entry is left alone, as every op of a
-// stream changes only that stream's entries):
+// Confidence (op "confidence", active or in-conflict entries of the
+// session's own stream and global ones; an op changes only entries of its
+// own stream, so the ops for global entries of a workspace session go in
+// a memory/ops event of the global stream, globalOps, beside the
+// checkpoint's: see checkpointRange):
 //
 //	tool-success  +0.05  the first tool/result that says ok after a
 //	tool-failure  −0.20  memory/shown named the entry (one verdict per
@@ -35,7 +37,8 @@ import (
 //	                     user message between the showing and it
 //	reuse         +0.05  the session's first showing of an entry that
 //	                     a memory/shown of another session of the stream
-//	                     named before
+//	                     named before (for a global entry: of any stream,
+//	                     at an earlier event time if it is another one)
 //
 // Aliases (op "alias"): distill.Aliases over each message the user typed
 // in the range; the distiller's add ops resting only on messages that say
@@ -74,35 +77,43 @@ type evidencePass struct {
 	stream   string
 	session  string
 	cwd      string
-	conf     map[string]float64 // own-stream entries that may move → confidence
+	conf     map[string]float64 // entries that may move → confidence
+	global   map[string]bool    // those of conf that are global entries of a workspace session
 	ops      []payload.Op
-	aliasEv  map[string]bool // user messages that taught an alias
-	reuse    []reuseCheck
-	seen     map[string]bool // entries shown in the session so far
-	shown    *showing
-	runs     runTracker
+	// globalOps are the confidence ops for global entries, their evidence
+	// ids qualified with the session's stream (evidenceRef).
+	globalOps []payload.Op
+	aliasEv   map[string]bool // user messages that taught an alias
+	reuse     []reuseCheck
+	seen      map[string]bool // entries shown in the session so far
+	shown     *showing
+	runs      runTracker
 }
 
 type reuseCheck struct {
 	eventID string
 	seq     uint64
+	time    string
 	entries []string
 }
 
 // evidence runs the pass over the claimed range of req.
 func (e engine) evidence(ctx context.Context, p Pending, req distill.Request) (*evidencePass, error) {
 	ps := &evidencePass{from: req.From, to: req.To, stream: req.Stream, session: req.Session, cwd: p.Cwd,
-		conf: map[string]float64{}, aliasEv: map[string]bool{}, seen: map[string]bool{}}
+		conf: map[string]float64{}, global: map[string]bool{}, aliasEv: map[string]bool{}, seen: map[string]bool{}}
 	if req.Session == "" || req.From > req.To {
 		return ps, nil
 	}
-	ents, err := e.Entries(ctx, observer.EntryFilter{Scopes: []string{req.Stream},
+	ents, err := e.Entries(ctx, observer.EntryFilter{Scopes: []string{req.Stream, observer.GlobalStream},
 		Statuses: []string{payload.StatusActive, payload.StatusConflict}})
 	if err != nil {
 		return nil, err
 	}
 	for _, en := range ents {
 		ps.conf[en.ID] = en.Confidence
+		if en.Scope != req.Stream {
+			ps.global[en.ID] = true
+		}
 	}
 	ps.runs.on = projector.IsWorkspace(req.Stream)
 	err = e.Store().ScanSessionEvents(ctx, req.Stream, req.Session, 1, req.To, func(ev sqlstore.Event) error {
@@ -140,7 +151,7 @@ func (ps *evidencePass) event(ev sqlstore.Event) {
 			}
 		}
 		if ps.inRange(ev.Seq) && len(first) > 0 {
-			ps.reuse = append(ps.reuse, reuseCheck{ev.ID, ev.Seq, first})
+			ps.reuse = append(ps.reuse, reuseCheck{ev.ID, ev.Seq, ev.Time, first})
 		}
 		ps.shown = &showing{eventID: ev.ID, entries: ids}
 	case events.TypeAssistantMessage:
@@ -207,8 +218,8 @@ func (ps *evidencePass) event(ev sqlstore.Event) {
 	}
 }
 
-// move appends a confidence op of delta for each entry of s that is the
-// stream's own and would change.
+// move appends a confidence op of delta for each entry of s that may
+// move (the stream's own or a global one) and would change.
 func (ps *evidencePass) move(s *showing, evidenceID string, delta float64, reason string) {
 	for _, id := range s.entries {
 		ps.moveEntry(id, delta, reason, s.eventID, evidenceID)
@@ -225,29 +236,56 @@ func (ps *evidencePass) moveEntry(id string, delta float64, reason string, evide
 		return
 	}
 	ps.conf[id] = next
-	ps.ops = append(ps.ops, payload.Op{Op: payload.OpConfidence, TargetID: id, Delta: new(delta),
-		EvidenceEventIDs: evidence, Reason: reason, Provenance: payload.ProvenanceEvidence})
+	op := payload.Op{Op: payload.OpConfidence, TargetID: id, Delta: new(delta),
+		EvidenceEventIDs: evidence, Reason: reason, Provenance: payload.ProvenanceEvidence}
+	if !ps.global[id] {
+		ps.ops = append(ps.ops, op)
+		return
+	}
+	op.EvidenceEventIDs = make([]string, len(evidence))
+	for i, ev := range evidence {
+		op.EvidenceEventIDs[i] = evidenceRef(ps.stream, ev)
+	}
+	op.Reason = fmt.Sprintf("%s (session %s of %s)", reason, ps.session, ps.stream)
+	ps.globalOps = append(ps.globalOps, op)
 }
 
+// evidenceRef names an event of another stream in an op: the stream, "/"
+// and the event's id. Event ids are unique only within their stream, and
+// a stream name holds no "/", so the first "/" splits the two. Part of
+// the on-disk format; do not change.
+func evidenceRef(stream, id string) string { return stream + "/" + id }
+
 // reuse raises the entries whose first showing in this session follows a
-// showing in another session of the stream.
+// showing in another session: of the stream for its own entries, of any
+// stream for a global entry (shown in sessions of every workspace; in
+// another stream "before" is an earlier event time, seqs being per
+// stream). The pass reads the index as it is when the checkpoint runs, so
+// a showing of another stream not yet indexed then is not counted; the
+// op records the answer, so replay agrees either way.
 func (e engine) reuse(ctx context.Context, ps *evidencePass) error {
 	for _, r := range ps.reuse {
-		var own []string
+		var own, global []string
 		for _, id := range r.entries {
-			if _, ok := ps.conf[id]; ok {
+			if _, ok := ps.conf[id]; !ok {
+				continue
+			}
+			if ps.global[id] || ps.stream == observer.GlobalStream {
+				global = append(global, id)
+			} else {
 				own = append(own, id)
 			}
-		}
-		if len(own) == 0 {
-			continue
 		}
 		before, err := e.Store().ShownElsewhereBefore(ctx, ps.stream, ps.session, r.seq, own)
 		if err != nil {
 			return err
 		}
-		for _, id := range own {
-			if before[id] {
+		gb, err := e.Store().ShownElsewhereBeforeAnyStream(ctx, ps.stream, ps.session, r.seq, r.time, global)
+		if err != nil {
+			return err
+		}
+		for _, id := range r.entries {
+			if before[id] || gb[id] {
 				ps.moveEntry(id, DeltaReuse, "reuse: shown again in another session", r.eventID)
 			}
 		}

@@ -147,35 +147,6 @@ func TestConfidenceFromEvidence(t *testing.T) {
 	}
 }
 
-// TestConfidenceLowMarkedInRecall: an entry below payload.LowConfidence
-// carries the low-confidence flag in recall and ranks below an equal one.
-func TestConfidenceNeedsOwnStream(t *testing.T) {
-	// A global entry shown in a workspace session is left alone: an op of
-	// a stream changes only that stream's entries.
-	eng := enginetest.Open(t, t.TempDir())
-	rem := `{"id":"g:0","type":"memory/remember","time":"2026-08-18T00:00:00Z","data":{"content":"The API listens on port 8080."}}`
-	enginetest.Ingest(t, eng, [][]byte{[]byte(rem)})
-	g := evOnlyEntry(t, eng)
-	require.Equal(t, observer.GlobalStream, g.Scope, "the remembered entry: %+v", g)
-	lines := []string{
-		`{"id":"s2:0","type":"user/message","time":"2026-08-18T00:01:00Z","session":"s2","cwd":"/home/u/shop","data":{"text":"deploy"}}`,
-		`{"id":"s2:1","type":"memory/shown","time":"2026-08-18T00:02:00Z","session":"s2","cwd":"/home/u/shop","data":{"entries":["` + g.ID + `"]}}`,
-		`{"id":"s2:2","type":"tool/result","time":"2026-08-18T00:03:00Z","session":"s2","cwd":"/home/u/shop","data":{"name":"bash","ok":false,"text":"fail"}}`,
-	}
-	var b [][]byte
-	for _, l := range lines {
-		b = append(b, []byte(l))
-	}
-	enginetest.Ingest(t, eng, b)
-	res := ckCheckpoint(t, eng, Request{Force: true})
-	for _, r := range res {
-		for _, o := range r.Ops {
-			assert.NotEqual(t, payload.OpConfidence, o.Op, "a confidence op for %s from a workspace session: %+v", o.TargetID, o)
-		}
-	}
-	assert.Equal(t, 1.0, evOnlyEntry(t, eng).Confidence)
-}
-
 // evStages lists the stage of every procedure of stream, oldest first.
 func evStages(t *testing.T, eng *observer.Engine, stream string) string {
 	t.Helper()

@@ -288,6 +288,9 @@ func rebuild(ctx context.Context, eng *observer.Engine, p *plan, rep *Report, pr
 		if err := eng.Store().ReplaceWith(ctx, filepath.Join(dir, sqlstore.IndexFile)); err != nil {
 			return fmt.Errorf("scrub: %w", err)
 		}
+		// The rebuilt index has no vectors (none of erased text): the
+		// background fill makes them again from what is left.
+		eng.KickVectors()
 		step("index")
 		progress("files", 0, 0)
 		n, err := replaceFiles(root, dir, held)

@@ -21,9 +21,8 @@ type Report struct {
 // StatusQuery is the query Inspect times: 14 pieces, a typical recall.
 const StatusQuery = "What did we decide about the database migrations last week?"
 
-// usedBy names what reads the vectors; change it when recall, search or
-// packets start to (issue 15, item 4).
-const usedBy = "dshmem eval madial (English only); recall, search and packets do not use it yet"
+// usedBy names what reads the vectors.
+const usedBy = "recall, search and packets (English queries and texts only; dshmem serve fills the index's vectors, replay rebuilds them); dshmem eval madial"
 
 // Inspect verifies the model in dir and, when it verifies, times
 // loading it and encoding StatusQuery once with a fresh Encoder. What it

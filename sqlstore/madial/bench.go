@@ -10,6 +10,7 @@ import (
 
 	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/recall"
+	"dshmem/sqlstore/vectors"
 )
 
 // BenchOptions configure Bench. The zero value works: dshmem recall with
@@ -81,6 +82,14 @@ func Bench(ctx context.Context, dir string, o BenchOptions) ([]Result, error) {
 			}
 			f := Fused{Lexical: r, Dense: d, Weights: w}
 			rows = append(rows, newResult(lang, "dshmem recall+dense", Evaluate(Run(f, memories, cases, benchK), cases)))
+			// The same fusion inside recall.Find: the memories' vectors
+			// stored in the index (int8) and found by its scan.
+			rv := &recallRetriever{ctx: ctx, dir: filepath.Join(tmp, lang+"-vectors"), weights: w, dense: vectors.NewDense(vectors.NewModel(o.Model))}
+			rows = append(rows, newResult(lang, "dshmem recall+vectors", Evaluate(Run(rv, memories, cases, benchK), cases)))
+			rv.close()
+			if rv.err != nil {
+				return nil, fmt.Errorf("eval madial %s: %w", lang, rv.err)
+			}
 		}
 		r.close()
 		if r.err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"dshmem/events"
@@ -12,6 +13,7 @@ import (
 	"dshmem/projector"
 	"dshmem/sqlstore"
 	"dshmem/sqlstore/recall"
+	"dshmem/sqlstore/vectors"
 )
 
 // recallRetriever answers Run through recall.Find: the first time it
@@ -23,8 +25,12 @@ type recallRetriever struct {
 	ctx     context.Context
 	dir     string
 	weights *recall.Weights // nil: recall.DefaultWeights
-	stores  map[int]*userIndex
-	err     error
+	// dense, when set, gives each index its vectors (vectors.Fill, as the
+	// server's background fill does) and recall its Dense: the real
+	// recall path with the encoder.
+	dense  *vectors.Dense
+	stores map[int]*userIndex
+	err    error
 }
 
 type userIndex struct {
@@ -67,6 +73,12 @@ func (r *recallRetriever) index(user int, mems []Memory) (*userIndex, error) {
 		s.Close()
 		return nil, err
 	}
+	if r.dense != nil {
+		if _, err := vectors.Fill(r.ctx, s, r.dense.Model(), vectors.FillOptions{Workers: runtime.NumCPU()}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	ui.now = ui.now.Add(24 * time.Hour)
 	if r.stores == nil {
 		r.stores = map[int]*userIndex{}
@@ -92,7 +104,7 @@ func (r *recallRetriever) RankScored(c Case, candidates []Memory, k int) []recal
 		return nil
 	}
 	res, err := recall.Find(r.ctx, ui.s, recall.Query{Text: c.Query, Limit: k, Bytes: -1, NoFloor: true,
-		Now: ui.now, Timeout: 10 * time.Second, Weights: r.weights})
+		Now: ui.now, Timeout: 10 * time.Second, Weights: r.weights, Dense: r.dense})
 	if err != nil {
 		r.err = err
 		return nil

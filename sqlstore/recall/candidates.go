@@ -47,6 +47,8 @@ type scored struct {
 	lexical  float64
 	score    float64
 	conflict bool
+	n        int64   // the corpus rowid
+	dense    float64 // the normalised dense score (fuse.go), 0 without one
 }
 
 // rank runs the stages of one source: probe the query terms (rarity and
@@ -197,6 +199,18 @@ func (r *call) rank(src *source, text string) ([]scored, error) {
 			pool = preRank(pool, a.sel, postings, together, rare[:k], r.w.FetchCap)
 		}
 	}
+	// The nearest vectors of the scopes join the pool (fuse.go): what the
+	// words missed and the meaning did not.
+	dense, err := r.nearest(src, text)
+	if err != nil {
+		return nil, r.wrap("find the nearest vectors", err)
+	}
+	for _, h := range dense {
+		if !seen[h.N] {
+			seen[h.N] = true
+			pool = append(pool, h.N)
+		}
+	}
 	if r.expired("gathering candidates") && len(pool) == 0 {
 		return nil, errDeadline
 	}
@@ -209,6 +223,7 @@ func (r *call) rank(src *source, text string) ([]scored, error) {
 	}
 	var items []Item
 	var docs []*doc
+	var rowids []int64
 	const chunk = 128
 	for off := 0; off < len(pool); off += chunk {
 		if off > 0 && r.expired("reading candidates") {
@@ -233,6 +248,7 @@ func (r *call) rank(src *source, text string) ([]scored, error) {
 			}
 			items = append(items, c.item)
 			docs = append(docs, a.newDoc(c.item.Title, c.body, c.tags, c.terms))
+			rowids = append(rowids, c.n)
 		}
 	}
 	r.res.Candidates += len(docs)
@@ -253,17 +269,22 @@ func (r *call) rank(src *source, text string) ([]scored, error) {
 		fs[i] = a.score(d, avgdl, avgcl, avgwl, r.w)
 	}
 	out := make([]scored, 0, len(docs))
+	near := make(map[int64]bool, len(dense))
+	for _, h := range dense {
+		near[h.N] = true
+	}
 	for i := range docs {
 		f := fs[i]
-		if f.Coverage <= 0 && f.Substring == 0 {
+		if f.Coverage <= 0 && f.Substring == 0 && !near[rowids[i]] {
 			continue
 		}
-		sc := scored{item: items[i], f: f, lexical: f.lexical(r.w)}
+		sc := scored{item: items[i], f: f, lexical: f.lexical(r.w), n: rowids[i]}
 		sc.score = sc.lexical * r.prior(&sc.item)
 		sc.item.Score = round4(sc.score)
 		sc.conflict = sc.item.Status == "conflict"
 		out = append(out, sc)
 	}
+	out = r.fuse(out, dense)
 	if r.res.Partial {
 		return out, errDeadline
 	}
@@ -371,6 +392,7 @@ func corpusStats(ctx context.Context, s *sqlstore.Store, src *source, scopes sql
 // title.
 type candidate struct {
 	item              Item
+	n                 int64 // the corpus rowid
 	body, tags, terms string
 }
 
@@ -387,6 +409,7 @@ func fetch(ctx context.Context, s *sqlstore.Store, src *source, ids []int64) ([]
 			var tl []string
 			_ = json.Unmarshal([]byte(e.Tags), &tl)
 			out = append(out, candidate{
+				n: e.N,
 				item: Item{ID: e.ID, Kind: KindSemantic, Scope: e.Scope, Title: e.Title, Text: e.Content,
 					Status: e.Status, EntryType: e.Type, Importance: e.Importance, UpdatedAt: e.UpdatedAt, Confidence: e.Confidence},
 				body:  joinLines(e.Description, e.Content),
@@ -405,6 +428,7 @@ func fetch(ctx context.Context, s *sqlstore.Store, src *source, ids []int64) ([]
 		e := &eps[i]
 		ep := &Episode{EventID: e.EventID, Stream: e.Stream, Seq: e.Seq, Type: e.Type, Session: e.Session, Time: e.Time, Injected: e.Injected}
 		out = append(out, candidate{
+			n:    e.N,
 			item: Item{Episode: ep, ID: ep.EventID, Kind: KindEpisodic, Scope: ep.Stream, Text: e.Text, Status: "observed"},
 			body: e.Text,
 		})

@@ -3,6 +3,9 @@ package recall
 import (
 	"math"
 	"sort"
+
+	"dshmem/sqlstore"
+	"dshmem/sqlstore/vectors"
 )
 
 // Ranked is one candidate of a ranking, best first in its list.
@@ -67,5 +70,69 @@ func FuseDense[K comparable](lex, dense []Ranked[K], w *Weights) []Ranked[K] {
 		out[i] = Ranked[K]{ID: id, Score: a.lex + w.DenseBlend*a.dense*(1-a.lex)}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out
+}
+
+// nearest returns the Weights.DenseK vectors of src's kind in the
+// query's scopes nearest its text, when the query has a Dense and the
+// text is English (else none: the ranking is then exactly the lexical
+// one).
+func (r *call) nearest(src *source, text string) ([]vectors.Hit, error) {
+	if r.q.Dense == nil || r.w.DenseBlend <= 0 || r.w.DenseK <= 0 {
+		return nil, nil
+	}
+	kind := sqlstore.VectorEntry
+	if src.kind == KindEpisodic {
+		kind = sqlstore.VectorEpisode
+	}
+	if r.expired("finding the nearest vectors") {
+		return nil, nil
+	}
+	return r.q.Dense.Nearest(r.ctx, r.s, kind, r.q.Scopes, text, r.w.DenseK)
+}
+
+// fuse blends the dense hits into the scored candidates with FuseDense.
+// The fused score (between a candidate's normalised lexical score and 1)
+// is put back on the lexical scale, times the best lexical score, so the
+// kinds of a search of both still compare and the floors of pick keep
+// their meaning. A candidate holds its normalised dense score for pick's
+// floor. Without hits, out is returned as it is.
+func (r *call) fuse(out []scored, dense []vectors.Hit) []scored {
+	if len(dense) == 0 {
+		return out
+	}
+	at := make(map[int64]int, len(out))
+	lex := make([]Ranked[int64], 0, len(out))
+	top := 0.0
+	for i, sc := range out {
+		at[sc.n] = i
+		if sc.score > 0 {
+			lex = append(lex, Ranked[int64]{ID: sc.n, Score: sc.score})
+		}
+		top = max(top, sc.score)
+	}
+	sort.SliceStable(lex, func(i, j int) bool { return lex[i].Score > lex[j].Score })
+	dr := make([]Ranked[int64], 0, len(dense))
+	for _, h := range dense {
+		if _, ok := at[h.N]; ok {
+			dr = append(dr, Ranked[int64]{ID: h.N, Score: h.Cosine})
+		}
+	}
+	if len(dr) == 0 {
+		return out
+	}
+	if hi, lo := dr[0].Score, dr[len(dr)-1].Score; hi > lo {
+		for _, d := range dr {
+			out[at[d.ID]].dense = (d.Score - lo) / (hi - lo)
+		}
+	}
+	if top <= 0 {
+		top = 1 // nothing matched by words: the dense side alone, on a unit scale
+	}
+	for _, f := range FuseDense(lex, dr, r.w) {
+		sc := &out[at[f.ID]]
+		sc.score = f.Score * top
+		sc.item.Score = round4(sc.score)
+	}
 	return out
 }

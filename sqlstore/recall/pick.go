@@ -51,6 +51,9 @@ func (r *call) pick(all []scored) {
 		if all[i].score != all[j].score {
 			return all[i].score > all[j].score
 		}
+		if all[i].lexical != all[j].lexical { // a fused tie: the words' order (FuseDense)
+			return all[i].lexical > all[j].lexical
+		}
 		return all[i].item.ID < all[j].item.ID
 	})
 	best := 0.0
@@ -76,7 +79,7 @@ func (r *call) pick(all []scored) {
 			if sc.score < r.w.RelFloor*best {
 				continue
 			}
-			if sc.f.Coverage < r.w.AbsCoverage && sc.f.matchedIDF < r.w.AbsIDF && sc.f.Substring == 0 {
+			if sc.f.Coverage < r.w.AbsCoverage && sc.f.matchedIDF < r.w.AbsIDF && sc.f.Substring == 0 && sc.dense < r.w.DenseFloor {
 				continue
 			}
 		}

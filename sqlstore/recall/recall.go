@@ -15,6 +15,7 @@ import (
 
 	"dshmem/events/payload"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/vectors"
 )
 
 // Kinds of memory a recall or search ranks.
@@ -73,6 +74,11 @@ type Query struct {
 	ScopeDirs map[string]string
 	// Weights replaces DefaultWeights.
 	Weights *Weights
+	// Dense, when set (the sentence encoder is installed), adds the
+	// nearest vectors of the scopes to the candidates and fuses their
+	// cosines with the lexical scores (fuse.go), for an English query;
+	// nil ranks by words alone.
+	Dense *vectors.Dense
 }
 
 // Episode holds the fields of an episodic hit; they keep the names

@@ -152,8 +152,20 @@ type Weights struct {
 	// 0.85 0.620 / 0.743, 1 0.625 / 0.751. Other dense queries at 1:
 	// the first 128 pieces of the dialogue (the model's own cut) 0.628 /
 	// 0.739, its last line 0.567 / 0.697, its last two 0.618 / 0.735;
-	// with the dense lists at 50 instead of 20, ±0.01.
+	// with the dense lists at 50 instead of 20, ±0.01. Through Find with
+	// the index's vectors (fuse.go, every lexical candidate fused, not
+	// only the top 20; int8 cosines) at 1: 0.611 / 0.752.
 	DenseBlend float64
+	// DenseK is how many nearest vectors of the scopes join a recall's
+	// candidates: the dense top 20 of the figures above (50: ±0.01).
+	DenseK int
+	// DenseFloor: a candidate whose normalised dense score reaches it
+	// passes the absolute floors (AbsCoverage, AbsIDF) that a candidate
+	// sharing no rare word with the query fails; RelFloor still applies
+	// to its fused score. 0.5: the upper half of the dense top DenseK.
+	// Not chosen by a figure: MADial is scored without floors (NoFloor),
+	// and no labelled set of "should not have been shown" exists here.
+	DenseFloor float64
 }
 
 // DefaultWeights are the weights Recall uses when the query sets none.
@@ -161,6 +173,8 @@ var DefaultWeights = Weights{
 	K1: 1.2, B: 0.75,
 
 	DenseBlend: 1,
+	DenseK:     20,
+	DenseFloor: 0.5,
 
 	BM25:      1.0,
 	Coverage:  0.8,

@@ -1,0 +1,140 @@
+package vectors_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"dshmem/events"
+	"dshmem/projector"
+	"dshmem/sqlstore"
+	"dshmem/sqlstore/vectors"
+)
+
+// storeWithVectors is an index of n English episodes, each with a
+// stand-in vector (a random unit vector), in 4 streams.
+func storeWithVectors(b *testing.B, n int) *sqlstore.Store {
+	b.Helper()
+	s, err := sqlstore.Open(filepath.Join(b.TempDir(), "index.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	const chunk = 10000
+	for off := 0; off < n; off += chunk {
+		evs := make([]events.Envelope, 0, chunk)
+		for i := off; i < min(off+chunk, n); i++ {
+			st := fmt.Sprintf("ws-%020d", i%4)
+			evs = append(evs, events.Envelope{V: 1, Stream: st, Seq: uint64(i/4 + 1), ID: fmt.Sprintf("e%d", i),
+				Type: events.TypeUserMessage, Time: "2026-08-18T10:00:00Z", Session: "s",
+				Data: []byte(fmt.Sprintf(`{"text":"record %d about the build"}`, i))})
+		}
+		if err := projector.New(s).Fold(ctx, evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	if _, err := vectors.Fill(ctx, s, nil, vectors.FillOptions{Batch: 4096, Encode: func(string) []float32 { return unit(r) }}); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkNearest times Nearest over an index of 100k and 1M stand-in
+// episode vectors (the query's vector cached, so the query encoding is
+// left out: BenchmarkQueryEncode times it): the sign scan of every
+// vector of the scopes, then the int8 codes of the best Rerank read
+// from the index and ranked. "all" scans every stream, "one" one of four.
+func BenchmarkNearest(b *testing.B) {
+	m := testModel(b)
+	for _, n := range []int{100_000, 1_000_000} {
+		if testing.Short() && n > 100_000 {
+			continue
+		}
+		s := storeWithVectors(b, n)
+		d := vectors.NewDense(m)
+		ctx := context.Background()
+		// The first call loads the cache (in the background when large).
+		for {
+			if _, err := d.Nearest(ctx, s, sqlstore.VectorEpisode, nil, "the build fails", 20); err != nil {
+				b.Fatal(err)
+			}
+			if d.Loaded(s, sqlstore.VectorEpisode) >= n {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, sc := range []struct {
+			name   string
+			scopes []string
+		}{{"all", nil}, {"one", []string{fmt.Sprintf("ws-%020d", 1)}}} {
+			b.Run(fmt.Sprintf("%dk-%s", n/1000, sc.name), func(b *testing.B) {
+				lats := make([]time.Duration, 0, b.N)
+				var cpu0 = cpuTime()
+				for b.Loop() {
+					t0 := time.Now()
+					hs, err := d.Nearest(ctx, s, sqlstore.VectorEpisode, sc.scopes, "the build fails", 20)
+					lats = append(lats, time.Since(t0))
+					if err != nil || len(hs) != 20 {
+						b.Fatalf("got %d hits, %v", len(hs), err)
+					}
+				}
+				slices.Sort(lats)
+				b.ReportMetric(float64(lats[len(lats)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(len(lats)), "cpu-ms/op")
+			})
+		}
+	}
+}
+
+// BenchmarkFill times the background fill: texts/s encoded and stored
+// by one encoder and by one per core.
+func BenchmarkFill(b *testing.B) {
+	m := testModel(b)
+	texts := []string{
+		"the nightly job runs out of memory when it parses the logs",
+		"We deploy the service with blue-green releases behind the load balancer",
+		"I rewrote parseConfig so that an empty file is an error, not a default config",
+		"Tests pass on my machine but CI fails on the migration step with a timeout",
+	}
+	for _, workers := range []int{1, runtime.NumCPU()} {
+		b.Run(fmt.Sprintf("workers-%d", workers), func(b *testing.B) {
+			const n = 256
+			total, elapsed := 0, time.Duration(0)
+			for b.Loop() {
+				b.StopTimer()
+				s, err := sqlstore.Open(filepath.Join(b.TempDir(), "index.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				evs := make([]events.Envelope, n)
+				for i := range evs {
+					evs[i] = events.Envelope{V: 1, Stream: "global", Seq: uint64(i + 1), ID: fmt.Sprint(i), Type: events.TypeUserMessage,
+						Time: "2026-08-18T10:00:00Z", Data: []byte(fmt.Sprintf(`{"text":"%s (%d)"}`, texts[i%len(texts)], i))}
+				}
+				if err := projector.New(s).Fold(context.Background(), evs); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				rep, err := vectors.Fill(context.Background(), s, m, vectors.FillOptions{Workers: workers})
+				elapsed += time.Since(t0)
+				if err != nil || rep.Encoded != n {
+					b.Fatalf("encoded %d, %v", rep.Encoded, err)
+				}
+				total += n
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(total)/elapsed.Seconds(), "texts/s")
+		})
+	}
+}
