@@ -37,6 +37,9 @@ type Options struct {
 	// Files is the file-system seam of the Markdown files' writes (fault
 	// tests); nil means the operating system.
 	Files markdown.FS
+	// IndexFault injects index write faults (sqlstore.Fault; fault
+	// tests only).
+	IndexFault *sqlstore.Fault
 }
 
 // Engine is one open root: the writer lock, the log, the index and the
@@ -117,7 +120,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
-	if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
+	if e.store, err = sqlstore.OpenWith(filepath.Join(root, sqlstore.IndexFile), sqlstore.OpenOptions{Fault: opts.IndexFault}); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("open index: %w", err)
 	}
@@ -161,7 +164,7 @@ func Open(ctx context.Context, root string, opts Options) (*Engine, error) {
 				return nil, fmt.Errorf("drop index that is ahead of the log: %w", err)
 			}
 		}
-		if e.store, err = sqlstore.Open(filepath.Join(root, sqlstore.IndexFile)); err != nil {
+		if e.store, err = sqlstore.OpenWith(filepath.Join(root, sqlstore.IndexFile), sqlstore.OpenOptions{Fault: opts.IndexFault}); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("open index: %w", err)
 		}

@@ -70,7 +70,10 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 // of a failed fold stay in the pending sets, where dedupe finds them as
 // it would in the index.)
 func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
-	if len(evs) == 0 {
+	// A call with nothing to fold (all duplicates) still catches a
+	// behind index up: a remember sent again after its fold failed
+	// looks for the entry its first attempt made.
+	if len(evs) == 0 && !e.foldBehind {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)

@@ -16,7 +16,7 @@ type MigrationState struct {
 
 // openForMigrate opens the index without applying anything.
 func openForMigrate(path string) (*goose.Provider, func(), error) {
-	db, err := openWriter(path)
+	db, err := openWriter(path, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // object per line in name order.
 func schema(t *testing.T, path string) string {
 	t.Helper()
-	db, err := openWriter(path)
+	db, err := openWriter(path, nil)
 	require.NoError(t, err)
 	defer db.Close()
 	var lines []string

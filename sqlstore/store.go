@@ -70,7 +70,7 @@ func dsn(path string, params url.Values) (string, error) {
 	return u.String(), nil
 }
 
-func openWriter(path string) (*sqlx.DB, error) {
+func openWriter(path string, fault *Fault) (*sqlx.DB, error) {
 	q := url.Values{}
 	for _, p := range writerPragmas {
 		q.Add("_pragma", p)
@@ -83,8 +83,10 @@ func openWriter(path string) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlx.Open("sqlite", name)
-	if err != nil {
+	var db *sqlx.DB
+	if fault != nil {
+		db = sqlx.NewDb(sql.OpenDB(faultConnector{d: faultDriver{d: &sqlite.Driver{}, f: fault}, dsn: name}), "sqlite")
+	} else if db, err = sqlx.Open("sqlite", name); err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
 	if err := db.Ping(); err != nil {
@@ -107,8 +109,18 @@ const IndexFile = "index.db"
 
 // Open opens (creating if needed) the index at path in WAL mode and
 // applies every pending migration.
-func Open(path string) (*Store, error) {
-	db, err := openWriter(path)
+func Open(path string) (*Store, error) { return OpenWith(path, OpenOptions{}) }
+
+// OpenOptions configure OpenWith. The zero value is Open.
+type OpenOptions struct {
+	// Fault, when set, injects index write faults (fault.go; tests
+	// only).
+	Fault *Fault
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, o OpenOptions) (*Store, error) {
+	db, err := openWriter(path, o.Fault)
 	if err != nil {
 		return nil, err
 	}

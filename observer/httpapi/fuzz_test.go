@@ -16,6 +16,7 @@ import (
 var (
 	fuzzOnce sync.Once
 	fuzzSrv  *Server
+	fuzzEng  *observer.Engine
 )
 
 // FuzzHandlers sends any method, path and body, with the right token, to
@@ -36,12 +37,23 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(uint8(1), "/v1/search", []byte(strings.Repeat("[", 20000)))
 	methods := []string{"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"}
 	dir := f.TempDir()
+	// Before the directory is removed: stop the server and close the
+	// engine, whose background writers would otherwise still be writing
+	// into it ("directory not empty" from the TempDir cleanup).
+	f.Cleanup(func() {
+		if fuzzSrv != nil {
+			fuzzSrv.Shutdown(context.Background())
+			fuzzEng.Close()
+		}
+		fuzzOnce, fuzzSrv, fuzzEng = sync.Once{}, nil, nil
+	})
 	f.Fuzz(func(t *testing.T, m uint8, path string, body []byte) {
 		fuzzOnce.Do(func() {
 			eng, err := observer.Open(context.Background(), dir, observer.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			fuzzEng = eng
 			fuzzSrv, err = NewServer(eng, ServerOptions{AutoCheckpoint: -1})
 			if err != nil {
 				t.Fatal(err)
