@@ -21,12 +21,16 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	seconds := fs.Int("seconds", 60, "how long to drive them")
 	slow := fs.Int("slow", 0, "hostile clients sending their bodies one byte every 2 s beside the sessions")
 	sample := fs.Int("sample-seconds", 10, "how often memory, goroutines and descriptors are sampled")
+	pace := fs.Duration("pace", 0, "each session's pause after each step, as a host waits for the model (e.g. 1s; 0: no pause)")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
 	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 || *slow < 0 || *slow > 2000 || *sample < 1 {
 		return usageError{"--sessions must be 1..1024, --seconds 1..3600, --slow 0..2000 and --sample-seconds at least 1"}
+	}
+	if *pace < 0 || *pace > time.Minute {
+		return usageError{fmt.Sprintf("--pace %s: must be between 0 (no pause) and 1m, e.g. --pace 1s", *pace)}
 	}
 	stop, err := startCPUProfile(profile)
 	if err != nil {
@@ -39,7 +43,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	res, err := bench.BenchServe(ctx, root, bench.ServeBenchOptions{Sessions: *sessions, Duration: time.Duration(*seconds) * time.Second,
-		Slow: *slow, Sample: time.Duration(*sample) * time.Second})
+		Slow: *slow, Sample: time.Duration(*sample) * time.Second, Pace: *pace})
 	if err != nil {
 		return err
 	}
@@ -48,8 +52,12 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		enc.SetIndent("", "  ")
 		enc.Encode(res)
 	} else {
-		fmt.Fprintf(env.stdout, "serve: %d sessions for %.1fs over loopback: %d events pushed, %.0f events/s, %d lost\n",
-			res.Sessions, res.Seconds, res.Events, res.EventsPerSec, res.Lost)
+		paced := "no pause between steps"
+		if *pace > 0 {
+			paced = fmt.Sprintf("a %s pause after each step", *pace)
+		}
+		fmt.Fprintf(env.stdout, "serve: %d sessions (%s) for %.1fs over loopback: %d events pushed, %.0f events/s, %d lost\n",
+			res.Sessions, paced, res.Seconds, res.Events, res.EventsPerSec, res.Lost)
 		for _, r := range res.Routes {
 			fmt.Fprintf(env.stdout, "  %-7s %7d requests  p50 %7.2f ms  p99 %7.2f ms  %d errors\n", r.Route, r.Requests, r.P50ms, r.P99ms, r.Errors)
 		}
@@ -74,6 +82,13 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 			second := res.Samples[1]
 			fmt.Fprintf(env.stdout, "  process (client and server): RSS %.0f MiB at start, %.0f under load at first, %.0f at the end (min %.0f, max %.0f); goroutines %d → %d (max %d); descriptors %d → %d (max %d); %d samples\n",
 				first.RSSMiB, second.RSSMiB, last.RSSMiB, minRSS, maxRSS, second.Goroutines, last.Goroutines, maxG, second.FDs, last.FDs, maxFD, n)
+			fmt.Fprintf(env.stdout, "  memory: Go runtime (client and server) %.0f → %.0f MiB (heap %.0f → %.0f); the rest of RSS, mostly SQLite's page caches (server only), %.0f → %.0f MiB\n",
+				second.GoMiB, last.GoMiB, second.HeapMiB, last.HeapMiB, second.RSSMiB-second.GoMiB, last.RSSMiB-last.GoMiB)
+			fmt.Fprintf(env.stdout, "  samples (s: RSS/Go/rest MiB):")
+			for _, x := range res.Samples {
+				fmt.Fprintf(env.stdout, " %.0f:%.0f/%.0f/%.0f", x.Seconds, x.RSSMiB, x.GoMiB, x.RSSMiB-x.GoMiB)
+			}
+			fmt.Fprintln(env.stdout)
 		}
 	}
 	if res.Lost > 0 || res.Errors() > 0 {
@@ -82,7 +97,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--slow K] [--sample-seconds T] [--json]
+const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--pace D] [--slow K] [--sample-seconds T] [--json]
 
 Runs a real server (no DSH watcher, no automatic checkpoints) over a
 fresh temporary root, removed afterwards, on 127.0.0.1, seeds 25 memory
@@ -97,8 +112,12 @@ around one model step:
      as memory/shown events, as for a real host);
   3. GET /v1/sessions/{id}/packet?step=n, the fetch before the next model
      step (200 or 204 are both fine).
-With no pause, the sessions keep both cores busy: the latencies are
-those of a saturated server. Prints p50/p99 per route, events/s,
+With no pause (the default), the sessions keep every core busy: the
+latencies are those of a saturated server, and they grow with N by
+queueing alone (N sessions waiting on the same throughput). --pace D
+makes each session wait D after each step, as a host waits for its
+model (a model step rarely takes under a second: --pace 1s); paced
+sessions start spread over one D, not in step. Prints p50/p99 per route, events/s,
 packets computed, served and not served (by reason), and intake calls;
 then checks that every pushed event is in the log (lost must be 0).
 Beside the sessions, a prober calls GET /v1/healthz every 50 ms (its
@@ -107,6 +126,8 @@ request's headers and then its body one byte every 2 s, again as soon as
 the server cuts them off (it answers 408 after its body timeout). Every
 T seconds the process's resident memory, goroutines and file descriptors
 are sampled (client and server share the process). A soak:
-  dshmem bench serve --sessions 64 --slow 300 --seconds 600
+  dshmem bench serve --sessions 64 --slow 300 --seconds 600 --pace 1s
+The memory line splits RSS into what the Go runtime holds (client and
+server) and the rest, mostly SQLite's page caches (server only).
 Exits 1 on any lost event or request error. --root is not used.
 `

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,10 @@ type ServeBenchOptions struct {
 	// Sample is how often the process's memory, goroutines and file
 	// descriptors are sampled (0 → 10 s).
 	Sample time.Duration
+	// Pace is how long each session waits after each step, as a host
+	// waits for the model between steps (0: no pause, a closed loop
+	// that saturates the server).
+	Pace time.Duration
 }
 
 // ServeBenchResult is what BenchServe measured. Lost and the routes'
@@ -41,6 +46,7 @@ type ServeBenchOptions struct {
 // error, and the caller decides what a lost event means.
 type ServeBenchResult struct {
 	Sessions     int               `json:"sessions"`
+	PaceMs       float64           `json:"paceMs"` // each session's pause after a step
 	Seconds      float64           `json:"seconds"`
 	Events       int               `json:"events"` // pushed
 	EventsPerSec float64           `json:"eventsPerSec"`
@@ -57,8 +63,15 @@ type ServeBenchResult struct {
 
 // ServeBenchSample is one sample of the process's resources.
 type ServeBenchSample struct {
-	Seconds    float64 `json:"seconds"`
-	RSSMiB     float64 `json:"rssMiB"`
+	Seconds float64 `json:"seconds"`
+	RSSMiB  float64 `json:"rssMiB"`
+	// GoMiB is what the Go runtime holds from the OS (mapped and not
+	// released: heap, stacks, its own metadata), client and server
+	// alike; what RSS holds beyond it is mostly SQLite's memory (the
+	// index's page caches, allocated outside the Go heap by modernc's
+	// libc), which only the server has.
+	GoMiB      float64 `json:"goMiB"`
+	HeapMiB    float64 `json:"heapMiB"` // Go heap in use (live and not yet swept)
 	Goroutines int     `json:"goroutines"`
 	FDs        int     `json:"fds"`
 }
@@ -195,6 +208,11 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			stream := observer.StreamForCwd(cwd)
 			var local []sample
 			var ids []string
+			// Paced sessions start spread over one pace, as hosts
+			// whose models answer at different moments, not in step.
+			if !pause(ctx, stagger(s, o.Sessions, o.Pace), deadline) {
+				return
+			}
 			errs := map[string]int{}
 			timed := func(route, method, path string, body []byte, ok ...int) {
 				t0 := time.Now()
@@ -205,6 +223,9 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 				}
 			}
 			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
+				if n > 0 && !pause(ctx, o.Pace, deadline) {
+					break
+				}
 				var evs []events.Envelope
 				mk := func(p payload.Payload) {
 					id := fmt.Sprintf("%s:%d:%d", sid, n, len(evs))
@@ -316,7 +337,7 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 		}
 	}
 	m := srv.Metrics()
-	res := ServeBenchResult{Sessions: o.Sessions, Slow: o.Slow, SlowCutOff: int(cutOff.Load()), Samples: samples,
+	res := ServeBenchResult{Sessions: o.Sessions, PaceMs: millis(o.Pace), Slow: o.Slow, SlowCutOff: int(cutOff.Load()), Samples: samples,
 		Seconds: elapsed.Seconds(), Events: total,
 		EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost, IntakeCalls: m.IntakeCalls.Load(),
 		Packets: ServeBenchPackets{Computed: m.PacketsComputed.Load(), Discarded: m.PacketsDiscarded.Load(),
@@ -328,6 +349,35 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			P50ms: millis(percentile(ds, 0.50)), P99ms: millis(percentile(ds, 0.99))})
 	}
 	return res, nil
+}
+
+// stagger is how long session s of n waits before its first step: the
+// starts spread evenly over one pace (0 with no pace).
+func stagger(s, n int, pace time.Duration) time.Duration {
+	if pace <= 0 || n <= 0 {
+		return 0
+	}
+	return pace * time.Duration(s%n) / time.Duration(n)
+}
+
+// pause waits d before a session's next step, as a host waits for the
+// model; false when the run ends (its deadline or ctx) first, so no step
+// starts after the deadline. d ≤ 0 does not wait.
+func pause(ctx context.Context, d time.Duration, deadline time.Time) bool {
+	if d <= 0 {
+		return true
+	}
+	if time.Until(deadline) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // slowBody is one hostile client: it sends a request's headers and then
@@ -358,6 +408,12 @@ func slowBody(ctx context.Context, addr, token string, deadline time.Time) bool 
 // open file descriptors (Linux; zero where /proc is missing).
 func sampleProcess(at float64) ServeBenchSample {
 	s := ServeBenchSample{Seconds: at, Goroutines: runtime.NumGoroutine()}
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	metrics.Read(m)
+	const mib = 1 << 20
+	s.GoMiB = float64(m[0].Value.Uint64()-m[1].Value.Uint64()) / mib
+	s.HeapMiB = float64(m[2].Value.Uint64()+m[3].Value.Uint64()) / mib
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
 		s.FDs = len(ents)
 	}
