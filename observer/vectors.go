@@ -132,10 +132,10 @@ type vectorFill struct {
 	quit  chan struct{}
 	done  chan struct{}
 
-	mu   sync.Mutex
-	busy bool
-	idle chan struct{} // closed when a fill ends
-	err  error
+	mu    sync.Mutex
+	busy  bool
+	idle  chan struct{} // closed when a fill ends
+	err   error
 	total vectors.FillReport // what every fill since the start did
 }
 
