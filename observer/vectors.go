@@ -94,6 +94,35 @@ func (e *Engine) VectorsError() error {
 	return e.vectors.fill.err
 }
 
+// VectorsStatus is what the background fill is doing (GET /v1/healthz's
+// "vectors"): its encoders, whether text is waiting for a vector, what it
+// did since the engine started and its last error.
+type VectorsStatus struct {
+	Encoders   int    `json:"encoders"`
+	Filling    bool   `json:"filling"`    // text acknowledged since the last fill ended, or a fill running
+	Encoded    int    `json:"encoded"`    // texts given a vector since the start
+	NotEnglish int    `json:"notEnglish"` // texts looked at that get none
+	Dropped    int64  `json:"dropped"`    // vectors of text no longer recalled, or of another model
+	Error      string `json:"error,omitempty"`
+}
+
+// VectorsStatus reports the background fill, or nil when none runs (no
+// model, --vectors=false, a read-only engine).
+func (e *Engine) VectorsStatus() *VectorsStatus {
+	v := e.vectors.fill
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	st := &VectorsStatus{Encoders: max(v.opts.Workers, 1), Filling: v.busy, Encoded: v.total.Encoded,
+		NotEnglish: v.total.NotEnglish, Dropped: v.total.Dropped}
+	if v.err != nil {
+		st.Error = v.err.Error()
+	}
+	return st
+}
+
 // vectorFill runs vectors.Fill whenever a fold kicked it.
 type vectorFill struct {
 	e     *Engine
@@ -103,10 +132,11 @@ type vectorFill struct {
 	quit  chan struct{}
 	done  chan struct{}
 
-	mu   sync.Mutex
-	busy bool
-	idle chan struct{} // closed when a fill ends
-	err  error
+	mu    sync.Mutex
+	busy  bool
+	idle  chan struct{} // closed when a fill ends
+	err   error
+	total vectors.FillReport // what every fill since the start did
 }
 
 // kick says a fold committed. It never blocks; nil-safe.
@@ -154,8 +184,11 @@ func (v *vectorFill) run() {
 			t.Stop()
 			return
 		}
-		_, err := vectors.Fill(ctx, v.e.store, v.d.Model(), v.opts)
+		rep, err := vectors.Fill(ctx, v.e.store, v.d.Model(), v.opts)
 		v.mu.Lock()
+		v.total.Encoded += rep.Encoded
+		v.total.NotEnglish += rep.NotEnglish
+		v.total.Dropped += rep.Dropped
 		if ctx.Err() == nil {
 			v.err = err
 		}

@@ -17,8 +17,8 @@ import (
 // one level up: a database/sql driver wrapping the sqlite one fails the
 // N-th write statement or commit with the error SQLite gives for the
 // I/O fault. It shows how dshmem handles an index write that fails; it
-// cannot show SQLite's own handling of a half-written page or WAL frame
-// (the tmpfs disk-full run does).
+// cannot show SQLite's own handling of a failed page or WAL frame
+// (TestIndexSyscallFaults, under strace, and the tmpfs disk-full run do).
 
 // FaultKind is the error a Fault injects.
 type FaultKind int

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"dshmem/observer"
@@ -20,7 +21,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the HTTP API for agent hosts, and follow DSH session logs",
-		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D] [--backup-to DIR] [--maintenance-every D] [--vectors=false]
+		usage: `serve [--addr 127.0.0.1:0] [--dsh-sessions DIR | --no-watch] [--allow-remote] [--distiller rules|openai] [--idle-exit D] [--backup-to DIR] [--maintenance-every D] [--vectors=false] [--encoders N]
 
 Holds the root (the writer lock) and answers the HTTP JSON API v1 on
 --addr (default 127.0.0.1 with a free port). Every request needs the
@@ -53,10 +54,14 @@ sessions/archive/ (see 'dshmem rotate').
 
 With the sentence encoder installed ('dshmem model install'), it gives
 every English entry and message a vector in the background, after the
-text is acknowledged (one encoder, so requests keep the other core), and
-recall, search and packets fuse the nearest vectors with the words; a
-query or text that is not English is ranked by words alone.
---vectors=false turns that off; without the model nothing changes.
+text is acknowledged, and recall, search and packets fuse the nearest
+vectors with the words; a query or text that is not English is ranked
+by words alone. --encoders N (default 1) is how many texts it encodes at
+once: each takes a core while there is text without a vector (about 240
+English texts of 30 pieces a second per core here), so the default
+leaves the other cores to the requests; a large import fills faster
+with more. --vectors=false turns the vectors off; without the model
+nothing changes.
 
 While it runs, 'dshmem ingest', 'remember', 'forget', 'checkpoint',
 'backup' and 'rotate' on the same root are sent to it. SIGINT or SIGTERM: stop accepting, let
@@ -89,6 +94,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	idleExit := fs.Duration("idle-exit", 0, "stop after this long with no request and no live session (0: never)")
 	backupTo := fs.String("backup-to", "", "where scheduled backups go (default $"+backup.EnvDir+", else memory-backup/ beside the root)")
 	encode := fs.Bool("vectors", true, "give English entries and messages a vector and fuse them into recall, when the sentence encoder is installed ('dshmem model install'); false: words alone")
+	encoders := fs.Int("encoders", 1, "texts encoded at once in the background, a core each while text waits for a vector (1.."+strconv.Itoa(maxEncoders)+")")
 	maintEvery := fs.Duration("maintenance-every", time.Hour, "how often to check whether a backup is due and old session files are to rotate (0: never)")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
@@ -104,6 +110,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer stopProfile()
 	if *maintEvery < 0 {
 		return usageError{fmt.Sprintf("--maintenance-every %s is negative: give a duration such as 1h, or 0 to never back up on a schedule", *maintEvery)}
+	}
+	if *encoders < 1 || *encoders > maxEncoders {
+		return usageError{fmt.Sprintf("--encoders %d is out of range (1..%d): each encoder takes a core while text waits for a vector", *encoders, maxEncoders)}
 	}
 	if *idleExit < 0 {
 		return usageError{fmt.Sprintf("--idle-exit %s is negative: give a duration such as 30m, or 0 to run until stopped", *idleExit)}
@@ -132,9 +141,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	defer eng.Close()
 	if *encode {
 		if m := loadEncoder(env); m != nil {
-			// One encoder in the background: the other core stays with
-			// the requests.
-			eng.StartVectors(vectors.NewDense(m), 1)
+			eng.StartVectors(vectors.NewDense(m), *encoders)
 		}
 	}
 	l, err := net.Listen("tcp", *addr)
@@ -190,3 +197,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	logger.Printf("stopped")
 	return nil
 }
+
+// maxEncoders bounds serve's --encoders: each holds its buffers (about
+// 2.6 MB) and a core while it works.
+const maxEncoders = 64

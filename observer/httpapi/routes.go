@@ -417,6 +417,9 @@ type Health struct {
 	// it lasts (they stay queued and are retried every second); the log
 	// and the index are not affected.
 	Files string `json:"files,omitempty"`
+	// Vectors is the background fill of the sentence encoder's vectors,
+	// when one runs (the model installed, serve without --vectors=false).
+	Vectors *observer.VectorsStatus `json:"vectors,omitempty"`
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, error) {
@@ -434,6 +437,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) (int, err
 	if err := s.eng.FilesError(); err != nil {
 		h.Files = "the Markdown files are not written: " + err.Error() + " (the log and the index are not affected; retried every second)"
 	}
+	h.Vectors = s.eng.VectorsStatus()
 	return writeJSON(w, http.StatusOK, h)
 }
 

@@ -2,17 +2,21 @@ package vectors_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"dshmem/events"
 	"dshmem/projector"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/encoder"
+	"dshmem/sqlstore/madial"
 	"dshmem/sqlstore/vectors"
 )
 
@@ -104,9 +108,23 @@ func BenchmarkFill(b *testing.B) {
 		"I rewrote parseConfig so that an empty file is an error, not a default config",
 		"Tests pass on my machine but CI fails on the migration step with a timeout",
 	}
+	var all []string
+	for i := range 256 {
+		all = append(all, fmt.Sprintf("%s (%d)", texts[i%len(texts)], i))
+	}
+	fillBench(b, m, all)
+}
+
+// fillBench times vectors.Fill over an index of one user message a text,
+// with one encoder and with one per core: texts/s, and pieces a text.
+func fillBench(b *testing.B, m *vectors.Model, texts []string) {
+	e := m.Encoder().NewEncoder()
+	pieces := 0
+	for _, t := range texts {
+		pieces += len(e.Pieces(t))
+	}
 	for _, workers := range []int{1, runtime.NumCPU()} {
 		b.Run(fmt.Sprintf("workers-%d", workers), func(b *testing.B) {
-			const n = 256
 			total, elapsed := 0, time.Duration(0)
 			for b.Loop() {
 				b.StopTimer()
@@ -114,10 +132,11 @@ func BenchmarkFill(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				evs := make([]events.Envelope, n)
-				for i := range evs {
+				evs := make([]events.Envelope, len(texts))
+				for i, t := range texts {
+					data, _ := json.Marshal(map[string]string{"text": t})
 					evs[i] = events.Envelope{V: 1, Stream: "global", Seq: uint64(i + 1), ID: fmt.Sprint(i), Type: events.TypeUserMessage,
-						Time: "2026-08-18T10:00:00Z", Data: []byte(fmt.Sprintf(`{"text":"%s (%d)"}`, texts[i%len(texts)], i))}
+						Time: "2026-08-18T10:00:00Z", Data: data}
 				}
 				if err := projector.New(s).Fold(context.Background(), evs); err != nil {
 					b.Fatal(err)
@@ -126,15 +145,43 @@ func BenchmarkFill(b *testing.B) {
 				t0 := time.Now()
 				rep, err := vectors.Fill(context.Background(), s, m, vectors.FillOptions{Workers: workers})
 				elapsed += time.Since(t0)
-				if err != nil || rep.Encoded != n {
-					b.Fatalf("encoded %d, %v", rep.Encoded, err)
+				if err != nil || rep.Encoded != len(texts) {
+					b.Fatalf("encoded %d of %d, %v", rep.Encoded, len(texts), err)
 				}
-				total += n
+				total += len(texts)
 				b.StopTimer()
 				s.Close()
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(total)/elapsed.Seconds(), "texts/s")
+			b.ReportMetric(float64(pieces)/float64(len(texts)), "pieces/text")
 		})
 	}
+}
+
+// BenchmarkFillMADial times the background fill over real English text:
+// every MADial-Bench en memory and every dialogue line (the kind of text
+// a user's memories and messages are, at their real lengths), read from
+// ../shared/data/madial beside the repository (skipped without it). It
+// reports texts/s with one encoder (what `dshmem serve` runs by default)
+// and one per core, and the mean pieces a text.
+func BenchmarkFillMADial(b *testing.B) {
+	m := testModel(b)
+	dir := filepath.Join("..", "..", "..", "shared", "data", "madial")
+	mems, cases, err := madial.Load(dir, "en")
+	if err != nil {
+		b.Skipf("MADial-Bench en not found beside the repository: %v", err)
+	}
+	var texts []string
+	for _, mm := range mems {
+		texts = append(texts, mm.Text)
+	}
+	for _, c := range cases {
+		for _, t := range c.Turns {
+			if t = strings.TrimSpace(strings.TrimPrefix(t, "<BOD>")); t != "" && encoder.English(t) {
+				texts = append(texts, t)
+			}
+		}
+	}
+	fillBench(b, m, texts[:min(len(texts), 512)])
 }
