@@ -60,6 +60,32 @@ func TestQuantize(t *testing.T) {
 	assert.Len(t, c, encoder.Dim)
 }
 
+// TestCodeBitsAreTheSigns: the sign bits read from a stored code (eight
+// bytes at a time) are those of the vector it quantises, bit for bit,
+// for every byte value at every position (0 and -128 are not positive).
+func TestCodeBitsAreTheSigns(t *testing.T) {
+	code := make([]byte, encoder.Dim)
+	for shift := range 256 {
+		v := make([]float32, encoder.Dim)
+		for i := range code {
+			code[i] = byte(i + shift)
+			v[i] = float32(int8(code[i]))
+		}
+		require.Equal(t, vectors.SignBits(v), vectors.CodeBits(code), "bytes starting at %d", shift)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100 {
+		v := unit(r)
+		_, c := vectors.Quantize(v)
+		b := make([]byte, len(c))
+		q := make([]float32, len(c))
+		for i, x := range c {
+			b[i], q[i] = byte(x), float32(x)
+		}
+		require.Equal(t, vectors.SignBits(q), vectors.CodeBits(b))
+	}
+}
+
 // TestSignScanFindsTheNearest: on real vectors (MADial en dialogue lines
 // and memories, the first 1,000 texts), the sign scan with Rerank re-ranked
 // finds the 20 nearest by float32 cosine: at least 99% of them on
@@ -114,3 +140,4 @@ func TestSignScanFindsTheNearest(t *testing.T) {
 		}
 	}
 }
+
