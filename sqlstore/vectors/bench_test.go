@@ -18,7 +18,7 @@ import (
 
 // storeWithVectors is an index of n English episodes, each with a
 // stand-in vector (a random unit vector), in 4 streams.
-func storeWithVectors(b *testing.B, n int) *sqlstore.Store {
+func storeWithVectors(b testing.TB, n int) *sqlstore.Store {
 	b.Helper()
 	s, err := sqlstore.Open(filepath.Join(b.TempDir(), "index.db"))
 	if err != nil {
@@ -138,3 +138,4 @@ func BenchmarkFill(b *testing.B) {
 		})
 	}
 }
+

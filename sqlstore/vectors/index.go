@@ -300,7 +300,7 @@ func (ki *kindIndex) scan(q []uint64, allowed []bool, r int) []int {
 		}
 	}
 	for j, dj := range dist { // the ties at the cut, oldest first, to fill r
-		if len(out) >= r {
+		if len(out) >= r || cut > encoder.Dim { // past Dim: the scopes hold fewer than r; the rest are not theirs
 			break
 		}
 		if int(dj) == cut {

@@ -1,6 +1,8 @@
 package vectors_test
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/madial"
 	"dshmem/sqlstore/vectors"
@@ -141,3 +144,18 @@ func TestSignScanFindsTheNearest(t *testing.T) {
 	}
 }
 
+// TestNearestKeepsToTheScopes: a query of a stream that holds fewer
+// vectors than are re-ranked gets none of another stream's (the ties
+// that fill the re-ranked set are of the scopes only).
+func TestNearestKeepsToTheScopes(t *testing.T) {
+	m := testModel(t)
+	ctx := context.Background()
+	s := storeWithVectors(t, 400) // 100 in each of 4 streams, n = i+1 in stream ws-(i%4)
+	d := vectors.NewDense(m)
+	hs, err := d.Nearest(ctx, s, sqlstore.VectorEpisode, []string{fmt.Sprintf("ws-%020d", 1)}, "the build fails", 20)
+	require.NoError(t, err)
+	require.Len(t, hs, 20)
+	for _, h := range hs {
+		assert.EqualValues(t, 1, (h.N-1)%4, "hit %d is of another stream", h.N)
+	}
+}
