@@ -144,6 +144,31 @@ func TestSignScanFindsTheNearest(t *testing.T) {
 	}
 }
 
+// TestWarmSubset: Warm of one kind in one stream loads those vectors
+// only, and answers a query of that stream from them; a query of another
+// stream, or of every one, is not answered from the subset: the kind is
+// loaded again whole.
+func TestWarmSubset(t *testing.T) {
+	m := testModel(t)
+	ctx := context.Background()
+	s := storeWithVectors(t, 400) // 100 in each of 4 streams
+	stream := func(i int) string { return fmt.Sprintf("ws-%020d", i) }
+	for _, other := range [][]string{{stream(2)}, nil} {
+		d := vectors.NewDense(m)
+		require.NoError(t, d.Warm(ctx, s, []string{sqlstore.VectorEpisode}, []string{stream(1)}))
+		require.Equal(t, 100, d.Loaded(s, sqlstore.VectorEpisode), "episodes loaded of one stream")
+		require.Zero(t, d.Loaded(s, sqlstore.VectorEntry), "entries loaded")
+		hs, err := d.Nearest(ctx, s, sqlstore.VectorEpisode, []string{stream(1)}, "the build fails", 5)
+		require.NoError(t, err)
+		require.Len(t, hs, 5)
+		require.Equal(t, 100, d.Loaded(s, sqlstore.VectorEpisode), "a query of the stream loaded read more")
+		hs, err = d.Nearest(ctx, s, sqlstore.VectorEpisode, other, "the build fails", 5)
+		require.NoError(t, err)
+		assert.Len(t, hs, 5, "a query of %v over the subset of %s", other, stream(1))
+		assert.Equal(t, 400, d.Loaded(s, sqlstore.VectorEpisode), "a query of %v did not load the kind whole", other)
+	}
+}
+
 // TestNearestKeepsToTheScopes: a query of a stream that holds fewer
 // vectors than are re-ranked gets none of another stream's (the ties
 // that fill the re-ranked set are of the scopes only).
