@@ -16,6 +16,7 @@ import (
 func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	c := &command{name: "bench", usage: benchServeUsage}
 	args, profile := cutHiddenFlag(args, "cpuprofile")
+	args, memProfile := cutHiddenFlag(args, "memprofile")
 	fs := newFlags(c)
 	sessions := fs.Int("sessions", 16, "concurrent sessions")
 	seconds := fs.Int("seconds", 60, "how long to drive them")
@@ -43,7 +44,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	res, err := bench.BenchServe(ctx, root, bench.ServeBenchOptions{Sessions: *sessions, Duration: time.Duration(*seconds) * time.Second,
-		Slow: *slow, Sample: time.Duration(*sample) * time.Second, Pace: *pace})
+		Slow: *slow, Sample: time.Duration(*sample) * time.Second, Pace: *pace, MemProfile: memProfile})
 	if err != nil {
 		return err
 	}
@@ -56,8 +57,12 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		if *pace > 0 {
 			paced = fmt.Sprintf("a %s pause after each step", *pace)
 		}
-		fmt.Fprintf(env.stdout, "serve: %d sessions (%s) for %.1fs over loopback: %d events pushed, %.0f events/s, %d lost\n",
-			res.Sessions, paced, res.Seconds, res.Events, res.EventsPerSec, res.Lost)
+		dup := ""
+		if res.Duplicated > 0 {
+			dup = fmt.Sprintf(", %d in the log twice", res.Duplicated)
+		}
+		fmt.Fprintf(env.stdout, "serve: %d sessions (%s) for %.1fs over loopback: %d events pushed, %.0f events/s, %d lost%s\n",
+			res.Sessions, paced, res.Seconds, res.Events, res.EventsPerSec, res.Lost, dup)
 		for _, r := range res.Routes {
 			fmt.Fprintf(env.stdout, "  %-7s %7d requests  p50 %7.2f ms  p99 %7.2f ms  %d errors\n", r.Route, r.Requests, r.P50ms, r.P99ms, r.Errors)
 		}
@@ -82,8 +87,8 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 			second := res.Samples[1]
 			fmt.Fprintf(env.stdout, "  process (client and server): RSS %.0f MiB at start, %.0f under load at first, %.0f at the end (min %.0f, max %.0f); goroutines %d → %d (max %d); descriptors %d → %d (max %d); %d samples\n",
 				first.RSSMiB, second.RSSMiB, last.RSSMiB, minRSS, maxRSS, second.Goroutines, last.Goroutines, maxG, second.FDs, last.FDs, maxFD, n)
-			fmt.Fprintf(env.stdout, "  memory: Go runtime (client and server) %.0f → %.0f MiB (heap %.0f → %.0f); the rest of RSS, mostly SQLite's page caches (server only), %.0f → %.0f MiB\n",
-				second.GoMiB, last.GoMiB, second.HeapMiB, last.HeapMiB, second.RSSMiB-second.GoMiB, last.RSSMiB-last.GoMiB)
+			fmt.Fprintf(env.stdout, "  memory: Go runtime (client and server) %.0f → %.0f MiB (heap %.0f → %.0f, live after a GC %.1f → %.1f); the rest of RSS, mostly SQLite's page caches (server only), %.0f → %.0f MiB\n",
+				second.GoMiB, last.GoMiB, second.HeapMiB, last.HeapMiB, second.LiveMiB, last.LiveMiB, second.RSSMiB-second.GoMiB, last.RSSMiB-last.GoMiB)
 			fmt.Fprintf(env.stdout, "  samples (s: RSS/Go/rest MiB):")
 			for _, x := range res.Samples {
 				fmt.Fprintf(env.stdout, " %.0f:%.0f/%.0f/%.0f", x.Seconds, x.RSSMiB, x.GoMiB, x.RSSMiB-x.GoMiB)
@@ -91,8 +96,8 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintln(env.stdout)
 		}
 	}
-	if res.Lost > 0 || res.Errors() > 0 {
-		return fmt.Errorf("bench serve: %d events lost, %d request errors", res.Lost, res.Errors())
+	if res.Lost > 0 || res.Duplicated > 0 || res.Errors() > 0 {
+		return fmt.Errorf("bench serve: %d events lost, %d in the log twice, %d request errors", res.Lost, res.Duplicated, res.Errors())
 	}
 	return nil
 }
