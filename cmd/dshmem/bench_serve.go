@@ -122,9 +122,11 @@ latencies are those of a saturated server, and they grow with N by
 queueing alone (N sessions waiting on the same throughput). --pace D
 makes each session wait D after each step, as a host waits for its
 model (a model step rarely takes under a second: --pace 1s); paced
-sessions start spread over one D, not in step. Prints p50/p99 per route, events/s,
+sessions start spread over one D, not in step. Prints p50/p99 per route
+(from a log-spaced histogram, within 0.5% of the exact sample), events/s,
 packets computed, served and not served (by reason), and intake calls;
-then checks that every pushed event is in the log (lost must be 0).
+then checks that every acknowledged event is in the log exactly once
+(lost must be 0).
 Beside the sessions, a prober calls GET /v1/healthz every 50 ms (its
 latency is the healthz row), and --slow K hostile clients each send a
 request's headers and then its body one byte every 2 s, again as soon as
@@ -133,6 +135,10 @@ T seconds the process's resident memory, goroutines and file descriptors
 are sampled (client and server share the process). A soak:
   dshmem bench serve --sessions 64 --slow 300 --seconds 600 --pace 1s
 The memory line splits RSS into what the Go runtime holds (client and
-server) and the rest, mostly SQLite's page caches (server only).
+server) and the rest, mostly SQLite's page caches (server only), and
+gives the Go heap still live after a GC forced at each sample. The
+client holds a fixed histogram a route and a count of steps a session
+(the lost check reads the log against them), not a sample a request
+or an id an event, so what grows is the server's.
 Exits 1 on any lost event or request error. --root is not used.
 `

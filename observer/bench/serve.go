@@ -128,8 +128,8 @@ var serveBenchRoutes = []string{"events", "recall", "packet", "healthz"}
 // of 8 workspaces, and drives o.Sessions concurrent sessions against it
 // over loopback HTTP for o.Duration, each looping with no pause over
 // what a host does around one model step: POST four events, recall with
-// the session, fetch the packet. Then it checks that every pushed event
-// is in the log.
+// the session, fetch the packet. Then it checks that every acknowledged
+// event is in the log exactly once.
 func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBenchResult, error) {
 	if o.Sessions <= 0 {
 		o.Sessions = 16
@@ -139,6 +139,23 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 	}
 	if o.Sample <= 0 {
 		o.Sample = 10 * time.Second
+	}
+	// The profiles' files are made first, so a bad path fails before
+	// the run, not after it.
+	var firstProf, endProf *os.File
+	if o.MemProfile != "" {
+		var err error
+		if endProf, err = os.Create(o.MemProfile); err != nil {
+			return ServeBenchResult{}, fmt.Errorf("create heap profile: %w", err)
+		}
+		defer endProf.Close()
+		if firstProf, err = os.Create(o.MemProfile + ".first"); err != nil {
+			return ServeBenchResult{}, fmt.Errorf("create heap profile: %w", err)
+		}
+		defer firstProf.Close()
+		// Every 4 KiB allocated, not every 512 KiB: a slow growth
+		// shows in a diff of two profiles.
+		runtime.MemProfileRate = 4096
 	}
 	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
@@ -315,8 +332,8 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			select {
 			case <-t.C:
 				samples = append(samples, sampleProcess(time.Since(start).Seconds()))
-				if len(samples) == 2 && o.MemProfile != "" {
-					if err := writeHeapProfile(o.MemProfile + ".first"); err != nil {
+				if len(samples) == 2 && firstProf != nil {
+					if err := writeHeapProfile(firstProf); err != nil {
 						profErr = err
 					}
 				}
@@ -334,8 +351,8 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 	if profErr != nil {
 		return ServeBenchResult{}, profErr
 	}
-	if o.MemProfile != "" {
-		if err := writeHeapProfile(o.MemProfile); err != nil {
+	if endProf != nil {
+		if err := writeHeapProfile(endProf); err != nil {
 			return ServeBenchResult{}, err
 		}
 	}
@@ -457,16 +474,16 @@ func sampleProcess(at float64) ServeBenchSample {
 	return s
 }
 
-// writeHeapProfile writes a heap profile of what is live after a GC.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create heap profile: %w", err)
-	}
+// writeHeapProfile writes to f a heap profile of what is live after a
+// GC, and closes f.
+func writeHeapProfile(f *os.File) error {
 	runtime.GC()
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		f.Close()
-		return fmt.Errorf("write heap profile %s: %w", path, err)
+		return fmt.Errorf("write heap profile %s: %w", f.Name(), err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write heap profile %s: %w", f.Name(), err)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -110,4 +112,24 @@ func TestLogCheck(t *testing.T) {
 	s, n, k, ok := parseBenchEventID(benchEventID(12, 345, 3))
 	assert.True(t, ok)
 	assert.Equal(t, [3]int{12, 345, 3}, [3]int{s, n, k})
+}
+
+// TestBenchServeMemProfile: --memprofile's two heap profiles are
+// written (one at the first sample under load, one at the end), and a
+// path that cannot be created fails before the run.
+func TestBenchServeMemProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "heap")
+	_, err := BenchServe(context.Background(), t.TempDir(), ServeBenchOptions{Sessions: 2, Duration: 500 * time.Millisecond, Sample: 100 * time.Millisecond, MemProfile: prof})
+	require.NoError(t, err)
+	for _, p := range []string{prof + ".first", prof} {
+		st, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Positive(t, st.Size(), "%s is empty", p)
+	}
+	root := t.TempDir()
+	_, err = BenchServe(context.Background(), root, ServeBenchOptions{Duration: time.Hour, MemProfile: filepath.Join(t.TempDir(), "missing", "heap")})
+	require.ErrorContains(t, err, "create heap profile")
+	ents, err := os.ReadDir(root)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "a bad profile path must fail before the server opens its root")
 }
