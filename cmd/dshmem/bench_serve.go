@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"dshmem/observer/bench"
+	"dshmem/sqlstore/vectors"
 )
 
 // benchServe drives concurrent sessions against a real server over
@@ -23,9 +25,19 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	slow := fs.Int("slow", 0, "hostile clients sending their bodies one byte every 2 s beside the sessions")
 	sample := fs.Int("sample-seconds", 10, "how often memory, goroutines and descriptors are sampled")
 	pace := fs.Duration("pace", 0, "each session's pause after each step, as a host waits for the model (e.g. 1s; 0: no pause)")
+	encoders := fs.Int("encoders", 0, "with the sentence encoder installed, fill vectors with this many encoders while the sessions run, as serve does (0: no vectors)")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
+	}
+	if *encoders < 0 || *encoders > maxEncoders {
+		return usageError{fmt.Sprintf("--encoders %d is out of range (0: no vectors, up to %d)", *encoders, maxEncoders)}
+	}
+	var model *vectors.Model
+	if *encoders > 0 {
+		if model = loadEncoder(env); model == nil {
+			return errors.New("bench serve --encoders: the sentence encoder is not installed or did not load: run 'dshmem model install', or leave --encoders out")
+		}
 	}
 	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 || *slow < 0 || *slow > 2000 || *sample < 1 {
 		return usageError{"--sessions must be 1..1024, --seconds 1..3600, --slow 0..2000 and --sample-seconds at least 1"}
@@ -44,7 +56,8 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer os.RemoveAll(root)
 	res, err := bench.BenchServe(ctx, root, bench.ServeBenchOptions{Sessions: *sessions, Duration: time.Duration(*seconds) * time.Second,
-		Slow: *slow, Sample: time.Duration(*sample) * time.Second, Pace: *pace, MemProfile: memProfile})
+		Slow: *slow, Sample: time.Duration(*sample) * time.Second, Pace: *pace, MemProfile: memProfile,
+		Model: model, Encoders: *encoders})
 	if err != nil {
 		return err
 	}
@@ -72,6 +85,10 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "  packets: %d computed (%d discarded as stale), %d served, not served: %s; %d intake calls\n",
 			res.Packets.Computed, res.Packets.Discarded, res.Packets.Served, notServed, res.IntakeCalls)
+		if v := res.Vectors; v != nil {
+			fmt.Fprintf(env.stdout, "  vectors: %d encoders beside the sessions, %d texts encoded, %d not English, still filling at the end: %v\n",
+				v.Encoders, v.Encoded, v.NotEnglish, v.Filling)
+		}
 		if res.Slow > 0 {
 			fmt.Fprintf(env.stdout, "  slow clients: %d beside the sessions, cut off %d times\n", res.Slow, res.SlowCutOff)
 		}
@@ -102,7 +119,7 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--pace D] [--slow K] [--sample-seconds T] [--json]
+const benchServeUsage = `bench serve [--sessions N] [--seconds S] [--pace D] [--slow K] [--sample-seconds T] [--encoders N] [--json]
 
 Runs a real server (no DSH watcher, no automatic checkpoints) over a
 fresh temporary root, removed afterwards, on 127.0.0.1, seeds 25 memory
@@ -140,5 +157,10 @@ gives the Go heap still live after a GC forced at each sample. The
 client holds a fixed histogram a route and a count of steps a session
 (the lost check reads the log against them), not a sample a request
 or an id an event, so what grows is the server's.
+--encoders N (with 'dshmem model install' done) gives the server the
+sentence encoder, as 'dshmem serve --encoders N' runs it: the sessions'
+English events get vectors in the background while they run, and
+recalls and packets fuse them; the latencies then include sharing the
+cores with the fill. Compare a run with and without it.
 Exits 1 on any lost event or request error. --root is not used.
 `

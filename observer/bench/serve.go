@@ -23,6 +23,7 @@ import (
 	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
+	"dshmem/sqlstore/vectors"
 )
 
 // ServeBenchOptions configure BenchServe. The zero value works.
@@ -45,24 +46,32 @@ type ServeBenchOptions struct {
 	// holds); MemProfile+".first" gets one at the first sample under
 	// load, so `go tool pprof -base F.first F` shows what grew.
 	MemProfile string
+	// Model, when set, gives the server the sentence encoder: its
+	// English events get vectors in the background while the sessions
+	// run (Encoders at once, 0 → 1), and recalls and packets fuse them,
+	// as `dshmem serve` does with the model installed.
+	Model    *vectors.Model
+	Encoders int
 }
 
 // ServeBenchResult is what BenchServe measured. Lost, Duplicated and
 // the routes' Errors are results, not errors: BenchServe returns them with a nil
 // error, and the caller decides what a lost event means.
 type ServeBenchResult struct {
-	Sessions     int               `json:"sessions"`
-	PaceMs       float64           `json:"paceMs"` // each session's pause after a step
-	Seconds      float64           `json:"seconds"`
-	Events       int               `json:"events"` // pushed
-	EventsPerSec float64           `json:"eventsPerSec"`
-	Lost         int               `json:"lost"`       // pushed and acknowledged, but not in the log
-	Duplicated   int               `json:"duplicated"` // acknowledged and in the log more than once
-	IntakeCalls  uint64            `json:"intakeCalls"`
-	Packets      ServeBenchPackets `json:"packets"`
-	Routes       []ServeBenchRoute `json:"routes"` // events, recall, packet, healthz
-	Slow         int               `json:"slow"`   // hostile slow-body clients beside the sessions
-	SlowCutOff   int               `json:"slowCutOff"`
+	Sessions     int     `json:"sessions"`
+	PaceMs       float64 `json:"paceMs"` // each session's pause after a step
+	Seconds      float64 `json:"seconds"`
+	Events       int     `json:"events"` // pushed
+	EventsPerSec float64 `json:"eventsPerSec"`
+	Lost         int     `json:"lost"`       // pushed and acknowledged, but not in the log
+	Duplicated   int     `json:"duplicated"` // acknowledged and in the log more than once
+	IntakeCalls  uint64  `json:"intakeCalls"`
+	// Vectors is the background fill at the end of the run (with Model).
+	Vectors    *observer.VectorsStatus `json:"vectors,omitempty"`
+	Packets    ServeBenchPackets       `json:"packets"`
+	Routes     []ServeBenchRoute       `json:"routes"` // events, recall, packet, healthz
+	Slow       int                     `json:"slow"`   // hostile slow-body clients beside the sessions
+	SlowCutOff int                     `json:"slowCutOff"`
 	// Samples are the process's resources over the run (client and
 	// server share the process, so the counts include the clients').
 	Samples []ServeBenchSample `json:"samples"`
@@ -162,6 +171,9 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 		return ServeBenchResult{}, err
 	}
 	defer eng.Close()
+	if o.Model != nil {
+		eng.StartVectors(vectors.NewDense(o.Model), max(o.Encoders, 1))
+	}
 	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1, MaxInFlight: 4 * o.Sessions})
 	if err != nil {
 		return ServeBenchResult{}, err
@@ -381,7 +393,7 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 		Seconds: elapsed.Seconds(), Events: total,
 		EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost, Duplicated: dup, IntakeCalls: m.IntakeCalls.Load(),
 		Packets: ServeBenchPackets{Computed: m.PacketsComputed.Load(), Discarded: m.PacketsDiscarded.Load(),
-			Served: m.PacketsServed.Load(), Suppressed: m.Suppressed()}}
+			Served: m.PacketsServed.Load(), Suppressed: m.Suppressed()}, Vectors: eng.VectorsStatus()}
 	for _, r := range serveBenchRoutes {
 		h := lat[r]
 		res.Routes = append(res.Routes, ServeBenchRoute{Route: r, Requests: h.Count(), Errors: errorsBy[r],
