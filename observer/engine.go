@@ -259,6 +259,10 @@ type Outcome struct {
 	// with its stream and seq. What intake returns is what the log holds,
 	// so a consumer (the packet broker) never sees the text as sent.
 	Event *events.Envelope `json:"-"`
+	// made is the entry an appended memory/remember made, as the index
+	// holds it after the fold, when the fold knew it (FoldMade): a
+	// remember returns it without reading it back.
+	made *sqlstore.Entry
 }
 
 // Outcome statuses.
@@ -415,8 +419,16 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 		res.Appended += len(own)
 		folded = append(folded, stamped...)
 	}
-	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
+	made, ferr := e.foldInTurn(ctx, ticket, folded)
+	if ferr != nil && err == nil {
 		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)
+	}
+	for n := range out {
+		if ev := out[n].Event; made != nil && ev != nil && ev.Type == events.TypeMemoryRemember {
+			if en, ok := made[projector.EntryID(ev.Stream, ev.Seq, 0)]; ok {
+				out[n].made = &en
+			}
+		}
 	}
 	e.vectors.fill.kick() // the new text's vectors, in the background
 	e.tally(&res, out)

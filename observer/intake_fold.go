@@ -5,6 +5,7 @@ import (
 
 	"dshmem/events"
 	"dshmem/projector"
+	"dshmem/sqlstore"
 )
 
 // The fold side of intake: calls fold in the order they appended, and
@@ -15,6 +16,7 @@ type foldSlot struct {
 	evs  []events.Envelope
 	done bool
 	err  error
+	made map[string]sqlstore.Entry // the entries the fold's remembers made (projector.FoldMade)
 }
 
 // maxJoinedFold caps the events of calls folded together in one
@@ -28,7 +30,7 @@ const maxJoinedFold = projector.DefaultChunkSize
 // and the others return with its result. The events are durable before
 // this runs: an index failure here is repaired by the catch-up on the
 // next open.
-func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
+func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) (map[string]sqlstore.Entry, error) {
 	e.foldMu.Lock()
 	defer e.foldMu.Unlock()
 	me := &foldSlot{evs: evs}
@@ -49,16 +51,16 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 		}
 		e.folding = true
 		e.foldMu.Unlock()
-		err := e.foldEvents(ctx, all)
+		made, err := e.foldEvents(ctx, all)
 		e.foldMu.Lock()
 		for _, sl := range run {
-			sl.done, sl.err = true, err
+			sl.done, sl.err, sl.made = true, err, made
 		}
 		e.foldTurn += uint64(len(run))
 		e.folding = false
 		e.foldCond.Broadcast()
 	}
-	return me.err
+	return me.made, me.err
 }
 
 // foldEvents folds evs and, once they are in the index, takes them out
@@ -69,26 +71,27 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 // refusing every later fold with a gap until it is restarted. (Events
 // of a failed fold stay in the pending sets, where dedupe finds them,
 // until the catch-up has put them in the index.)
-func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
+func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) (map[string]sqlstore.Entry, error) {
 	// A call with nothing to fold (all duplicates) still catches a
 	// behind index up: a remember sent again after its fold failed
 	// looks for the entry its first attempt made.
 	if len(evs) == 0 && !e.foldBehind {
-		return nil
+		return nil, nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	var err error
+	var made map[string]sqlstore.Entry
 	if e.foldBehind {
 		err = e.proj.CatchUp(ctx, e.log, nil)
 	} else {
-		err = e.proj.Fold(ctx, evs)
+		made, err = e.proj.FoldMade(ctx, evs)
 	}
 	e.foldBehind = err != nil
 	if err != nil {
 		// Kept until a catch-up has folded them, then taken out of the
 		// pending sets with the events of the call that caught up.
 		e.unfolded = append(e.unfolded, evs...)
-		return err
+		return nil, err
 	}
 	e.pendMu.Lock()
 	for _, list := range [][]events.Envelope{e.unfolded, evs} {
@@ -101,7 +104,7 @@ func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
 	}
 	e.pendMu.Unlock()
 	e.unfolded = nil
-	return nil
+	return made, nil
 }
 
 // lockSettled takes the intake mutex and waits until every appended
