@@ -60,6 +60,12 @@ type Projector struct {
 	// files rows), so the file writer queues behind folds in Go instead
 	// of starving on SQLite's busy handler while folds keep the lock.
 	txMu sync.Mutex
+	// keptTops are the summary tops of the last fold's workspaces as of
+	// its commit (fileTrack.tops), for the next fold to place its
+	// remembers into instead of reading the ranking again; keptGen is
+	// the store's EntriesGen they were read at. Guarded by txMu.
+	keptTops map[string]*summaryTop
+	keptGen  uint64
 
 	// Sparse lets a fold skip seqs: restore folds only the events that
 	// change what one file shows, and the rest change nothing there.
@@ -70,6 +76,10 @@ type Projector struct {
 	// them. CatchUp sets it from a Source that has it (events.Log.Lost).
 	Lost func(stream string, first, last uint64) bool
 }
+
+// maxKeptTops caps the workspaces whose summary tops a projector keeps
+// from one fold to the next.
+const maxKeptTops = 64
 
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
 // flush) against memory held per fold.
@@ -118,6 +128,13 @@ func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (made m
 	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{},
 		made: map[string]sqlstore.Entry{}}
 	f.files = p.newFileTrack()
+	// The summary tops the last fold left stay true while only folds
+	// have written entries since (keptTops).
+	gen := p.s.EntriesGen()
+	if p.keptTops != nil && p.keptGen == gen {
+		f.files.tops = p.keptTops
+	}
+	p.keptTops = nil
 	pre := startPrepare(evs)
 	defer func() {
 		pre.stop()
@@ -171,6 +188,9 @@ func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (made m
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("fold: commit: %w", err)
+	}
+	if f.files.on && p.s.EntriesGen() == gen && len(f.files.tops) <= maxKeptTops {
+		p.keptTops, p.keptGen = f.files.tops, gen
 	}
 	unlock()
 	made = f.made
