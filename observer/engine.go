@@ -74,9 +74,15 @@ type Engine struct {
 	foldBehind bool                 // owned by the caller folding: a fold failed, the index is behind the log
 	unfolded   []events.Envelope    // owned by the caller folding: the events of failed folds, still pending
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
-	pendMu     sync.Mutex
-	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
-	pendingCwd map[string]string            // session → cwd appended, not yet folded
+	// The wait of the caller whose turn has come for the calls before
+	// it (gather), guarded by foldMu: the timer that ends it, the
+	// ticket it waits up to, and whether the timer fired.
+	gatherTimer  *time.Timer
+	gatherTarget uint64
+	gatherOver   bool
+	pendMu       sync.Mutex
+	pendingIDs   map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
+	pendingCwd   map[string]string            // session → cwd appended, not yet folded
 
 	// mu serializes intake: dedupe, append and fold happen as one step
 	// so that two callers can never both append the same id.

@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"time"
 
 	"dshmem/events"
 	"dshmem/projector"
@@ -36,7 +37,7 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 	me := &foldSlot{evs: evs}
 	e.foldSlots[ticket] = me
 	for !me.done {
-		if e.folding || e.foldSlots[e.foldTurn] == nil {
+		if e.folding || e.foldSlots[e.foldTurn] == nil || e.gather() {
 			e.foldCond.Wait()
 			continue
 		}
@@ -50,6 +51,10 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 			all = append(all, sl.evs...)
 		}
 		e.folding = true
+		if e.gatherTimer != nil {
+			e.gatherTimer.Stop()
+		}
+		e.gatherTimer, e.gatherOver = nil, false
 		e.foldMu.Unlock()
 		made, err := e.foldEvents(ctx, all)
 		e.foldMu.Lock()
@@ -62,6 +67,46 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 	}
 	return me.made, me.err
 }
+
+// foldGather is how long the caller whose turn has come waits at most
+// for the calls that took their tickets before it, so they join its
+// fold (gather). A var for tests.
+var foldGather = 2 * time.Millisecond
+
+// gather reports whether the caller whose turn it is should wait for
+// more calls to join its fold, under foldMu. The calls that took their
+// ticket before the turn came and are not ready yet wait for an fsync in
+// flight (their group's, or the one after): folding them together pays
+// one commit, one FTS5 segment and one summary placement for all, where
+// folding alone pays each once per call — under load, the CPU a commit
+// costs is what limits the rate. A lone caller never waits, and nobody
+// waits longer than foldGather.
+func (e *Engine) gather() bool {
+	if e.gatherOver || foldGather <= 0 {
+		return false
+	}
+	end := e.foldTurn
+	for e.foldSlots[end] != nil && end-e.foldTurn < maxGathered {
+		end++
+	}
+	if e.gatherTimer == nil {
+		e.gatherTarget = min(e.nextTicket, e.foldTurn+maxGathered)
+		if end >= e.gatherTarget {
+			return false
+		}
+		e.gatherTimer = time.AfterFunc(foldGather, func() {
+			e.foldMu.Lock()
+			e.gatherOver = true
+			e.foldCond.Broadcast()
+			e.foldMu.Unlock()
+		})
+		return true
+	}
+	return end < e.gatherTarget
+}
+
+// maxGathered caps the calls a fold waits for (gather).
+const maxGathered = 64
 
 // foldEvents folds evs and, once they are in the index, takes them out
 // of the pending sets. After a failed fold (a full disk, an I/O error)
