@@ -165,6 +165,7 @@ func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (made m
 		if ev.Seq != cur+1 && !p.Sparse && (p.Lost == nil || !p.Lost(ev.Stream, cur+1, ev.Seq-1)) {
 			return nil, &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
 		}
+		f.added = nil
 		if err := f.files.before(f, ev); err != nil {
 			return nil, fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
 		}
@@ -223,6 +224,9 @@ type fold struct {
 	// made are the entries the fold's remembers inserted, by id, while
 	// no event may have changed entries otherwise (FoldMade); nil after.
 	made map[string]sqlstore.Entry
+	// added is the row the current event's remember inserted, if it did
+	// (summaryText places it without reading it back); nil otherwise.
+	added *sqlstore.EntryRow
 }
 
 func (f *fold) cursor(stream string) (uint64, error) {
