@@ -2,7 +2,6 @@ package markdown
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -36,17 +35,16 @@ func summaryParts(entries []Entry) []summaryPart {
 	if parts.m == nil || len(parts.m) > maxParts {
 		parts.m = make(map[string]summaryPart, len(entries))
 	}
-	var kb strings.Builder
+	var kb []byte // reused: a look-up by string(kb) does not copy it
 	for _, e := range entries {
-		kb.Reset()
-		partKey(&kb, e)
-		p, ok := parts.m[kb.String()]
+		kb = partKey(kb[:0], e)
+		p, ok := parts.m[string(kb)]
 		if !ok {
 			p.e = Canonical(e)
 			if p.e.Status == StatusActive || p.e.Status == StatusConflict {
 				p.block = summaryBlock(p.e)
 			}
-			parts.m[kb.String()] = p
+			parts.m[string(kb)] = p
 		}
 		if p.block != nil {
 			out = append(out, p)
@@ -60,17 +58,17 @@ func summaryParts(entries []Entry) []summaryPart {
 // gets it too).
 const entryFields = 11
 
-// partKey writes every field of e to b, each prefixed by its length,
+// partKey appends every field of e to b, each prefixed by its length,
 // so that two entries get the same key only when they are equal.
-func partKey(b *strings.Builder, e Entry) {
+func partKey(b []byte, e Entry) []byte {
 	str := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
 	}
 	list := func(l []string) {
-		b.WriteString(strconv.Itoa(len(l)))
-		b.WriteByte('[')
+		b = strconv.AppendInt(b, int64(len(l)), 10)
+		b = append(b, '[')
 		for _, s := range l {
 			str(s)
 		}
@@ -82,11 +80,12 @@ func partKey(b *strings.Builder, e Entry) {
 	str(e.Content)
 	list(e.Tags)
 	list(e.Terms)
-	b.WriteString(strconv.Itoa(e.Importance))
-	b.WriteByte(';')
+	b = strconv.AppendInt(b, int64(e.Importance), 10)
+	b = append(b, ';')
 	str(e.Status)
 	str(e.ConflictGroup)
 	if e.LowConfidence {
-		b.WriteString("low")
+		b = append(b, "low"...)
 	}
+	return b
 }

@@ -74,9 +74,15 @@ type Engine struct {
 	foldBehind bool                 // owned by the caller folding: a fold failed, the index is behind the log
 	unfolded   []events.Envelope    // owned by the caller folding: the events of failed folds, still pending
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
-	pendMu     sync.Mutex
-	pendingIDs map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
-	pendingCwd map[string]string            // session → cwd appended, not yet folded
+	// The wait of the caller whose turn has come for the calls before
+	// it (gather), guarded by foldMu: the timer that ends it, the
+	// ticket it waits up to, and whether the timer fired.
+	gatherTimer  *time.Timer
+	gatherTarget uint64
+	gatherOver   bool
+	pendMu       sync.Mutex
+	pendingIDs   map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
+	pendingCwd   map[string]string            // session → cwd appended, not yet folded
 
 	// mu serializes intake: dedupe, append and fold happen as one step
 	// so that two callers can never both append the same id.
@@ -259,6 +265,10 @@ type Outcome struct {
 	// with its stream and seq. What intake returns is what the log holds,
 	// so a consumer (the packet broker) never sees the text as sent.
 	Event *events.Envelope `json:"-"`
+	// made is the entry an appended memory/remember made, as the index
+	// holds it after the fold, when the fold knew it (FoldMade): a
+	// remember returns it without reading it back.
+	made *sqlstore.Entry
 }
 
 // Outcome statuses.
@@ -415,8 +425,16 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 		res.Appended += len(own)
 		folded = append(folded, stamped...)
 	}
-	if ferr := e.foldInTurn(ctx, ticket, folded); ferr != nil && err == nil {
+	made, ferr := e.foldInTurn(ctx, ticket, folded)
+	if ferr != nil && err == nil {
 		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)
+	}
+	for n := range out {
+		if ev := out[n].Event; made != nil && ev != nil && ev.Type == events.TypeMemoryRemember {
+			if en, ok := made[projector.EntryID(ev.Stream, ev.Seq, 0)]; ok {
+				out[n].made = &en
+			}
+		}
 	}
 	e.vectors.fill.kick() // the new text's vectors, in the background
 	e.tally(&res, out)

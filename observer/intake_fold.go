@@ -2,9 +2,11 @@ package observer
 
 import (
 	"context"
+	"time"
 
 	"dshmem/events"
 	"dshmem/projector"
+	"dshmem/sqlstore"
 )
 
 // The fold side of intake: calls fold in the order they appended, and
@@ -15,6 +17,7 @@ type foldSlot struct {
 	evs  []events.Envelope
 	done bool
 	err  error
+	made map[string]sqlstore.Entry // the entries the fold's remembers made (projector.FoldMade)
 }
 
 // maxJoinedFold caps the events of calls folded together in one
@@ -28,13 +31,13 @@ const maxJoinedFold = projector.DefaultChunkSize
 // and the others return with its result. The events are durable before
 // this runs: an index failure here is repaired by the catch-up on the
 // next open.
-func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) error {
+func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Envelope) (map[string]sqlstore.Entry, error) {
 	e.foldMu.Lock()
 	defer e.foldMu.Unlock()
 	me := &foldSlot{evs: evs}
 	e.foldSlots[ticket] = me
 	for !me.done {
-		if e.folding || e.foldSlots[e.foldTurn] == nil {
+		if e.folding || e.foldSlots[e.foldTurn] == nil || e.gather() {
 			e.foldCond.Wait()
 			continue
 		}
@@ -48,18 +51,62 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 			all = append(all, sl.evs...)
 		}
 		e.folding = true
+		if e.gatherTimer != nil {
+			e.gatherTimer.Stop()
+		}
+		e.gatherTimer, e.gatherOver = nil, false
 		e.foldMu.Unlock()
-		err := e.foldEvents(ctx, all)
+		made, err := e.foldEvents(ctx, all)
 		e.foldMu.Lock()
 		for _, sl := range run {
-			sl.done, sl.err = true, err
+			sl.done, sl.err, sl.made = true, err, made
 		}
 		e.foldTurn += uint64(len(run))
 		e.folding = false
 		e.foldCond.Broadcast()
 	}
-	return me.err
+	return me.made, me.err
 }
+
+// foldGather is how long the caller whose turn has come waits at most
+// for the calls that took their tickets before it, so they join its
+// fold (gather). A var for tests.
+var foldGather = 2 * time.Millisecond
+
+// gather reports whether the caller whose turn it is should wait for
+// more calls to join its fold, under foldMu. The calls that took their
+// ticket before the turn came and are not ready yet wait for an fsync in
+// flight (their group's, or the one after): folding them together pays
+// one commit, one FTS5 segment and one summary placement for all, where
+// folding alone pays each once per call — under load, the CPU a commit
+// costs is what limits the rate. A lone caller never waits, and nobody
+// waits longer than foldGather.
+func (e *Engine) gather() bool {
+	if e.gatherOver || foldGather <= 0 {
+		return false
+	}
+	end := e.foldTurn
+	for e.foldSlots[end] != nil && end-e.foldTurn < maxGathered {
+		end++
+	}
+	if e.gatherTimer == nil {
+		e.gatherTarget = min(e.nextTicket, e.foldTurn+maxGathered)
+		if end >= e.gatherTarget {
+			return false
+		}
+		e.gatherTimer = time.AfterFunc(foldGather, func() {
+			e.foldMu.Lock()
+			e.gatherOver = true
+			e.foldCond.Broadcast()
+			e.foldMu.Unlock()
+		})
+		return true
+	}
+	return end < e.gatherTarget
+}
+
+// maxGathered caps the calls a fold waits for (gather).
+const maxGathered = 64
 
 // foldEvents folds evs and, once they are in the index, takes them out
 // of the pending sets. After a failed fold (a full disk, an I/O error)
@@ -69,26 +116,27 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 // refusing every later fold with a gap until it is restarted. (Events
 // of a failed fold stay in the pending sets, where dedupe finds them,
 // until the catch-up has put them in the index.)
-func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
+func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) (map[string]sqlstore.Entry, error) {
 	// A call with nothing to fold (all duplicates) still catches a
 	// behind index up: a remember sent again after its fold failed
 	// looks for the entry its first attempt made.
 	if len(evs) == 0 && !e.foldBehind {
-		return nil
+		return nil, nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	var err error
+	var made map[string]sqlstore.Entry
 	if e.foldBehind {
 		err = e.proj.CatchUp(ctx, e.log, nil)
 	} else {
-		err = e.proj.Fold(ctx, evs)
+		made, err = e.proj.FoldMade(ctx, evs)
 	}
 	e.foldBehind = err != nil
 	if err != nil {
 		// Kept until a catch-up has folded them, then taken out of the
 		// pending sets with the events of the call that caught up.
 		e.unfolded = append(e.unfolded, evs...)
-		return err
+		return nil, err
 	}
 	e.pendMu.Lock()
 	for _, list := range [][]events.Envelope{e.unfolded, evs} {
@@ -101,7 +149,7 @@ func (e *Engine) foldEvents(ctx context.Context, evs []events.Envelope) error {
 	}
 	e.pendMu.Unlock()
 	e.unfolded = nil
-	return nil
+	return made, nil
 }
 
 // lockSettled takes the intake mutex and waits until every appended

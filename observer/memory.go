@@ -216,6 +216,9 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 	if err != nil {
 		return Entry{}, err
 	}
+	if o.made != nil {
+		return Entry(*o.made), nil
+	}
 	return e.Entry(ctx, projector.EntryID(o.Stream, o.Seq, 0))
 }
 

@@ -3,7 +3,9 @@ package observer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,4 +216,48 @@ func TestRememberSentAgainIsOneEntry(t *testing.T) {
 	es, err := eng.Entries(ctx, observer.EntryFilter{})
 	require.NoError(t, err)
 	require.Len(t, es, 4, "got %d entries, want 4 (the text, -race, elsewhere, renewed): %+v", len(es), es)
+}
+
+// A remember returns its entry from the fold that made it, without
+// reading it back (projector.FoldMade): what it returns must equal what
+// the index holds, from concurrent callers (folds of several remembers)
+// and beside forgets (folds whose entries are read back).
+func TestRememberReturnsEntryAsIndexed(t *testing.T) {
+	ctx := context.Background()
+	eng := openEngine(t, t.TempDir())
+	first, err := eng.Remember(ctx, observer.RememberRequest{Cwd: "/home/u/made", Content: "to be forgotten"})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	got := make([]observer.Entry, 48)
+	errs := make([]error, len(got))
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := observer.RememberRequest{Cwd: "/home/u/made", Content: fmt.Sprintf("fact %d\nsecond line", i)}
+			switch i % 4 {
+			case 1:
+				imp := 3
+				r.Title, r.Type, r.Tags, r.Importance = fmt.Sprintf("  title %d ", i), "decision", []string{" b", "a", "a"}, &imp
+			case 2:
+				r.Cwd, r.Time = "", memT0
+			case 3:
+				if i == 3 {
+					_, errs[i] = eng.Forget(ctx, first.ID, "mixed into a fold")
+					return
+				}
+			}
+			got[i], errs[i] = eng.Remember(ctx, r)
+		}()
+	}
+	wg.Wait()
+	for i, en := range got {
+		require.NoError(t, errs[i], "call %d", i)
+		if en.ID == "" {
+			continue
+		}
+		held, err := eng.Entry(ctx, en.ID)
+		require.NoError(t, err)
+		require.Equal(t, held, en, "call %d: the entry a remember returned differs from the index's", i)
+	}
 }

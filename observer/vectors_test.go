@@ -180,3 +180,33 @@ func TestVectorsProjection(t *testing.T) {
 		assert.Contains(t, d, observer.GlobalStream)
 	})
 }
+
+// TestVectorsKeepToTheScopes: a recall of a workspace that holds fewer
+// vectors than a scan re-ranks gets none of another workspace's
+// memories, however near their vectors are to the query (the scan once
+// filled its re-ranked set with them, and they became candidates). The
+// workspace's own lone vector is its nearest.
+func TestVectorsKeepToTheScopes(t *testing.T) {
+	m := vectorModel(t)
+	ctx := context.Background()
+	eng := openEngine(t, t.TempDir())
+	eng.StartVectors(vectors.NewDense(m), 1)
+	var lines [][]byte
+	for i, r := range []struct{ cwd, content string }{
+		{"/home/u/a", "The cat sleeps on the sofa all afternoon"},
+		{"/home/u/b", "We deploy the service with blue-green releases behind the load balancer"},
+		{"/home/u/b", "Production rollouts go out every Tuesday after the release review"},
+	} {
+		lines = append(lines, []byte(fmt.Sprintf(`{"id":"mem:%d","type":"memory/remember","time":"2026-08-18T10:00:00Z","cwd":%q,"data":{"content":%q}}`, i, r.cwd, r.content)))
+	}
+	enginetest.Ingest(t, eng, lines)
+	require.NoError(t, eng.VectorsIdle(ctx))
+	a := observer.StreamForCwd("/home/u/a")
+	for _, sc := range [][]string{{a}, {a, observer.GlobalStream}} {
+		res, err := eng.Recall(ctx, recall.Query{Text: "shipping updates to production", Scopes: sc, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		for _, it := range res.Items {
+			assert.Equal(t, a, it.Scope, "scopes %v: %s %q is another workspace's", sc, it.ID, it.Text)
+		}
+	}
+}

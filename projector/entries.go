@@ -117,6 +117,12 @@ func (f *fold) addEntry(ev *events.Envelope, e *entry, op, reason string) error 
 	if e.n, err = f.tx.InsertEntry(&row, ev.Seq, ev.Time); err != nil {
 		return err
 	}
+	if ev.Type == events.TypeMemoryRemember {
+		f.added = &row
+		if f.made != nil {
+			f.made[e.id] = sqlstore.EntryOf(&row, ev.Seq, ev.Time)
+		}
+	}
 	if err := f.entryVersion(ev, e, op, reason); err != nil {
 		return err
 	}

@@ -60,6 +60,12 @@ type Projector struct {
 	// files rows), so the file writer queues behind folds in Go instead
 	// of starving on SQLite's busy handler while folds keep the lock.
 	txMu sync.Mutex
+	// keptTops are the summary tops of the last fold's workspaces as of
+	// its commit (fileTrack.tops), for the next fold to place its
+	// remembers into instead of reading the ranking again; keptGen is
+	// the store's EntriesGen they were read at. Guarded by txMu.
+	keptTops map[string]*summaryTop
+	keptGen  uint64
 
 	// Sparse lets a fold skip seqs: restore folds only the events that
 	// change what one file shows, and the rest change nothing there.
@@ -70,6 +76,10 @@ type Projector struct {
 	// them. CatchUp sets it from a Source that has it (events.Log.Lost).
 	Lost func(stream string, first, last uint64) bool
 }
+
+// maxKeptTops caps the workspaces whose summary tops a projector keeps
+// from one fold to the next.
+const maxKeptTops = 64
 
 // DefaultChunkSize balances transaction cost (a commit, the FTS5 segment
 // flush) against memory held per fold.
@@ -87,9 +97,20 @@ func New(s *sqlstore.Store) *Projector { return &Projector{s: s} }
 // nothing. An event past cursor+1 is a *GapError and nothing of the call
 // is committed. Folding never reads the clock: every timestamp comes from
 // an event.
-func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error) {
+func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) error {
+	_, err := p.FoldMade(ctx, evs)
+	return err
+}
+
+// FoldMade is Fold, and returns the entries the fold's remembers made,
+// by id, as the index holds them once it has committed: when every
+// event of evs leaves the other entries as they were (keepsTops), so
+// the row a remember inserted is the entry's state at the commit. When
+// some event may change entries otherwise (a forget, memory ops, a
+// scope's lifecycle) it returns nil, and a caller reads the index.
+func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (made map[string]sqlstore.Entry, err error) {
 	if len(evs) == 0 {
-		return nil
+		return nil, nil
 	}
 	p.txMu.Lock()
 	locked := true
@@ -102,10 +123,18 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 	tx, err := p.s.BeginFold(ctx)
 	if err != nil {
 		unlock()
-		return fmt.Errorf("fold: begin: %w", err)
+		return nil, fmt.Errorf("fold: begin: %w", err)
 	}
-	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
+	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{},
+		made: map[string]sqlstore.Entry{}}
 	f.files = p.newFileTrack()
+	// The summary tops the last fold left stay true while only folds
+	// have written entries since (keptTops).
+	gen := p.s.EntriesGen()
+	if p.keptTops != nil && p.keptGen == gen {
+		f.files.tops = p.keptTops
+	}
+	p.keptTops = nil
 	pre := startPrepare(evs)
 	defer func() {
 		pre.stop()
@@ -113,64 +142,72 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) (err error)
 		unlock()
 	}()
 	if err := f.files.plan(evs, f.cursor); err != nil {
-		return err
+		return nil, err
 	}
 	for i := range evs {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("fold: %w", err)
+				return nil, fmt.Errorf("fold: %w", err)
 			}
 		}
 		ev := &evs[i]
 		pr := pre.get(i)
 		if ev.Stream == "" || ev.Seq == 0 {
-			return fmt.Errorf("fold: event %q (type %s) has stream %q and seq %d; both are required", ev.ID, ev.Type, ev.Stream, ev.Seq)
+			return nil, fmt.Errorf("fold: event %q (type %s) has stream %q and seq %d; both are required", ev.ID, ev.Type, ev.Stream, ev.Seq)
 		}
 		cur, err := f.cursor(ev.Stream)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ev.Seq <= cur {
 			continue
 		}
 		if ev.Seq != cur+1 && !p.Sparse && (p.Lost == nil || !p.Lost(ev.Stream, cur+1, ev.Seq-1)) {
-			return &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
+			return nil, &GapError{Stream: ev.Stream, Cursor: cur, Seq: ev.Seq}
 		}
+		f.added = nil
 		if err := f.files.before(f, ev); err != nil {
-			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+			return nil, fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
 		}
 		if err := f.apply(ev, pr); err != nil {
-			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+			return nil, fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+		}
+		if !keepsTops(ev.Type) {
+			f.made = nil // entries may have changed otherwise: the caller reads them
 		}
 		if err := f.files.track(f, ev); err != nil {
-			return fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
+			return nil, fmt.Errorf("fold %s seq %d (%s, id %q): %w", ev.Stream, ev.Seq, ev.Type, ev.ID, err)
 		}
 		f.cursors[ev.Stream] = ev.Seq
 		f.advanced[ev.Stream] = true
 	}
 	if err := f.finish(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.files.queue(f); err != nil {
-		return err
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("fold: commit: %w", err)
+		return nil, fmt.Errorf("fold: commit: %w", err)
+	}
+	if f.files.on && p.s.EntriesGen() == gen && len(f.files.tops) <= maxKeptTops {
+		p.keptTops, p.keptGen = f.files.tops, gen
 	}
 	unlock()
+	made = f.made
 	if !f.files.on || !f.files.global && len(f.files.scopes) == 0 && len(f.files.days) == 0 {
-		return nil
+		return made, nil
 	}
 	if p.Defer {
 		if p.OnQueued != nil {
 			p.OnQueued()
 		}
-		return nil
+		return made, nil
 	}
 	if err := p.WriteQueued(ctx); err != nil {
-		return fmt.Errorf("fold committed: %w", err)
+		return nil, fmt.Errorf("fold committed: %w", err)
 	}
-	return nil
+	return made, nil
 }
 
 // fold is the state of one Fold call: its transaction (whose statements
@@ -184,6 +221,12 @@ type fold struct {
 	advanced map[string]bool
 	sessions map[sessionKey]*sessionAcc
 	files    *fileTrack
+	// made are the entries the fold's remembers inserted, by id, while
+	// no event may have changed entries otherwise (FoldMade); nil after.
+	made map[string]sqlstore.Entry
+	// added is the row the current event's remember inserted, if it did
+	// (summaryText places it without reading it back); nil otherwise.
+	added *sqlstore.EntryRow
 }
 
 func (f *fold) cursor(stream string) (uint64, error) {

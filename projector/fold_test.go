@@ -212,3 +212,28 @@ func trunc(s string) string {
 
 // The event log is the Source CatchUp reads in production.
 var _ Source = (*events.Log)(nil)
+
+// FoldMade returns a remember's entry only when it is what the index
+// holds after the commit: a forget of it in the same fold changes it, so
+// that fold returns none and its caller reads the index.
+func TestFoldMadeIsTheCommittedEntry(t *testing.T) {
+	s := openStore(t)
+	p := New(s)
+	id := EntryID("ws-a", 1, 0)
+	made, err := p.FoldMade(context.Background(), []events.Envelope{
+		ev("ws-a", 1, events.TypeMemoryRemember, "", map[string]any{"content": "kept", "tags": []string{"x"}}),
+		ev("ws-a", 2, events.TypeMemoryRemember, "", map[string]any{"content": "no tags"}),
+	})
+	require.NoError(t, err)
+	require.Len(t, made, 2)
+	for mid, en := range made {
+		require.Equal(t, mustRead(t, s, mid), en, "entry %s", mid)
+	}
+	made, err = p.FoldMade(context.Background(), []events.Envelope{
+		ev("ws-a", 3, events.TypeMemoryRemember, "", map[string]any{"content": "forgotten in the same fold"}),
+		ev("ws-a", 4, events.TypeMemoryForget, "", map[string]any{"entryId": EntryID("ws-a", 3, 0)}),
+	})
+	require.NoError(t, err)
+	require.Nil(t, made, "a fold with a forget returned entries as made: %v", made)
+	require.Equal(t, "kept", mustRead(t, s, id).Content)
+}

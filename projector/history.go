@@ -150,7 +150,7 @@ func (t *fileTrack) summaryText(f *fold, ev *events.Envelope, shown int) ([]byte
 	ctx := context.Background()
 	r := f.tx.Reader()
 	if top := t.tops[ev.Stream]; top != nil && ev.Type == events.TypeMemoryRemember && shown == top.shown+1 {
-		x, ok, err := r.ShownEntry(ctx, ev.Stream, EntryID(ev.Stream, ev.Seq, 0))
+		x, ok, err := addedEntry(f, ev)
 		if err != nil {
 			return nil, err
 		}
@@ -199,4 +199,21 @@ func keepsTops(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// addedEntry is the entry ev's remember added, as Reader.ShownEntry
+// reads it: from the row the fold inserted when it has it (the columns
+// hold what was inserted), else from the index.
+func addedEntry(f *fold, ev *events.Envelope) (sqlstore.ProjectedEntry, bool, error) {
+	id := EntryID(ev.Stream, ev.Seq, 0)
+	if a := f.added; a != nil && a.ID == id {
+		ok := a.Scope == ev.Stream && (a.Status == statusActive || a.Status == statusConflict)
+		if !ok {
+			return sqlstore.ProjectedEntry{}, false, nil
+		}
+		return sqlstore.ProjectedEntry{ID: a.ID, Type: a.Type, Title: a.Title, Description: a.Description, Terms: a.Terms,
+			Content: a.Content, Tags: a.Tags, Importance: a.Importance, Status: a.Status, ConflictGroup: a.ConflictGroup,
+			Confidence: a.Confidence}, true, nil
+	}
+	return f.tx.Reader().ShownEntry(context.Background(), ev.Stream, id)
 }

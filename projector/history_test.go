@@ -183,11 +183,18 @@ func TestHistoryTopPlaced(t *testing.T) {
 		}
 	}
 	all := append(slices.Clone(first), burst...)
-	dump := func(folds ...[]events.Envelope) string {
+	// fresh: a projector of its own per fold, so no fold places into
+	// the tops of the fold before it (Projector.keptTops).
+	dump := func(fresh bool, folds ...[]events.Envelope) string {
 		s := openStore(t)
 		p := New(s)
-		p.Root = t.TempDir()
+		root := t.TempDir()
+		p.Root = root
 		for _, evs := range folds {
+			if fresh {
+				p = New(s)
+				p.Root = root
+			}
 			mustFold(t, p, evs)
 		}
 		var b bytes.Buffer
@@ -198,7 +205,51 @@ func TestHistoryTopPlaced(t *testing.T) {
 	for i := range all {
 		one = append(one, all[i:i+1])
 	}
-	want := dump(one...)
+	want := dump(true, one...)
 	require.Equal(t, 8*HistoryKeep, strings.Count(want, "summary_versions\t"), "every version of the bursts is kept")
-	assert.Equal(t, want, dump(first, burst), "the files and summary versions of two folds differ from the one-event folds")
+	assert.Equal(t, want, dump(false, first, burst), "the files and summary versions of two folds differ from the one-event folds")
+	assert.Equal(t, want, dump(false, one...), "placing into the tops of the fold before differs from reading them")
+}
+
+// A projector keeps a fold's summary tops for the next fold only while
+// nothing but folds writes entries: after the index is replaced by one
+// with other entries (as many, so the shown count does not tell), the
+// next remember's summary version shows the new index's entries.
+func TestKeptTopsDroppedOnReplace(t *testing.T) {
+	ctx := context.Background()
+	ws := fmt.Sprintf("ws-%020d", 1)
+	open := func(dir string) (*sqlstore.Store, string) {
+		path := filepath.Join(dir, "index.db")
+		s, err := sqlstore.Open(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s, path
+	}
+	remembers := func(word string) []events.Envelope {
+		var evs []events.Envelope
+		for i := 1; i <= 5; i++ {
+			evs = append(evs, ev(ws, uint64(i), events.TypeMemoryRemember, "", map[string]any{"content": fmt.Sprintf("%s %d", word, i)}))
+		}
+		return evs
+	}
+	live, _ := open(t.TempDir())
+	p := New(live)
+	p.Root = t.TempDir()
+	for _, e := range remembers("old") {
+		mustFold(t, p, []events.Envelope{e})
+	}
+	other, otherPath := open(t.TempDir())
+	q := New(other)
+	q.Root = t.TempDir()
+	for _, e := range remembers("new") {
+		mustFold(t, q, []events.Envelope{e})
+	}
+	require.NoError(t, other.Close())
+	require.NoError(t, live.ReplaceWith(ctx, otherPath))
+	mustFold(t, p, []events.Envelope{ev(ws, 6, events.TypeMemoryRemember, "", map[string]any{"content": "after"})})
+	vs, err := live.Reader().SummaryVersions(ctx, ws)
+	require.NoError(t, err)
+	last := vs[len(vs)-1].Content
+	assert.Contains(t, last, "new 3", "the version after the replace shows the replaced index's entries")
+	assert.NotContains(t, last, "old 3", "the version after the replace shows entries of the index before it")
 }

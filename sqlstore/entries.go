@@ -81,6 +81,16 @@ func scanEntry(sc interface{ Scan(...any) error }) (Entry, error) {
 	return e, nil
 }
 
+// EntryOf is the entry the index holds after row was inserted by the
+// event at seq and time (FoldTx.InsertEntry), as Store.Entry reads it.
+func EntryOf(row *EntryRow, seq uint64, time string) Entry {
+	return Entry{ID: row.ID, Scope: row.Scope, Type: row.Type, Title: row.Title, Description: row.Description,
+		Terms: row.Terms, Content: row.Content, Tags: decodeTags(row.Tags), Importance: row.Importance,
+		Confidence: row.Confidence, Status: row.Status, ConflictGroup: row.ConflictGroup, Supersedes: row.Supersedes,
+		SupersededBy: row.SupersededBy, Provenance: json.RawMessage(row.Provenance), CreatedAt: time, UpdatedAt: time,
+		Version: row.Version, CreatedSeq: seq, UpdatedSeq: seq}
+}
+
 // decodeTags reads a tags column; anything but a JSON array of strings
 // is no tags.
 func decodeTags(s string) []string {

@@ -36,6 +36,8 @@ func (s *Store) ReplaceWith(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	s.entriesChanged()
+	defer s.entriesChanged()
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("replace index %s: %w", s.path, err)

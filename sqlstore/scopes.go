@@ -145,6 +145,8 @@ type PurgedRows struct {
 // whose log is gone (events.Log.Drop): the rows are not a projection of
 // anything any more, and nothing folds them back.
 func (s *Store) PurgeStream(ctx context.Context, stream string) (PurgedRows, error) {
+	s.entriesChanged()
+	defer s.entriesChanged()
 	var out PurgedRows
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRow(`SELECT count(*) FROM events WHERE stream = ?`, stream).Scan(&out.Events); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -32,7 +33,20 @@ type Store struct {
 	// The hot reads of the write path prepared on the pool (read.go).
 	readMu    sync.Mutex
 	readStmts map[string]*sql.Stmt
+
+	// entriesGen is raised by every write of entries other than a fold's
+	// (EntriesGen).
+	entriesGen atomic.Uint64
 }
+
+// EntriesGen is a count that every write of entries other than a fold
+// raises, before and after it (PurgeStream, ReplaceWith; a new write of
+// entries outside FoldTx must call entriesChanged too): a projector
+// keeps what it read of entries across folds only while it stays the
+// same.
+func (s *Store) EntriesGen() uint64 { return s.entriesGen.Load() }
+
+func (s *Store) entriesChanged() { s.entriesGen.Add(1) }
 
 // writerPragmas are set on every connection of a read-write Store. They go
 // into the DSN because a PRAGMA run through Exec reaches only one pooled

@@ -228,37 +228,73 @@ func (s *Store) VectorState(ctx context.Context) (VectorState, error) {
 type StoredVector struct {
 	ID, N  int64
 	Stream string
-	Scale  float32
+	Scale  float32 // VectorCodes only: a load needs the signs alone
 	Code   []byte
 }
 
 // LoadVectors calls fn for every vector of kind and model version mv with
-// a row id above after, in no order. Code is valid only during the call.
-func (s *Store) LoadVectors(ctx context.Context, kind, mv string, after int64, fn func(StoredVector)) error {
-	q := `SELECT v.id, e.n, v.stream, v.scale, v.code FROM vectors v JOIN entries e ON e.id = v.entry
+// a row id above after, in streams (nil: every stream), in no order. It
+// reads no scale (the scan needs only the signs of the code), and Code
+// is valid only during the call.
+func (s *Store) LoadVectors(ctx context.Context, kind, mv string, after int64, streams []string, fn func(StoredVector)) error {
+	q := `SELECT v.id, e.n, v.stream, v.code FROM vectors v JOIN entries e ON e.id = v.entry
 		WHERE v.kind = 'entry' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL`
 	if kind == VectorEpisode {
-		q = `SELECT v.id, e.n, v.stream, v.scale, v.code FROM vectors v JOIN events e ON e.stream = v.stream AND e.seq = v.seq
+		q = `SELECT v.id, e.n, v.stream, v.code FROM vectors v JOIN events e ON e.stream = v.stream AND e.seq = v.seq
 		WHERE v.kind = 'episode' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL`
 	}
-	rows, err := s.db.QueryContext(ctx, q, after, mv)
+	args := []any{after, mv}
+	if streams != nil {
+		// The unique (kind, stream, …) index finds the streams' rows.
+		q += ` AND v.stream IN (SELECT value FROM json_each(?3))`
+		arr, err := json.Marshal(streams)
+		if err != nil {
+			return err
+		}
+		args = append(args, string(arr))
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("load vectors: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var v StoredVector
-		var scale float64
-		if err := rows.Scan(&v.ID, &v.N, &v.Stream, &scale, &v.Code); err != nil {
+		var code sql.RawBytes // not copied again: fn copies what it keeps
+		if err := rows.Scan(&v.ID, &v.N, &v.Stream, &code); err != nil {
 			return fmt.Errorf("load vectors: %w", err)
 		}
-		v.Scale = float32(scale)
+		v.Code = code
 		fn(v)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load vectors: %w", err)
 	}
 	return nil
+}
+
+// CountVectors returns how many rows of kind the vectors table holds in
+// streams (nil: every stream): what a LoadVectors from 0 reads at most
+// (it also counts the rows of texts found not English). It reads the
+// unique (kind, stream, …) index only, not the codes: about 6 ms per
+// 100k rows counted.
+func (s *Store) CountVectors(ctx context.Context, kind string, streams []string) (int64, error) {
+	var n int64
+	var err error
+	if streams == nil {
+		err = s.queryRow(ctx, `SELECT count(*) FROM vectors WHERE kind = ?1`, kind).Scan(&n)
+	} else {
+		arr, jerr := json.Marshal(streams)
+		if jerr != nil {
+			return 0, jerr
+		}
+		err = s.queryRow(ctx, `SELECT count(*) FROM vectors WHERE kind = ?1
+			AND stream IN (SELECT value FROM json_each(?2))`, kind, string(arr)).Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count vectors: %w", err)
+	}
+	return n, nil
 }
 
 // VectorCodes returns the scale and code of the vectors of the row ids

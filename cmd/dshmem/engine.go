@@ -129,39 +129,6 @@ func scopeNamed(eng *observer.Engine, s string) string {
 	return observer.DescribeStream(s, eng.ScopeDir(s))
 }
 
-// useEncoder lets eng's recall fuse the sentence encoder's vectors when
-// the model is installed and the index holds vectors (a root without
-// either is read exactly as before, and the model is not even loaded).
-// A model that does not load is told on stderr; recall then uses words
-// alone.
-func useEncoder(ctx context.Context, env *cliEnv, eng *observer.Engine) {
-	st, err := eng.Store().VectorState(ctx)
-	if err != nil || st.Max == 0 {
-		return
-	}
-	if st.Max > cliMaxVectors {
-		fmt.Fprintf(env.stderr, "dshmem: the index holds about %d vectors, too many for one command to read for one query (a second or more); this recall uses words alone, 'dshmem serve' (and the host plugin) keeps them loaded\n", st.Max)
-		return
-	}
-	m, err := vectors.LoadInstalled(false)
-	if err != nil {
-		fmt.Fprintf(env.stderr, "dshmem: %v\n", err)
-		return
-	}
-	if m != nil {
-		d := vectors.NewDense(m)
-		if err := d.Warm(ctx, eng.Store()); err != nil {
-			fmt.Fprintf(env.stderr, "dshmem: read the index's vectors: %v (recall uses words alone)\n", err)
-			return
-		}
-		eng.UseDense(d)
-	}
-}
-
-// cliMaxVectors is the most vectors a one-shot recall or search reads
-// (about 0.2 s of CPU on this machine, 1.3 s per 100k).
-const cliMaxVectors = 20_000
-
 // loadEncoder loads and verifies the installed sentence encoder for a
 // process that fills vectors (serve, replay): nil when it is not
 // installed, or, told on stderr, when it does not verify or load.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 	"dshmem/sqlstore/recall"
 )
 
@@ -48,6 +49,12 @@ nothing in the root, so it runs beside a live 'dshmem serve' and sees
 what the server has folded (events not folded yet are told on stderr).
 --session records what was shown (a memory/shown event): a write, made
 when no process holds the root, and skipped with a note when one does.
+
+With the sentence encoder installed, it fuses the vectors of the kinds
+it ranks in its scopes with the words when there are at most 40,000;
+with more it sends the query to the 'dshmem serve' holding the root,
+which keeps them loaded (and records --session's shown entries), or,
+without one, ranks by words alone and says so.
 `,
 		run: runRecall,
 	})
@@ -95,7 +102,6 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	useEncoder(ctx, env, eng)
 	dir := ""
 	if *cwd != "" {
 		if dir, err = workDir(*cwd); err != nil {
@@ -120,13 +126,23 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 		scopes = append(scopes, observer.GlobalStream)
 	}
 	now := time.Now()
-	res, err := eng.Recall(ctx, recall.Query{Text: query, Kind: *kind, Scopes: scopes, Session: *session,
-		Limit: *limit, Bytes: *bytes, Now: now, Timeout: *timeout, IncludeInjected: *injected,
-		ScopeDirs: map[string]string{sc.Stream: sc.Dir}})
-	if err != nil {
-		return fmt.Errorf("recall %q: %w", query, err)
+	var res *recall.Result
+	if cl := useEncoder(ctx, env, eng, "recall", denseKinds(*kind), scopes); cl != nil {
+		// The server records what it showed to the session itself.
+		res = askServer(ctx, env, cl, "/v1/recall", httpapi.RecallRequest{Query: query, Cwd: dir, Session: *session,
+			Kind: *kind, Limit: *limit, Bytes: *bytes, TimeoutMs: int(timeout.Milliseconds()), IncludeInjected: *injected},
+			*timeout+askSlack)
 	}
-	if *session != "" {
+	served := res != nil
+	if !served {
+		res, err = eng.Recall(ctx, recall.Query{Text: query, Kind: *kind, Scopes: scopes, Session: *session,
+			Limit: *limit, Bytes: *bytes, Now: now, Timeout: *timeout, IncludeInjected: *injected,
+			ScopeDirs: map[string]string{sc.Stream: sc.Dir}})
+		if err != nil {
+			return fmt.Errorf("recall %q: %w", query, err)
+		}
+	}
+	if *session != "" && !served {
 		var ids []string
 		for _, it := range res.Items {
 			if it.Kind == recall.KindSemantic {

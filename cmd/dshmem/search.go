@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 	"dshmem/sqlstore/recall"
 )
 
@@ -40,6 +42,10 @@ session, time, injected}.
 It reads the index only: it takes no lock and writes nothing in the
 root, so it runs beside a live 'dshmem serve' and sees what the server
 has folded. Events the index has not folded yet are told on stderr.
+With the sentence encoder installed, it fuses the vectors of the kinds
+it searches in its streams when there are at most 40,000; with more it
+sends the query to the 'dshmem serve' holding the root, which keeps them
+loaded, or, without one, searches by words alone and says so.
 `,
 		run: runSearch,
 	})
@@ -84,7 +90,6 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	useEncoder(ctx, env, eng)
 	where := "every stream"
 	var scopes []string
 	if dir != "" {
@@ -96,10 +101,19 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	if s != "" {
 		scopes = []string{s}
 	}
-	res, err := eng.Recall(ctx, recall.Query{Text: query, Kind: *kind, Scopes: scopes,
-		Limit: *limit, Bytes: -1, NoFloor: true, IncludeInjected: *injected})
-	if err != nil {
-		return fmt.Errorf("search %q: %w", query, err)
+	var res *recall.Result
+	if cl := useEncoder(ctx, env, eng, "search", denseKinds(*kind), scopes); cl != nil {
+		req := httpapi.SearchRequest{Query: query, Cwd: dir, Kind: *kind, Limit: *limit, IncludeInjected: *injected}
+		if dir == "" {
+			req.Stream = s
+		}
+		res = askServer(ctx, env, cl, "/v1/search", req, searchWait)
+	}
+	if res == nil {
+		if res, err = eng.Recall(ctx, recall.Query{Text: query, Kind: *kind, Scopes: scopes,
+			Limit: *limit, Bytes: -1, NoFloor: true, IncludeInjected: *injected}); err != nil {
+			return fmt.Errorf("search %q: %w", query, err)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -136,6 +150,10 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	return nil
 }
+
+// searchWait is how long a search sent to the server waits for its
+// answer.
+const searchWait = 30 * time.Second
 
 // oneLine flattens whitespace and cuts s to at most n runes.
 func oneLine(s string, n int) string {

@@ -23,11 +23,15 @@ import (
 )
 
 // startInProcess runs a server over root in this process and writes its
-// serve.json, as `dshmem serve` does.
-func startInProcess(t *testing.T, root string) *httpapi.Server {
+// serve.json, as `dshmem serve` does; with, when given, sets its engine
+// up first.
+func startInProcess(t *testing.T, root string, with ...func(*observer.Engine)) *httpapi.Server {
 	t.Helper()
 	eng, err := observer.Open(context.Background(), root, observer.Options{})
 	require.NoError(t, err)
+	for _, f := range with {
+		f(eng)
+	}
 	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1})
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

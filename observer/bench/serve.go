@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"dshmem/events/payload"
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
+	"dshmem/sqlstore/vectors"
 )
 
 // ServeBenchOptions configure BenchServe. The zero value works.
@@ -39,23 +41,37 @@ type ServeBenchOptions struct {
 	// waits for the model between steps (0: no pause, a closed loop
 	// that saturates the server).
 	Pace time.Duration
+	// MemProfile, if set, is where a heap profile is written after a GC
+	// once the sessions stop, before the server does (what it still
+	// holds); MemProfile+".first" gets one at the first sample under
+	// load, so `go tool pprof -base F.first F` shows what grew.
+	MemProfile string
+	// Model, when set, gives the server the sentence encoder: its
+	// English events get vectors in the background while the sessions
+	// run (Encoders at once, 0 → 1), and recalls and packets fuse them,
+	// as `dshmem serve` does with the model installed.
+	Model    *vectors.Model
+	Encoders int
 }
 
-// ServeBenchResult is what BenchServe measured. Lost and the routes'
-// Errors are results, not errors: BenchServe returns them with a nil
+// ServeBenchResult is what BenchServe measured. Lost, Duplicated and
+// the routes' Errors are results, not errors: BenchServe returns them with a nil
 // error, and the caller decides what a lost event means.
 type ServeBenchResult struct {
-	Sessions     int               `json:"sessions"`
-	PaceMs       float64           `json:"paceMs"` // each session's pause after a step
-	Seconds      float64           `json:"seconds"`
-	Events       int               `json:"events"` // pushed
-	EventsPerSec float64           `json:"eventsPerSec"`
-	Lost         int               `json:"lost"` // pushed and acknowledged, but not in the log
-	IntakeCalls  uint64            `json:"intakeCalls"`
-	Packets      ServeBenchPackets `json:"packets"`
-	Routes       []ServeBenchRoute `json:"routes"` // events, recall, packet, healthz
-	Slow         int               `json:"slow"`   // hostile slow-body clients beside the sessions
-	SlowCutOff   int               `json:"slowCutOff"`
+	Sessions     int     `json:"sessions"`
+	PaceMs       float64 `json:"paceMs"` // each session's pause after a step
+	Seconds      float64 `json:"seconds"`
+	Events       int     `json:"events"` // pushed
+	EventsPerSec float64 `json:"eventsPerSec"`
+	Lost         int     `json:"lost"`       // pushed and acknowledged, but not in the log
+	Duplicated   int     `json:"duplicated"` // acknowledged and in the log more than once
+	IntakeCalls  uint64  `json:"intakeCalls"`
+	// Vectors is the background fill at the end of the run (with Model).
+	Vectors    *observer.VectorsStatus `json:"vectors,omitempty"`
+	Packets    ServeBenchPackets       `json:"packets"`
+	Routes     []ServeBenchRoute       `json:"routes"` // events, recall, packet, healthz
+	Slow       int                     `json:"slow"`   // hostile slow-body clients beside the sessions
+	SlowCutOff int                     `json:"slowCutOff"`
 	// Samples are the process's resources over the run (client and
 	// server share the process, so the counts include the clients').
 	Samples []ServeBenchSample `json:"samples"`
@@ -70,8 +86,13 @@ type ServeBenchSample struct {
 	// alike; what RSS holds beyond it is mostly SQLite's memory (the
 	// index's page caches, allocated outside the Go heap by modernc's
 	// libc), which only the server has.
-	GoMiB      float64 `json:"goMiB"`
-	HeapMiB    float64 `json:"heapMiB"` // Go heap in use (live and not yet swept)
+	GoMiB   float64 `json:"goMiB"`
+	HeapMiB float64 `json:"heapMiB"` // Go heap in use (live and not yet swept)
+	// LiveMiB is the Go heap still reachable after a GC forced for the
+	// sample, client and server; the client's part does not grow with
+	// the run (a histogram a route, a ledger a session), so its growth
+	// is the server's.
+	LiveMiB    float64 `json:"liveMiB"`
 	Goroutines int     `json:"goroutines"`
 	FDs        int     `json:"fds"`
 }
@@ -116,8 +137,8 @@ var serveBenchRoutes = []string{"events", "recall", "packet", "healthz"}
 // of 8 workspaces, and drives o.Sessions concurrent sessions against it
 // over loopback HTTP for o.Duration, each looping with no pause over
 // what a host does around one model step: POST four events, recall with
-// the session, fetch the packet. Then it checks that every pushed event
-// is in the log.
+// the session, fetch the packet. Then it checks that every acknowledged
+// event is in the log exactly once.
 func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBenchResult, error) {
 	if o.Sessions <= 0 {
 		o.Sessions = 16
@@ -128,11 +149,31 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 	if o.Sample <= 0 {
 		o.Sample = 10 * time.Second
 	}
+	// The profiles' files are made first, so a bad path fails before
+	// the run, not after it.
+	var firstProf, endProf *os.File
+	if o.MemProfile != "" {
+		var err error
+		if endProf, err = os.Create(o.MemProfile); err != nil {
+			return ServeBenchResult{}, fmt.Errorf("create heap profile: %w", err)
+		}
+		defer endProf.Close()
+		if firstProf, err = os.Create(o.MemProfile + ".first"); err != nil {
+			return ServeBenchResult{}, fmt.Errorf("create heap profile: %w", err)
+		}
+		defer firstProf.Close()
+		// Every 4 KiB allocated, not every 512 KiB: a slow growth
+		// shows in a diff of two profiles.
+		runtime.MemProfileRate = 4096
+	}
 	eng, err := observer.Open(ctx, root, observer.Options{})
 	if err != nil {
 		return ServeBenchResult{}, err
 	}
 	defer eng.Close()
+	if o.Model != nil {
+		eng.StartVectors(vectors.NewDense(o.Model), max(o.Encoders, 1))
+	}
 	srv, err := httpapi.NewServer(eng, httpapi.ServerOptions{AutoCheckpoint: -1, MaxInFlight: 4 * o.Sessions})
 	if err != nil {
 		return ServeBenchResult{}, err
@@ -187,14 +228,16 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			}
 		}
 	}
-	type sample struct {
-		route string
-		d     time.Duration
+	// The client holds what does not grow with the run, so the samples
+	// show the server's memory: a histogram a route, and a ledger a
+	// session instead of every pushed id.
+	lat := map[string]*histogram{}
+	for _, r := range serveBenchRoutes {
+		lat[r] = new(histogram)
 	}
 	var mu sync.Mutex
-	lat := map[string][]time.Duration{}
 	errorsBy := map[string]int{}
-	pushed := map[string][]string{} // stream → ids
+	ledgers := make([]pushLedger, o.Sessions)
 	deadline := time.Now().Add(o.Duration)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -204,23 +247,24 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			defer wg.Done()
 			w := s % len(serveBenchTopics)
 			cwd := fmt.Sprintf("/bench/ws%d", w)
-			sid := fmt.Sprintf("bench-%d", s)
-			stream := observer.StreamForCwd(cwd)
-			var local []sample
-			var ids []string
+			sid := benchSessionID(s)
+			ledger := pushLedger{Stream: observer.StreamForCwd(cwd)}
+			defer func() { ledgers[s] = ledger }()
 			// Paced sessions start spread over one pace, as hosts
 			// whose models answer at different moments, not in step.
 			if !pause(ctx, stagger(s, o.Sessions, o.Pace), deadline) {
 				return
 			}
 			errs := map[string]int{}
-			timed := func(route, method, path string, body []byte, ok ...int) {
+			timed := func(route, method, path string, body []byte, ok ...int) bool {
 				t0 := time.Now()
 				code, err := call(method, path, body)
-				local = append(local, sample{route, time.Since(t0)})
+				lat[route].Add(time.Since(t0))
 				if err != nil || !slices.Contains(ok, code) {
 					errs[route]++
+					return false
 				}
+				return true
 			}
 			for n := 0; time.Now().Before(deadline) && ctx.Err() == nil; n++ {
 				if n > 0 && !pause(ctx, o.Pace, deadline) {
@@ -228,10 +272,8 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 				}
 				var evs []events.Envelope
 				mk := func(p payload.Payload) {
-					id := fmt.Sprintf("%s:%d:%d", sid, n, len(evs))
-					ids = append(ids, id)
 					data, _ := payload.Marshal(p) // plain structs: cannot fail
-					evs = append(evs, events.Envelope{V: events.CurrentVersion, ID: id, Type: p.EventType(),
+					evs = append(evs, events.Envelope{V: events.CurrentVersion, ID: benchEventID(s, n, len(evs)), Type: p.EventType(),
 						Time: time.Now().UTC().Format(time.RFC3339Nano), Session: sid, Cwd: cwd, Data: data})
 				}
 				if n == 0 {
@@ -243,19 +285,18 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 				mk(payload.ToolResult{Name: "bash", OK: new(n%5 != 0), Text: "done"})
 				mk(payload.AssistantMessage{Text: fmt.Sprintf("checked item %d", n), Step: n})
 				b, _ := json.Marshal(evs)
-				timed("events", "POST", "/v1/events", b, 200)
+				ledger.Steps++
+				if !timed("events", "POST", "/v1/events", b, 200) {
+					ledger.Failed = append(ledger.Failed, n)
+				}
 				q, _ := json.Marshal(map[string]any{"query": fmt.Sprintf("%s item %d", serveBenchTopics[w], n%25), "cwd": cwd, "session": sid})
 				timed("recall", "POST", "/v1/recall", q, 200)
 				timed("packet", "GET", fmt.Sprintf("/v1/sessions/%s/packet?step=%d", sid, n), nil, 200, 204)
 			}
 			mu.Lock()
-			for _, x := range local {
-				lat[x.route] = append(lat[x.route], x.d)
-			}
 			for k, v := range errs {
 				errorsBy[k] += v
 			}
-			pushed[stream] = append(pushed[stream], ids...)
 			mu.Unlock()
 		}()
 	}
@@ -265,19 +306,17 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 	side.Add(1)
 	go func() {
 		defer side.Done()
-		var local []time.Duration
 		bad := 0
 		for time.Now().Before(deadline) && ctx.Err() == nil {
 			t0 := time.Now()
 			code, err := call("GET", "/v1/healthz", nil)
-			local = append(local, time.Since(t0))
+			lat["healthz"].Add(time.Since(t0))
 			if err != nil || code != 200 {
 				bad++
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		mu.Lock()
-		lat["healthz"] = local
 		errorsBy["healthz"] += bad
 		mu.Unlock()
 	}()
@@ -294,6 +333,7 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 		}()
 	}
 	var samples []ServeBenchSample
+	var profErr error
 	side.Add(1)
 	go func() {
 		defer side.Done()
@@ -304,6 +344,11 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 			select {
 			case <-t.C:
 				samples = append(samples, sampleProcess(time.Since(start).Seconds()))
+				if len(samples) == 2 && firstProf != nil {
+					if err := writeHeapProfile(firstProf); err != nil {
+						profErr = err
+					}
+				}
 				if time.Now().After(deadline) {
 					return
 				}
@@ -315,38 +360,44 @@ func BenchServe(ctx context.Context, root string, o ServeBenchOptions) (ServeBen
 	wg.Wait()
 	elapsed := time.Since(start)
 	side.Wait()
+	if profErr != nil {
+		return ServeBenchResult{}, profErr
+	}
+	if endProf != nil {
+		if err := writeHeapProfile(endProf); err != nil {
+			return ServeBenchResult{}, err
+		}
+	}
 	if err := stop(); err != nil {
 		return ServeBenchResult{}, err
 	}
-	// Every pushed event must be in the log.
-	total, lost := 0, 0
-	for stream, ids := range pushed {
-		total += len(ids)
-		logged := map[string]bool{}
-		err := eng.Log().Scan(stream, 0, func(e events.Envelope) error {
-			logged[e.ID] = true
+	// Every acknowledged event must be in the log, once.
+	check := newLogCheck(ledgers)
+	streams := map[string]bool{}
+	for _, l := range ledgers {
+		if streams[l.Stream] {
+			continue
+		}
+		streams[l.Stream] = true
+		err := eng.Log().Scan(l.Stream, 0, func(e events.Envelope) error {
+			check.see(l.Stream, e.ID)
 			return nil
 		})
 		if err != nil {
-			return ServeBenchResult{}, fmt.Errorf("read the log of %s: %w", stream, err)
-		}
-		for _, id := range ids {
-			if !logged[id] {
-				lost++
-			}
+			return ServeBenchResult{}, fmt.Errorf("read the log of %s: %w", l.Stream, err)
 		}
 	}
+	total, lost, dup := check.result()
 	m := srv.Metrics()
 	res := ServeBenchResult{Sessions: o.Sessions, PaceMs: millis(o.Pace), Slow: o.Slow, SlowCutOff: int(cutOff.Load()), Samples: samples,
 		Seconds: elapsed.Seconds(), Events: total,
-		EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost, IntakeCalls: m.IntakeCalls.Load(),
+		EventsPerSec: float64(total) / elapsed.Seconds(), Lost: lost, Duplicated: dup, IntakeCalls: m.IntakeCalls.Load(),
 		Packets: ServeBenchPackets{Computed: m.PacketsComputed.Load(), Discarded: m.PacketsDiscarded.Load(),
-			Served: m.PacketsServed.Load(), Suppressed: m.Suppressed()}}
+			Served: m.PacketsServed.Load(), Suppressed: m.Suppressed()}, Vectors: eng.VectorsStatus()}
 	for _, r := range serveBenchRoutes {
-		ds := lat[r]
-		slices.Sort(ds)
-		res.Routes = append(res.Routes, ServeBenchRoute{Route: r, Requests: len(ds), Errors: errorsBy[r],
-			P50ms: millis(percentile(ds, 0.50)), P99ms: millis(percentile(ds, 0.99))})
+		h := lat[r]
+		res.Routes = append(res.Routes, ServeBenchRoute{Route: r, Requests: h.Count(), Errors: errorsBy[r],
+			P50ms: millis(h.Quantile(0.50)), P99ms: millis(h.Quantile(0.99))})
 	}
 	return res, nil
 }
@@ -405,7 +456,9 @@ func slowBody(ctx context.Context, addr, token string, deadline time.Time) bool 
 }
 
 // sampleProcess reads this process's resident memory, goroutines and
-// open file descriptors (Linux; zero where /proc is missing).
+// open file descriptors (Linux; zero where /proc is missing), and its
+// live heap after a forced GC (read last, so the other figures are the
+// run's own).
 func sampleProcess(at float64) ServeBenchSample {
 	s := ServeBenchSample{Seconds: at, Goroutines: runtime.NumGoroutine()}
 	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
@@ -414,6 +467,10 @@ func sampleProcess(at float64) ServeBenchSample {
 	const mib = 1 << 20
 	s.GoMiB = float64(m[0].Value.Uint64()-m[1].Value.Uint64()) / mib
 	s.HeapMiB = float64(m[2].Value.Uint64()+m[3].Value.Uint64()) / mib
+	runtime.GC()
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	s.LiveMiB = float64(live[0].Value.Uint64()) / mib
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
 		s.FDs = len(ents)
 	}
@@ -427,4 +484,18 @@ func sampleProcess(at float64) ServeBenchSample {
 		}
 	}
 	return s
+}
+
+// writeHeapProfile writes to f a heap profile of what is live after a
+// GC, and closes f.
+func writeHeapProfile(f *os.File) error {
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write heap profile %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write heap profile %s: %w", f.Name(), err)
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ func TestBenchServe(t *testing.T) {
 	assert.Positive(t, r.Samples[0].Goroutines)
 	assert.Equal(t, 2, r.Sessions)
 	assert.Zero(t, r.Lost, "lost events")
+	assert.Zero(t, r.Duplicated, "events in the log twice")
 	assert.Zero(t, r.Errors(), "request errors: %+v", r.Routes)
 	steps := r.Routes[0].Requests
 	assert.Positive(t, steps, "no step ran")
@@ -53,6 +56,8 @@ func TestBenchServePaced(t *testing.T) {
 	require.NotEmpty(t, r.Samples)
 	assert.Positive(t, r.Samples[0].GoMiB, "the Go runtime's memory was not sampled")
 	assert.Positive(t, r.Samples[0].HeapMiB)
+	assert.Positive(t, r.Samples[0].LiveMiB, "the live heap was not sampled")
+	assert.LessOrEqual(t, r.Samples[0].LiveMiB, r.Samples[0].HeapMiB, "live after a GC cannot exceed the heap in use before it")
 }
 
 // TestPaceAndStagger: paced sessions start spread over one pace; a
@@ -70,4 +75,61 @@ func TestPaceAndStagger(t *testing.T) {
 	cancel()
 	assert.False(t, pause(cancelled, time.Hour, time.Now().Add(2*time.Hour)), "a cancelled run must stop the session")
 	assert.True(t, pause(ctx, time.Millisecond, time.Now().Add(time.Minute)))
+}
+
+// TestLogCheck: the ledgers' check finds an acknowledged event missing
+// from the log, one logged twice and one logged in another session's
+// stream, and ignores the events of a step that was not acknowledged
+// and ids the bench did not push; it counts every pushed event.
+func TestLogCheck(t *testing.T) {
+	ledgers := []pushLedger{{Stream: "a", Steps: 3, Failed: []int{1}}, {Stream: "b", Steps: 2}, {Stream: "a"}}
+	c := newLogCheck(ledgers)
+	for n := range 3 {
+		for k := range stepEvents(n) {
+			if n == 2 && k == 3 || n == 1 && k > 0 {
+				continue // lost; and step 1 was not acknowledged, so its events need not be logged
+			}
+			c.see("a", benchEventID(0, n, k))
+		}
+	}
+	c.see("a", benchEventID(0, 0, 2)) // twice
+	for n := range 2 {
+		for k := range stepEvents(n) {
+			stream := "b"
+			if n == 1 && k == 0 {
+				stream = "a" // in the wrong stream: not found in its own
+			}
+			c.see(stream, benchEventID(1, n, k))
+		}
+	}
+	for _, id := range []string{"bench-0:9:0", "bench-0:0:5", "bench-7:0:0", "bench-0:1", "bench-01:0:0", "mem-1", benchEventID(2, 0, 0)} {
+		c.see("a", id)
+	}
+	pushed, lost, dup := c.result()
+	assert.Equal(t, 5+4+4+5+4, pushed, "pushed")
+	assert.Equal(t, 2, lost, "lost: bench-0:2:3 and bench-1:1:0")
+	assert.Equal(t, 1, dup, "in the log twice: bench-0:0:2")
+	s, n, k, ok := parseBenchEventID(benchEventID(12, 345, 3))
+	assert.True(t, ok)
+	assert.Equal(t, [3]int{12, 345, 3}, [3]int{s, n, k})
+}
+
+// TestBenchServeMemProfile: --memprofile's two heap profiles are
+// written (one at the first sample under load, one at the end), and a
+// path that cannot be created fails before the run.
+func TestBenchServeMemProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "heap")
+	_, err := BenchServe(context.Background(), t.TempDir(), ServeBenchOptions{Sessions: 2, Duration: 500 * time.Millisecond, Sample: 100 * time.Millisecond, MemProfile: prof})
+	require.NoError(t, err)
+	for _, p := range []string{prof + ".first", prof} {
+		st, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Positive(t, st.Size(), "%s is empty", p)
+	}
+	root := t.TempDir()
+	_, err = BenchServe(context.Background(), root, ServeBenchOptions{Duration: time.Hour, MemProfile: filepath.Join(t.TempDir(), "missing", "heap")})
+	require.ErrorContains(t, err, "create heap profile")
+	ents, err := os.ReadDir(root)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "a bad profile path must fail before the server opens its root")
 }

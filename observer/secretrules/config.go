@@ -90,13 +90,17 @@ func Parse(src string) (*Config, error) {
 		var err error
 		if strings.HasPrefix(raw, "[") {
 			// An array: gather lines up to the closing bracket.
+			// Only a line with a ']' can close it: the text before it
+			// parses the same with or without the lines after, so the
+			// array is parsed again only then (not once per line).
 			text := raw
-			for !arrayClosed(text) {
+			for closed := arrayClosed(text); !closed; {
 				i++
 				if i >= len(lines) {
 					return nil, fmt.Errorf("line %d: array of %s is not closed", lineNo, key)
 				}
 				text += "\n" + lines[i]
+				closed = strings.Contains(lines[i], "]") && arrayClosed(text)
 			}
 			val.list, err = parseArray(text)
 			val.isList = true

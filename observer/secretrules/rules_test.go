@@ -176,3 +176,14 @@ func pseudo(n int, alphabet string) string {
 	}
 	return string(b)
 }
+
+// An array spanning lines is parsed again only at a line holding a ']'
+// (Parse): the bracket may close it after an element, or sit in a string
+// or a comment of a line that does not.
+func TestParseArrayAcrossLines(t *testing.T) {
+	cfg, err := Parse("[[rules]]\nid = \"x\"\nkeywords = [\n  \"a]b\", # not ] yet\n  \"c\",\n  \"d\"]\nentropy = 2\n")
+	require.NoError(t, err)
+	require.Len(t, cfg.Rules, 1)
+	assert.Equal(t, []string{"a]b", "c", "d"}, cfg.Rules[0].Keywords)
+	assert.Equal(t, 2.0, cfg.Rules[0].Entropy)
+}

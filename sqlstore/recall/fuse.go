@@ -18,7 +18,9 @@ type Ranked[K comparable] struct {
 // first) into one ranking, with Weights.DenseBlend (see there for the
 // figures that chose it). Scores are normalised per query: the lexical
 // ones by the best lexical score, the dense ones min–max over the dense
-// list given (its last is 0, its first 1). Then
+// list given (its last is 0, its first 1; a list of one, or of equal
+// cosines, is all 1: the nearest of the scopes, as the first of a longer
+// list is). Then
 //
 //	fused = lex + DenseBlend · dense · (1 − lex)
 //
@@ -60,9 +62,7 @@ func FuseDense[K comparable](lex, dense []Ranked[K], w *Weights) []Ranked[K] {
 			m[r.ID] = a
 			order = append(order, r.ID)
 		}
-		if hi > lo {
-			a.dense = math.Max(a.dense, (r.Score-lo)/(hi-lo))
-		}
+		a.dense = math.Max(a.dense, minMax(r.Score, hi, lo))
 	}
 	out := make([]Ranked[K], len(order))
 	for i, id := range order {
@@ -71,6 +71,18 @@ func FuseDense[K comparable](lex, dense []Ranked[K], w *Weights) []Ranked[K] {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
 	return out
+}
+
+// minMax is x normalised min–max between lo and hi, or 1 when hi is lo
+// (the list's only cosine): a scope holding one vector has a nearest,
+// whose score is its first's, 1. (Until a scan of few vectors stopped
+// filling its list with other scopes' vectors, those were the reference
+// that put it below 1.)
+func minMax(x, hi, lo float64) float64 {
+	if hi <= lo {
+		return 1
+	}
+	return (x - lo) / (hi - lo)
 }
 
 // nearest returns the Weights.DenseK vectors of src's kind in the
@@ -121,10 +133,9 @@ func (r *call) fuse(out []scored, dense []vectors.Hit) []scored {
 	if len(dr) == 0 {
 		return out
 	}
-	if hi, lo := dr[0].Score, dr[len(dr)-1].Score; hi > lo {
-		for _, d := range dr {
-			out[at[d.ID]].dense = (d.Score - lo) / (hi - lo)
-		}
+	hi, lo := dr[0].Score, dr[len(dr)-1].Score
+	for _, d := range dr {
+		out[at[d.ID]].dense = minMax(d.Score, hi, lo)
 	}
 	if top <= 0 {
 		top = 1 // nothing matched by words: the dense side alone, on a unit scale

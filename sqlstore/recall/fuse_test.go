@@ -39,4 +39,16 @@ func TestFuseDense(t *testing.T) {
 			}
 		}
 	})
+	t.Run("LoneDenseHitIsTheNearest", func(t *testing.T) {
+		// One vector in the scopes: it is their nearest, normalised 1
+		// like the first of a longer list, not 0 like its last.
+		got := FuseDense(lex, []Ranked[int]{{5, 0.3}}, &w)
+		var five float64
+		for _, r := range got {
+			if r.ID == 5 {
+				five = r.Score
+			}
+		}
+		assert.InDelta(t, w.DenseBlend, five, 1e-12, "a lone dense hit: got %v", got)
+	})
 }

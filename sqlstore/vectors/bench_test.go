@@ -22,7 +22,7 @@ import (
 
 // storeWithVectors is an index of n English episodes, each with a
 // stand-in vector (a random unit vector), in 4 streams.
-func storeWithVectors(b *testing.B, n int) *sqlstore.Store {
+func storeWithVectors(b testing.TB, n int) *sqlstore.Store {
 	b.Helper()
 	s, err := sqlstore.Open(filepath.Join(b.TempDir(), "index.db"))
 	if err != nil {
@@ -184,4 +184,47 @@ func BenchmarkFillMADial(b *testing.B) {
 		}
 	}
 	fillBench(b, m, texts[:min(len(texts), 512)])
+}
+
+// BenchmarkWarm times what a one-shot command pays to read the vectors
+// its query can use (Warm), over an index of 100k stand-in episode
+// vectors in 4 streams: "all" reads every one, "one" the 25k of one
+// stream; "count" is the indexed count that decides whether to read.
+// cpu-ms/100k is the CPU per 100k rows read (or counted).
+func BenchmarkWarm(b *testing.B) {
+	const n = 100_000
+	s := storeWithVectors(b, n)
+	ctx := context.Background()
+	kinds := []string{sqlstore.VectorEntry, sqlstore.VectorEpisode}
+	for _, sc := range []struct {
+		name    string
+		streams []string
+		rows    int
+	}{{"all", nil, n}, {"one", []string{fmt.Sprintf("ws-%020d", 1)}, n / 4}} {
+		b.Run(sc.name, func(b *testing.B) {
+			cpu0, ops := cpuTime(), 0
+			for b.Loop() {
+				d := vectors.NewDense(nil)
+				if err := d.Warm(ctx, s, kinds, sc.streams); err != nil {
+					b.Fatal(err)
+				}
+				if got := d.Loaded(s, sqlstore.VectorEpisode); got != sc.rows {
+					b.Fatalf("loaded %d of %d", got, sc.rows)
+				}
+				ops++
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(ops)*100_000/float64(sc.rows), "cpu-ms/100k")
+		})
+	}
+	b.Run("count", func(b *testing.B) {
+		cpu0, ops := cpuTime(), 0
+		for b.Loop() {
+			c, err := s.CountVectors(ctx, sqlstore.VectorEpisode, nil)
+			if err != nil || c != n {
+				b.Fatalf("counted %d, %v", c, err)
+			}
+			ops++
+		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(ops), "cpu-ms/100k")
+	})
 }

@@ -78,3 +78,9 @@ func (d *Dense) Loaded(s interface{ Path() string }, kind string) int {
 	}
 	return len(c.kinds[i].ns)
 }
+
+// CodeBits is codeBits of one code.
+func CodeBits(code []byte) []uint64 { return codeBits(nil, code) }
+
+// SignBits is signBits of one vector.
+func SignBits(v []float32) []uint64 { return signBits(nil, v) }

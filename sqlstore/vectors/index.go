@@ -82,7 +82,7 @@ func (d *Dense) Nearest(ctx context.Context, s *sqlstore.Store, kind string, sco
 		return nil, nil
 	}
 	c := d.cache(s)
-	ki, names, err := c.refresh(ctx, s, kind)
+	ki, names, err := c.refresh(ctx, s, kind, scopes)
 	if err != nil || len(ki.ns) == 0 {
 		return nil, err
 	}
@@ -149,23 +149,26 @@ type cache struct {
 // kindIndex holds the sign bits of one kind's vectors, append-only: a
 // top-up builds a new one, so a scan may go on over the old.
 type kindIndex struct {
-	gen   int64
-	last  int64    // the greatest vectors.id loaded
-	ids   []int64  // vectors.id
-	ns    []int64  // corpus rowid
-	scope []uint16 // into cache.names
-	bits  []uint64 // words a vector
+	gen     int64
+	streams []string // the streams loaded (Warm of a subset), sorted; nil: every stream
+	last    int64    // the greatest vectors.id loaded
+	ids     []int64  // vectors.id
+	ns      []int64  // corpus rowid
+	scope   []uint16 // into cache.names
+	bits    []uint64 // words a vector
 }
 
 // inlineLoad is the most rows a query loads itself; a larger load (the
-// first of a big index: about a second per 100k rows on this machine)
+// first of a big index: about 0.6 s per 100k rows on this machine)
 // runs in the background while queries go on with what is loaded (words
 // alone until then), so no query waits for it or loses its deadline.
 const inlineLoad = 4096
 
 // refresh brings the cache of kind up to date with the index (one small
-// query when nothing changed) and returns it with the scope names.
-func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*kindIndex, []string, error) {
+// query when nothing changed) and returns it with the scope names. A
+// cache of some streams only (Warm) that does not hold every one of
+// scopes (nil: every stream) is dropped and loaded again whole.
+func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string, scopes []string) (*kindIndex, []string, error) {
 	st, err := s.VectorState(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +183,7 @@ func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*k
 		i, gen = 1, st.EpisodeGen
 	}
 	ki := c.kinds[i]
-	if ki == nil || ki.gen != gen {
+	if ki == nil || ki.gen != gen || !ki.holds(scopes) {
 		ki = &kindIndex{gen: gen}
 		c.kinds[i] = ki
 	}
@@ -188,7 +191,7 @@ func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*k
 		return ki, slices.Clip(c.names), nil
 	}
 	if st.Max-ki.last <= inlineLoad {
-		rows, err := readVectors(ctx, s, kind, ki.last)
+		rows, err := readVectors(ctx, s, kind, ki.last, ki.streams, 0)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -198,7 +201,7 @@ func (c *cache) refresh(ctx context.Context, s *sqlstore.Store, kind string) (*k
 	if !c.loading[i] {
 		c.loading[i] = true
 		go func(from *kindIndex, epoch string) {
-			rows, err := readVectors(context.Background(), s, kind, from.last)
+			rows, err := readVectors(context.Background(), s, kind, from.last, from.streams, 0)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.loading[i] = false
@@ -217,10 +220,28 @@ type loaded struct {
 	bits   [words]uint64
 }
 
-// readVectors reads the vectors of kind above the row id after.
-func readVectors(ctx context.Context, s *sqlstore.Store, kind string, after int64) ([]loaded, error) {
-	var rows []loaded
-	err := s.LoadVectors(ctx, kind, encoder.ModelVersion, after, func(v sqlstore.StoredVector) {
+// holds reports whether ki has every vector of scopes (nil: every
+// stream) it had when loaded.
+func (ki *kindIndex) holds(scopes []string) bool {
+	if ki.streams == nil {
+		return true
+	}
+	if scopes == nil {
+		return false
+	}
+	for _, sc := range scopes {
+		if _, ok := slices.BinarySearch(ki.streams, sc); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// readVectors reads the vectors of kind above the row id after, of
+// streams (nil: every stream); about hint of them (0: not known).
+func readVectors(ctx context.Context, s *sqlstore.Store, kind string, after int64, streams []string, hint int64) ([]loaded, error) {
+	rows := make([]loaded, 0, hint)
+	err := s.LoadVectors(ctx, kind, encoder.ModelVersion, after, streams, func(v sqlstore.StoredVector) {
 		if len(v.Code) != encoder.Dim {
 			return
 		}
@@ -235,7 +256,7 @@ func readVectors(ctx context.Context, s *sqlstore.Store, kind string, after int6
 // and makes the copy the cache of kind i, whose rows now reach upTo. It
 // runs under c.mu.
 func (c *cache) install(i int, ki *kindIndex, rows []loaded, upTo int64) *kindIndex {
-	nk := &kindIndex{gen: ki.gen, last: upTo, ids: slices.Clip(ki.ids), ns: slices.Clip(ki.ns),
+	nk := &kindIndex{gen: ki.gen, streams: ki.streams, last: upTo, ids: slices.Clip(ki.ids), ns: slices.Clip(ki.ns),
 		scope: slices.Clip(ki.scope), bits: slices.Clip(ki.bits)}
 	for _, r := range rows {
 		nk.last = max(nk.last, r.id) // read past max: committed since the state was read
@@ -300,7 +321,7 @@ func (ki *kindIndex) scan(q []uint64, allowed []bool, r int) []int {
 		}
 	}
 	for j, dj := range dist { // the ties at the cut, oldest first, to fill r
-		if len(out) >= r {
+		if len(out) >= r || cut > encoder.Dim { // past Dim: the scopes hold fewer than r; the rest are not theirs
 			break
 		}
 		if int(dj) == cut {
@@ -310,30 +331,41 @@ func (ki *kindIndex) scan(q []uint64, allowed []bool, r int) []int {
 	return out
 }
 
-// Warm loads every vector of s into the cache now, whatever their
-// number (a one-shot command makes one query: a background load would
-// not be done in time for it). It costs about what a background load
-// does; a server leaves it to the first queries.
-func (d *Dense) Warm(ctx context.Context, s *sqlstore.Store) error {
+// Warm loads the vectors of kinds (sqlstore.VectorEntry,
+// VectorEpisode) in streams (nil: every stream) of s into the cache now,
+// whatever their number: a one-shot command makes one query, which a
+// background load would not be done in time for. It costs what a
+// background load does (about 0.6 s of CPU per 100k vectors on this
+// machine); a server leaves it to the first queries. A query of scopes
+// the cache does not hold (some other stream, or every one) loads the
+// kind again whole.
+func (d *Dense) Warm(ctx context.Context, s *sqlstore.Store, kinds, streams []string) error {
 	c := d.cache(s)
 	st, err := s.VectorState(ctx)
 	if err != nil {
 		return err
 	}
-	for i, kind := range []string{sqlstore.VectorEntry, sqlstore.VectorEpisode} {
-		rows, err := readVectors(ctx, s, kind, 0)
+	if streams != nil {
+		streams = slices.Sorted(slices.Values(streams))
+	}
+	for _, kind := range kinds {
+		i, gen := 0, st.EntryGen
+		if kind == sqlstore.VectorEpisode {
+			i, gen = 1, st.EpisodeGen
+		}
+		hint, err := s.CountVectors(ctx, kind, streams)
 		if err != nil {
 			return err
 		}
-		gen := st.EntryGen
-		if i == 1 {
-			gen = st.EpisodeGen
+		rows, err := readVectors(ctx, s, kind, 0, streams, hint)
+		if err != nil {
+			return err
 		}
 		c.mu.Lock()
 		if c.epoch != st.Epoch {
 			c.epoch, c.kinds = st.Epoch, [2]*kindIndex{}
 		}
-		c.install(i, &kindIndex{gen: gen}, rows, st.Max)
+		c.install(i, &kindIndex{gen: gen, streams: streams}, rows, st.Max)
 		c.mu.Unlock()
 	}
 	return nil

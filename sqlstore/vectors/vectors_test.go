@@ -1,6 +1,8 @@
 package vectors_test
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"dshmem/sqlstore"
 	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/madial"
 	"dshmem/sqlstore/vectors"
@@ -58,6 +61,32 @@ func TestQuantize(t *testing.T) {
 	s, c := vectors.Quantize(make([]float32, encoder.Dim))
 	assert.Zero(t, s)
 	assert.Len(t, c, encoder.Dim)
+}
+
+// TestCodeBitsAreTheSigns: the sign bits read from a stored code (eight
+// bytes at a time) are those of the vector it quantises, bit for bit,
+// for every byte value at every position (0 and -128 are not positive).
+func TestCodeBitsAreTheSigns(t *testing.T) {
+	code := make([]byte, encoder.Dim)
+	for shift := range 256 {
+		v := make([]float32, encoder.Dim)
+		for i := range code {
+			code[i] = byte(i + shift)
+			v[i] = float32(int8(code[i]))
+		}
+		require.Equal(t, vectors.SignBits(v), vectors.CodeBits(code), "bytes starting at %d", shift)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100 {
+		v := unit(r)
+		_, c := vectors.Quantize(v)
+		b := make([]byte, len(c))
+		q := make([]float32, len(c))
+		for i, x := range c {
+			b[i], q[i] = byte(x), float32(x)
+		}
+		require.Equal(t, vectors.SignBits(q), vectors.CodeBits(b))
+	}
 }
 
 // TestSignScanFindsTheNearest: on real vectors (MADial en dialogue lines
@@ -112,5 +141,46 @@ func TestSignScanFindsTheNearest(t *testing.T) {
 		if r == vectors.Rerank {
 			assert.GreaterOrEqual(t, share, 0.99, "the sign scan misses the nearest vectors")
 		}
+	}
+}
+
+// TestWarmSubset: Warm of one kind in one stream loads those vectors
+// only, and answers a query of that stream from them; a query of another
+// stream, or of every one, is not answered from the subset: the kind is
+// loaded again whole.
+func TestWarmSubset(t *testing.T) {
+	m := testModel(t)
+	ctx := context.Background()
+	s := storeWithVectors(t, 400) // 100 in each of 4 streams
+	stream := func(i int) string { return fmt.Sprintf("ws-%020d", i) }
+	for _, other := range [][]string{{stream(2)}, nil} {
+		d := vectors.NewDense(m)
+		require.NoError(t, d.Warm(ctx, s, []string{sqlstore.VectorEpisode}, []string{stream(1)}))
+		require.Equal(t, 100, d.Loaded(s, sqlstore.VectorEpisode), "episodes loaded of one stream")
+		require.Zero(t, d.Loaded(s, sqlstore.VectorEntry), "entries loaded")
+		hs, err := d.Nearest(ctx, s, sqlstore.VectorEpisode, []string{stream(1)}, "the build fails", 5)
+		require.NoError(t, err)
+		require.Len(t, hs, 5)
+		require.Equal(t, 100, d.Loaded(s, sqlstore.VectorEpisode), "a query of the stream loaded read more")
+		hs, err = d.Nearest(ctx, s, sqlstore.VectorEpisode, other, "the build fails", 5)
+		require.NoError(t, err)
+		assert.Len(t, hs, 5, "a query of %v over the subset of %s", other, stream(1))
+		assert.Equal(t, 400, d.Loaded(s, sqlstore.VectorEpisode), "a query of %v did not load the kind whole", other)
+	}
+}
+
+// TestNearestKeepsToTheScopes: a query of a stream that holds fewer
+// vectors than are re-ranked gets none of another stream's (the ties
+// that fill the re-ranked set are of the scopes only).
+func TestNearestKeepsToTheScopes(t *testing.T) {
+	m := testModel(t)
+	ctx := context.Background()
+	s := storeWithVectors(t, 400) // 100 in each of 4 streams, n = i+1 in stream ws-(i%4)
+	d := vectors.NewDense(m)
+	hs, err := d.Nearest(ctx, s, sqlstore.VectorEpisode, []string{fmt.Sprintf("ws-%020d", 1)}, "the build fails", 20)
+	require.NoError(t, err)
+	require.Len(t, hs, 20)
+	for _, h := range hs {
+		assert.EqualValues(t, 1, (h.N-1)%4, "hit %d is of another stream", h.N)
 	}
 }
