@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"dshmem/sqlstore/madial"
 )
@@ -12,7 +14,7 @@ func init() {
 	register(&command{
 		name:    "eval",
 		summary: "measure recall (MADial-Bench) or distillation (the labelled corpus)",
-		usage: `eval madial --data DIR [--json]
+		usage: `eval madial --data DIR [--floors LIST] [--json]
        dshmem eval distill [--data DIR] [--distiller rules|openai] [--split tune|test|all] [--answers FILE] [--base-url URL] [--model M] [--confusions N] [--json]
 
 Runs MADial-Bench (memory-augmented dialogue, zh and en): per dialogue,
@@ -28,6 +30,15 @@ recall, search and packets do). Prints Recall@1/3/5/10/20 and nDCG@5/10 for
 zh and en, beside the dense retrievers' published rankings in
 DIR/baselines-zh (BGE-M3, Stella, Acge, Dmeta, OpenAI), scored with the
 same metric code. DIR holds MADial-Bench-{zh,en}-{memory,dialogue}.json.
+--floors LIST (with the encoder; about 20 s of CPU more) also runs the
+English cases through recall.Find with its floors on, as recall, search
+and packets do, at most 10 items: the words alone, then the vectors at
+each DenseFloor of LIST (comma-separated numbers, "off" for none, e.g.
+0.5,0.7,off), each case's dialogue and then its last user line (what a
+packet asks with) as the query; it prints R@5/R@10 of the floored items,
+the items shown and the labelled ones among them, and the items shown
+from the user's memories less the labelled ones (nogold) and from the
+other child's (other), where nothing shown is right.
 
 eval distill runs a distiller on the labelled corpus (DIR, default
 testdata/distill/corpus: tune.jsonl, test.jsonl, see its README) and
@@ -44,6 +55,7 @@ through a fake endpoint on loopback, so no model is needed; give
 ask a real endpoint instead. --root is not used.
 
 Examples:
+  dshmem eval madial --data ../shared/data/madial --floors 0.7,off
   dshmem eval distill                         # rules, both splits
   dshmem eval distill --split test --json     # the figures README quotes
   dshmem eval distill --distiller openai --confusions -1
@@ -71,6 +83,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(c)
 	data := fs.String("data", "", "directory of the MADial-Bench files")
 	asJSON := fs.Bool("json", false, "print results as JSON")
+	floorList := fs.String("floors", "", "also run with the floors on at these DenseFloor values (e.g. 0.5,0.7,off)")
 	pos, err := env.parseFlags(c, fs, args[1:])
 	if err != nil {
 		return err
@@ -81,15 +94,28 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if *data == "" {
 		return usageError{"needs --data DIR (the MADial-Bench files, e.g. ../shared/data/madial)"}
 	}
+	floors, err := parseDenseFloors(*floorList)
+	if err != nil {
+		return err
+	}
 	model, note := madial.InstalledEncoder()
+	if floors != nil && model == nil {
+		return fmt.Errorf("eval madial --floors needs the sentence encoder, not found (%s): install it with 'dshmem model install', or leave out --floors", note)
+	}
 	rows, err := madial.Bench(ctx, *data, madial.BenchOptions{Model: model})
 	if err != nil {
 		return err
 	}
+	var floored []madial.Result
+	if floors != nil {
+		if floored, err = madial.Floors(ctx, *data, "en", model, madial.FloorOptions{DenseFloors: floors}); err != nil {
+			return fmt.Errorf("eval madial --floors: %w", err)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return enc.Encode(append(rows, floored...))
 	}
 	fmt.Fprintf(env.stdout, "MADial-Bench (%s): Recall@k and nDCG@k, macro-averaged over dialogues\n", *data)
 	fmt.Fprintln(env.stdout, note)
@@ -98,5 +124,36 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%-4s %-22s %5d %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f\n", r.Lang, r.Retriever, r.Cases,
 			r.Recall["1"], r.Recall["3"], r.Recall["5"], r.Recall["10"], r.Recall["20"], r.NDCG["5"], r.NDCG["10"])
 	}
+	if len(floored) > 0 {
+		fmt.Fprintf(env.stdout, "\nen with the floors on, at most %d items; per case: shown (of them labelled), shown without the labelled memories (nogold), from the other child's (other); any: share of cases shown one or more\n", madial.FloorLimit)
+		fmt.Fprintf(env.stdout, "%-36s %6s %6s %6s %6s %6s %6s %6s %6s\n", "retriever", "R@5", "R@10", "shown", "gold", "nogold", "any", "other", "any")
+		for _, r := range floored {
+			f := r.Floors
+			fmt.Fprintf(env.stdout, "%-36s %6.3f %6.3f %6.2f %6.3f %6.2f %6.3f %6.2f %6.3f\n", r.Retriever,
+				r.Recall["5"], r.Recall["10"], f.Shown, f.Gold, f.NoGold, f.NoGoldAny, f.Other, f.OtherAny)
+		}
+	}
 	return nil
+}
+
+// parseDenseFloors reads --floors: comma-separated DenseFloor values, a
+// number from 0 to 1 or "off" (madial.DenseFloorOff); "" is nil.
+func parseDenseFloors(s string) ([]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, x := range strings.Split(s, ",") {
+		x = strings.TrimSpace(x)
+		if x == "off" {
+			out = append(out, madial.DenseFloorOff)
+			continue
+		}
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil || f < 0 || f > 1 {
+			return nil, usageError{fmt.Sprintf("--floors %q: %q is not a DenseFloor: give numbers from 0 to 1 or off, comma-separated (e.g. 0.5,0.7,off)", s, x)}
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

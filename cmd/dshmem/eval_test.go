@@ -46,6 +46,41 @@ func TestEvalMADialSubset(t *testing.T) {
 	}
 }
 
+// TestEvalMADialFloors: --floors adds the English rows of recall.Find
+// with its floors on (madial.Floors), at most 10 items, so no R@20; a
+// value that is not a DenseFloor is a usage error, before any work.
+func TestEvalMADialFloors(t *testing.T) {
+	for _, bad := range []string{"x", "1.5", "-0.1", "0.5,"} {
+		code, _, errs := cli(t, "", "eval", "madial", "--data", "../../testdata/madial", "--floors", bad)
+		assert.Equal(t, 2, code, "--floors %q: exit %d (%s), want 2", bad, code, errs)
+		assert.Contains(t, errs, "is not a DenseFloor", "--floors %q", bad)
+	}
+	if m, note := madial.InstalledEncoder(); m == nil {
+		require.NotEqualValues(t, "true", os.Getenv("CI"), "the model is needed in CI: %s", note)
+		t.Skip(note)
+	}
+	code, out, errs := cli(t, "", "eval", "madial", "--data", "../../testdata/madial", "--floors", "0.7,off", "--json")
+	require.EqualValues(t, 0, code, "exit %d: %s", code, errs)
+	var rows []madial.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+	var got []string
+	for _, r := range rows {
+		if r.Floors == nil {
+			continue
+		}
+		got = append(got, r.Retriever)
+		assert.Equal(t, "en", r.Lang)
+		assert.Contains(t, r.Recall, "10", "%s: no R@10", r.Retriever)
+		assert.NotContains(t, r.Recall, "20", "%s: R@20 of at most 10 items", r.Retriever)
+	}
+	assert.Equal(t, []string{"floors, words", "floors, DenseFloor 0.70", "floors, DenseFloor off",
+		"floors, words (last line)", "floors, DenseFloor 0.70 (last line)", "floors, DenseFloor off (last line)"}, got)
+	code, out, errs = cli(t, "", "eval", "madial", "--data", "../../testdata/madial", "--floors", "off")
+	require.EqualValues(t, 0, code, "exit %d: %s", code, errs)
+	assert.Contains(t, out, "en with the floors on")
+	assert.Contains(t, out, "floors, DenseFloor off (last line)")
+}
+
 // TestREADMEMADialFigures pins README's MADial-Bench figures to what
 // `eval madial` measures on the full data beside the repository: every
 // R@10 the README quotes for dshmem recall, the lexical floor, the dense

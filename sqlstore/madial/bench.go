@@ -31,6 +31,8 @@ type Result struct {
 	Cases     int                `json:"cases"`
 	Recall    map[string]float64 `json:"recall"`
 	NDCG      map[string]float64 `json:"ndcg"`
+	// Floors, on a row of Floors, are its floored figures.
+	Floors *Floored `json:"floors,omitempty"`
 }
 
 func newResult(lang, name string, m Metrics) Result {

@@ -46,10 +46,32 @@ func (r *recallRetriever) index(user int, mems []Memory) (*userIndex, error) {
 	if ui, ok := r.stores[user]; ok {
 		return ui, nil
 	}
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+	var fill func(*sqlstore.Store) error
+	if r.dense != nil {
+		fill = func(s *sqlstore.Store) error {
+			_, err := vectors.Fill(r.ctx, s, r.dense.Model(), vectors.FillOptions{Workers: runtime.NumCPU()})
+			return err
+		}
+	}
+	ui, err := foldBank(r.ctx, filepath.Join(r.dir, fmt.Sprintf("user-%d.db", user)), mems, fill)
+	if err != nil {
 		return nil, err
 	}
-	s, err := sqlstore.Open(filepath.Join(r.dir, fmt.Sprintf("user-%d.db", user)))
+	if r.stores == nil {
+		r.stores = map[int]*userIndex{}
+	}
+	r.stores[user] = ui
+	return ui, nil
+}
+
+// foldBank folds mems into a fresh index at path as memory/remember
+// events, one a memory in order (seq i+1), then runs fill (nil: none) on
+// it. Its now is the day after the newest memory.
+func foldBank(ctx context.Context, path string, mems []Memory, fill func(*sqlstore.Store) error) (*userIndex, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	s, err := sqlstore.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -69,21 +91,17 @@ func (r *recallRetriever) index(user int, mems []Memory) (*userIndex, error) {
 			ID: fmt.Sprintf("madial:%d", m.ID), Type: events.TypeMemoryRemember, Time: t.Format(time.RFC3339), Data: data})
 		ui.ids[projector.EntryID(recallStream, seq, 0)] = m.ID
 	}
-	if err := projector.New(s).Fold(r.ctx, evs); err != nil {
+	if err := projector.New(s).Fold(ctx, evs); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if r.dense != nil {
-		if _, err := vectors.Fill(r.ctx, s, r.dense.Model(), vectors.FillOptions{Workers: runtime.NumCPU()}); err != nil {
+	if fill != nil {
+		if err := fill(s); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
 	ui.now = ui.now.Add(24 * time.Hour)
-	if r.stores == nil {
-		r.stores = map[int]*userIndex{}
-	}
-	r.stores[user] = ui
 	return ui, nil
 }
 
