@@ -30,6 +30,12 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
+	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 || *slow < 0 || *slow > 2000 || *sample < 1 {
+		return usageError{"--sessions must be 1..1024, --seconds 1..3600, --slow 0..2000 and --sample-seconds at least 1"}
+	}
+	if *pace < 0 || *pace > time.Minute {
+		return usageError{fmt.Sprintf("--pace %s: must be between 0 (no pause) and 1m, e.g. --pace 1s", *pace)}
+	}
 	if *encoders < 0 || *encoders > maxEncoders {
 		return usageError{fmt.Sprintf("--encoders %d is out of range (0: no vectors, up to %d)", *encoders, maxEncoders)}
 	}
@@ -38,12 +44,6 @@ func benchServe(ctx context.Context, env *cliEnv, args []string) error {
 		if model = loadEncoder(env); model == nil {
 			return errors.New("bench serve --encoders: the sentence encoder is not installed or did not load: run 'dshmem model install', or leave --encoders out")
 		}
-	}
-	if *sessions < 1 || *sessions > 1024 || *seconds < 1 || *seconds > 3600 || *slow < 0 || *slow > 2000 || *sample < 1 {
-		return usageError{"--sessions must be 1..1024, --seconds 1..3600, --slow 0..2000 and --sample-seconds at least 1"}
-	}
-	if *pace < 0 || *pace > time.Minute {
-		return usageError{fmt.Sprintf("--pace %s: must be between 0 (no pause) and 1m, e.g. --pace 1s", *pace)}
 	}
 	stop, err := startCPUProfile(profile)
 	if err != nil {
