@@ -150,7 +150,7 @@ func parseDenseFloors(s string) ([]float64, error) {
 			continue
 		}
 		f, err := strconv.ParseFloat(x, 64)
-		if err != nil || f < 0 || f > 1 {
+		if err != nil || !(f >= 0 && f <= 1) { // NaN too
 			return nil, usageError{fmt.Sprintf("--floors %q: %q is not a DenseFloor: give numbers from 0 to 1 or off, comma-separated (e.g. 0.5,0.7,off)", s, x)}
 		}
 		out = append(out, f)

@@ -50,7 +50,7 @@ func TestEvalMADialSubset(t *testing.T) {
 // with its floors on (madial.Floors), at most 10 items, so no R@20; a
 // value that is not a DenseFloor is a usage error, before any work.
 func TestEvalMADialFloors(t *testing.T) {
-	for _, bad := range []string{"x", "1.5", "-0.1", "0.5,"} {
+	for _, bad := range []string{"x", "1.5", "-0.1", "0.5,", "nan", "NaN,0.7", "inf"} {
 		code, _, errs := cli(t, "", "eval", "madial", "--data", "../../testdata/madial", "--floors", bad)
 		assert.Equal(t, 2, code, "--floors %q: exit %d (%s), want 2", bad, code, errs)
 		assert.Contains(t, errs, "is not a DenseFloor", "--floors %q", bad)

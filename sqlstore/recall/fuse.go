@@ -124,24 +124,35 @@ func (r *call) fuse(out []scored, dense []vectors.Hit) []scored {
 		top = max(top, sc.score)
 	}
 	sort.SliceStable(lex, func(i, j int) bool { return lex[i].Score > lex[j].Score })
-	dr := make([]Ranked[int64], 0, len(dense))
-	for _, h := range dense {
-		if _, ok := at[h.N]; ok {
-			dr = append(dr, Ranked[int64]{ID: h.N, Score: h.Cosine})
-		}
+	// Normalised over every nearest vector of the scopes, not only those
+	// still candidates: a hit whose text was forgotten (its vector stays
+	// until the next fill) or not fetched by the deadline does not make
+	// a far survivor the first.
+	all := make([]Ranked[int64], len(dense))
+	anyCandidate := false
+	for i, h := range dense {
+		all[i] = Ranked[int64]{ID: h.N, Score: h.Cosine}
+		_, ok := at[h.N]
+		anyCandidate = anyCandidate || ok
 	}
-	if len(dr) == 0 {
+	if !anyCandidate {
 		return out
 	}
-	hi, lo := dr[0].Score, dr[len(dr)-1].Score
-	for _, d := range dr {
-		out[at[d.ID]].dense = minMax(d.Score, hi, lo)
+	hi, lo := all[0].Score, all[len(all)-1].Score
+	for _, d := range all {
+		if i, ok := at[d.ID]; ok {
+			out[i].dense = minMax(d.Score, hi, lo)
+		}
 	}
 	if top <= 0 {
 		top = 1 // nothing matched by words: the dense side alone, on a unit scale
 	}
-	for _, f := range FuseDense(lex, dr, r.w) {
-		sc := &out[at[f.ID]]
+	for _, f := range FuseDense(lex, all, r.w) {
+		i, ok := at[f.ID]
+		if !ok {
+			continue // a nearest vector whose text is not a candidate
+		}
+		sc := &out[i]
 		sc.score = f.Score * top
 		sc.item.Score = round4(sc.score)
 	}

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"dshmem/sqlstore/vectors"
 	"slices"
 	"testing"
 
@@ -51,4 +52,28 @@ func TestFuseDense(t *testing.T) {
 		}
 		assert.InDelta(t, w.DenseBlend, five, 1e-12, "a lone dense hit: got %v", got)
 	})
+}
+
+// TestFuseNormalisesOverEveryNearest: a candidate's dense score is set
+// against every nearest vector of the scopes, not only the ones still
+// candidates. When 19 of 20 hits were dropped (their entries forgotten,
+// their vectors not yet; or not fetched by the deadline), the lone
+// survivor, the 20th nearest, scores 0 and does not pass DenseFloor; the
+// nearest, when it survives, scores 1. Mutation caught: normalising over
+// the surviving hits (the survivor then scores 1, above the floor).
+func TestFuseNormalisesOverEveryNearest(t *testing.T) {
+	w := DefaultWeights
+	r := &call{w: &w}
+	var hits []vectors.Hit
+	for i := range 20 {
+		hits = append(hits, vectors.Hit{N: int64(i + 1), Cosine: 0.9 - 0.02*float64(i)})
+	}
+	far := r.fuse([]scored{{n: 20, score: 1}}, hits)
+	assert.Zero(t, far[0].dense, "the 20th nearest, alone a candidate: dense %v, want 0", far[0].dense)
+	assert.Less(t, far[0].dense, w.DenseFloor)
+	near := r.fuse([]scored{{n: 1, score: 1}}, hits)
+	assert.Equal(t, 1.0, near[0].dense, "the nearest, alone a candidate")
+	none := r.fuse([]scored{{n: 99, score: 1}}, hits)
+	assert.Zero(t, none[0].dense, "a candidate with no vector")
+	assert.Equal(t, 1.0, none[0].score, "a candidate with no vector keeps its score")
 }
