@@ -98,7 +98,7 @@ func New(s *sqlstore.Store) *Projector { return &Projector{s: s} }
 // is committed. Folding never reads the clock: every timestamp comes from
 // an event.
 func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) error {
-	_, err := p.FoldMade(ctx, evs)
+	_, err := p.fold(ctx, evs, false)
 	return err
 }
 
@@ -107,8 +107,16 @@ func (p *Projector) Fold(ctx context.Context, evs []events.Envelope) error {
 // event of evs leaves the other entries as they were (keepsTops), so
 // the row a remember inserted is the entry's state at the commit. When
 // some event may change entries otherwise (a forget, memory ops, a
-// scope's lifecycle) it returns nil, and a caller reads the index.
-func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (made map[string]sqlstore.Entry, err error) {
+// scope's lifecycle) it returns nil, and a caller reads the index. A
+// failed write of the Markdown files after the commit (without Defer)
+// returns nil too, with the error.
+func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (map[string]sqlstore.Entry, error) {
+	return p.fold(ctx, evs, true)
+}
+
+// fold folds evs; with want it keeps the entries remembers made (Fold's
+// callers, catch-up, rebuild and restore, do not pay for them).
+func (p *Projector) fold(ctx context.Context, evs []events.Envelope, want bool) (made map[string]sqlstore.Entry, err error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -125,8 +133,10 @@ func (p *Projector) FoldMade(ctx context.Context, evs []events.Envelope) (made m
 		unlock()
 		return nil, fmt.Errorf("fold: begin: %w", err)
 	}
-	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{},
-		made: map[string]sqlstore.Entry{}}
+	f := &fold{p: p, tx: tx, cursors: map[string]uint64{}, advanced: map[string]bool{}, sessions: map[sessionKey]*sessionAcc{}}
+	if want {
+		f.made = map[string]sqlstore.Entry{}
+	}
 	f.files = p.newFileTrack()
 	// The summary tops the last fold left stay true while only folds
 	// have written entries since (keptTops).
