@@ -75,11 +75,11 @@ type Engine struct {
 	unfolded   []events.Envelope    // owned by the caller folding: the events of failed folds, still pending
 	foldSlots  map[uint64]*foldSlot // guarded by foldMu: calls ready to fold
 	// The wait of the caller whose turn has come for the calls before
-	// it (gather), guarded by foldMu: the timer that ends it, the
-	// ticket it waits up to, and whether the timer fired.
+	// it (gather), guarded by foldMu: the timer that wakes the waiters
+	// when it ends, the ticket it waits up to, and when it ends.
 	gatherTimer  *time.Timer
 	gatherTarget uint64
-	gatherOver   bool
+	gatherUntil  time.Time
 	pendMu       sync.Mutex
 	pendingIDs   map[string]map[string]string // stream → id → content (eventContent) of events appended, not yet folded
 	pendingCwd   map[string]string            // session → cwd appended, not yet folded

@@ -54,7 +54,7 @@ func (e *Engine) foldInTurn(ctx context.Context, ticket uint64, evs []events.Env
 		if e.gatherTimer != nil {
 			e.gatherTimer.Stop()
 		}
-		e.gatherTimer, e.gatherOver = nil, false
+		e.gatherTimer = nil
 		e.foldMu.Unlock()
 		made, err := e.foldEvents(ctx, all)
 		e.foldMu.Lock()
@@ -82,7 +82,7 @@ var foldGather = 2 * time.Millisecond
 // costs is what limits the rate. A lone caller never waits, and nobody
 // waits longer than foldGather.
 func (e *Engine) gather() bool {
-	if e.gatherOver || foldGather <= 0 {
+	if foldGather <= 0 || e.gatherTimer != nil && !time.Now().Before(e.gatherUntil) {
 		return false
 	}
 	end := e.foldTurn
@@ -94,9 +94,12 @@ func (e *Engine) gather() bool {
 		if end >= e.gatherTarget {
 			return false
 		}
+		// The timer only wakes the waiters, which compare the clock with
+		// gatherUntil: a timer of an earlier turn that fires late (Stop
+		// does not stop a callback already running) ends nothing.
+		e.gatherUntil = time.Now().Add(foldGather)
 		e.gatherTimer = time.AfterFunc(foldGather, func() {
 			e.foldMu.Lock()
-			e.gatherOver = true
 			e.foldCond.Broadcast()
 			e.foldMu.Unlock()
 		})
