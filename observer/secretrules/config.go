@@ -93,17 +93,21 @@ func Parse(src string) (*Config, error) {
 			// Only a line with a ']' can close it: the text before it
 			// parses the same with or without the lines after, so the
 			// array is parsed again only then (not once per line).
-			text := raw
-			for closed := arrayClosed(text); !closed; {
+			var b strings.Builder
+			b.WriteString(raw)
+			list, perr := parseArray(raw)
+			for perr != nil {
 				i++
 				if i >= len(lines) {
 					return nil, fmt.Errorf("line %d: array of %s is not closed", lineNo, key)
 				}
-				text += "\n" + lines[i]
-				closed = strings.Contains(lines[i], "]") && arrayClosed(text)
+				b.WriteString("\n")
+				b.WriteString(lines[i])
+				if strings.Contains(lines[i], "]") {
+					list, perr = parseArray(b.String())
+				}
 			}
-			val.list, err = parseArray(text)
-			val.isList = true
+			val.list, val.isList = list, true
 		} else {
 			val, err = parseScalar(raw)
 		}
@@ -278,13 +282,6 @@ func parseString(s string) (string, string, error) {
 		return "", "", errors.New(`" string not closed`)
 	}
 	return "", "", fmt.Errorf("want a string, got %q", s)
-}
-
-// arrayClosed reports whether text, an array's lines so far, holds its
-// closing bracket outside any string and comment.
-func arrayClosed(text string) bool {
-	_, err := parseArray(text)
-	return err == nil
 }
 
 func parseArray(text string) ([]string, error) {
