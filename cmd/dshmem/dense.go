@@ -10,6 +10,7 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/encoder"
 	"dshmem/sqlstore/recall"
 	"dshmem/sqlstore/vectors"
 )
@@ -46,8 +47,13 @@ func denseKinds(kind string) []string {
 // client of the server holding the root, to send the query to, or, with
 // none, tells on stderr that what (recall or search) uses words alone. A
 // model that does not load is told on stderr; recall then uses words
-// alone.
-func useEncoder(ctx context.Context, env *cliEnv, eng *observer.Engine, what string, kinds, scopes []string) *httpapi.Client {
+// alone. A query that is not English does nothing of this: recall never
+// encodes it (it is checked before alias expansion, which keeps its
+// script).
+func useEncoder(ctx context.Context, env *cliEnv, eng *observer.Engine, what, query string, kinds, scopes []string) *httpapi.Client {
+	if !encoder.English(query) {
+		return nil
+	}
 	st, err := eng.Store().VectorState(ctx)
 	if err != nil || st.Max == 0 {
 		return nil

@@ -177,6 +177,10 @@ func TestCLIRecallAboveTheLimit(t *testing.T) {
 		ids, errs = searchIDs(t, root)
 		assert.NotContains(t, ids, denseMessage, "search over the limit used the vectors")
 		assert.Contains(t, errs, "this search "+over, "search stderr")
+		// A Chinese query is never encoded: no count, no note.
+		code, _, errs := cli(t, "", "--root", root, "recall", "--cwd", denseCwd, "--kind", "episodic", "构建在迁移步骤失败")
+		require.EqualValues(t, 0, code, "%s", errs)
+		assert.NotContains(t, errs, "vectors", "a Chinese recall spoke of vectors")
 	})
 	t.Run("ServerAnswers", func(t *testing.T) {
 		startInProcess(t, root, func(eng *observer.Engine) { eng.UseDense(vectors.NewDense(m)) })

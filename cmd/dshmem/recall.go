@@ -127,7 +127,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	now := time.Now()
 	var res *recall.Result
-	if cl := useEncoder(ctx, env, eng, "recall", denseKinds(*kind), scopes); cl != nil {
+	if cl := useEncoder(ctx, env, eng, "recall", query, denseKinds(*kind), scopes); cl != nil {
 		// The server records what it showed to the session itself.
 		res = askServer(ctx, env, cl, "/v1/recall", httpapi.RecallRequest{Query: query, Cwd: dir, Session: *session,
 			Kind: *kind, Limit: *limit, Bytes: *bytes, TimeoutMs: int(timeout.Milliseconds()), IncludeInjected: *injected},

@@ -102,7 +102,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		scopes = []string{s}
 	}
 	var res *recall.Result
-	if cl := useEncoder(ctx, env, eng, "search", denseKinds(*kind), scopes); cl != nil {
+	if cl := useEncoder(ctx, env, eng, "search", query, denseKinds(*kind), scopes); cl != nil {
 		req := httpapi.SearchRequest{Query: query, Cwd: dir, Kind: *kind, Limit: *limit, IncludeInjected: *injected}
 		if dir == "" {
 			req.Stream = s
