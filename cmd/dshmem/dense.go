@@ -126,6 +126,6 @@ func askServer(ctx context.Context, env *cliEnv, cl *httpapi.Client, path string
 		fmt.Fprintf(env.stderr, "dshmem: %v; answered here by words alone\n", err)
 		return nil
 	}
-	fmt.Fprintf(env.stderr, "dshmem: answered by the server holding the root (pid %d, %s), which keeps the vectors loaded\n", cl.Info.PID, cl.Info.Addr)
+	fmt.Fprintf(env.stderr, "dshmem: answered by the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	return &res
 }

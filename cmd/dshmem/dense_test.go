@@ -202,6 +202,14 @@ func TestCLIRecallAboveTheLimit(t *testing.T) {
 			return strings.Contains(out, `"n": `) && !strings.Contains(out, `"n": 0`)
 		}
 		assert.Eventually(t, shown, 10*time.Second, 20*time.Millisecond, "the server recorded nothing shown to the session")
+		// Under the limit too: a session's recall goes to the server, which
+		// records it (it was answered here and not recorded).
+		cliMaxVectors = 1 << 40
+		ids, errs = recallIDs(t, root, "--kind", "all", "--session", "s-under")
+		cliMaxVectors = denseLimit
+		require.Contains(t, ids, id, "recall --session under the limit; stderr %s", errs)
+		assert.Contains(t, errs, "answered by the server", "recall --session under the limit")
+		assert.NotContains(t, errs, "not recorded", "recall --session under the limit")
 
 		// The same output as the local path, which reads every vector
 		// when the limit allows it.

@@ -48,13 +48,15 @@ Without --session it reads the index only: it takes no lock and writes
 nothing in the root, so it runs beside a live 'dshmem serve' and sees
 what the server has folded (events not folded yet are told on stderr).
 --session records what was shown (a memory/shown event): a write, made
-when no process holds the root, and skipped with a note when one does.
+here when no process holds the root; while 'dshmem serve' holds it the
+recall is sent to the server, which answers and records it; while any
+other process holds it, the record is skipped with a note.
 
 With the sentence encoder installed, it fuses the vectors of the kinds
 it ranks in its scopes with the words when there are at most 40,000;
 with more it sends the query to the 'dshmem serve' holding the root,
-which keeps them loaded (and records --session's shown entries), or,
-without one, ranks by words alone and says so.
+which keeps them loaded, or, without one, ranks by words alone and
+says so.
 `,
 		run: runRecall,
 	})
@@ -127,7 +129,16 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	now := time.Now()
 	var res *recall.Result
-	if cl := useEncoder(ctx, env, eng, "recall", query, denseKinds(*kind), scopes); cl != nil {
+	// A session's recall while a server holds the root is the server's
+	// to answer and record, whatever the vectors; else the vectors decide.
+	var cl *httpapi.Client
+	if *session != "" && !record {
+		cl = server(env)
+	}
+	if cl == nil {
+		cl = useEncoder(ctx, env, eng, "recall", query, denseKinds(*kind), scopes)
+	}
+	if cl != nil {
 		// The server records what it showed to the session itself.
 		res = askServer(ctx, env, cl, "/v1/recall", httpapi.RecallRequest{Query: query, Cwd: dir, Session: *session,
 			Kind: *kind, Limit: *limit, Bytes: *bytes, TimeoutMs: int(timeout.Milliseconds()), IncludeInjected: *injected},
