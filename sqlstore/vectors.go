@@ -244,14 +244,10 @@ func (s *Store) LoadVectors(ctx context.Context, kind, mv string, after int64, s
 		WHERE v.kind = 'episode' AND v.id > ?1 AND v.model_version = ?2 AND v.code IS NOT NULL`
 	}
 	args := []any{after, mv}
-	if streams != nil {
+	if sc := InScopes(streams); sc.scoped {
 		// The unique (kind, stream, …) index finds the streams' rows.
 		q += ` AND v.stream IN (SELECT value FROM json_each(?3))`
-		arr, err := json.Marshal(streams)
-		if err != nil {
-			return err
-		}
-		args = append(args, string(arr))
+		args = append(args, sc.list)
 	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -279,18 +275,13 @@ func (s *Store) LoadVectors(ctx context.Context, kind, mv string, after int64, s
 // unique (kind, stream, …) index only, not the codes: about 6 ms per
 // 100k rows counted.
 func (s *Store) CountVectors(ctx context.Context, kind string, streams []string) (int64, error) {
-	var n int64
-	var err error
-	if streams == nil {
-		err = s.queryRow(ctx, `SELECT count(*) FROM vectors WHERE kind = ?1`, kind).Scan(&n)
-	} else {
-		arr, jerr := json.Marshal(streams)
-		if jerr != nil {
-			return 0, jerr
-		}
-		err = s.queryRow(ctx, `SELECT count(*) FROM vectors WHERE kind = ?1
-			AND stream IN (SELECT value FROM json_each(?2))`, kind, string(arr)).Scan(&n)
+	q, args := `SELECT count(*) FROM vectors WHERE kind = ?1`, []any{kind}
+	if sc := InScopes(streams); sc.scoped {
+		q += ` AND stream IN (SELECT value FROM json_each(?2))`
+		args = append(args, sc.list)
 	}
+	var n int64
+	err := s.queryRow(ctx, q, args...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count vectors: %w", err)
 	}
