@@ -98,12 +98,11 @@ func (e *Engine) VectorsError() error {
 // "vectors"): its encoders, whether text is waiting for a vector, what it
 // did since the engine started and its last error.
 type VectorsStatus struct {
-	Encoders   int    `json:"encoders"`
-	Filling    bool   `json:"filling"`    // text acknowledged since the last fill ended, or a fill running
-	Encoded    int    `json:"encoded"`    // texts given a vector since the start
-	NotEnglish int    `json:"notEnglish"` // texts looked at that get none
-	Dropped    int64  `json:"dropped"`    // vectors of text no longer recalled, or of another model
-	Error      string `json:"error,omitempty"`
+	Encoders int  `json:"encoders"`
+	Filling  bool `json:"filling"` // text acknowledged since the last fill ended, or a fill running
+	// What every fill since the start did: encoded, notEnglish, dropped.
+	vectors.FillReport
+	Error string `json:"error,omitempty"`
 }
 
 // VectorsStatus reports the background fill, or nil when none runs (no
@@ -115,8 +114,7 @@ func (e *Engine) VectorsStatus() *VectorsStatus {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	st := &VectorsStatus{Encoders: max(v.opts.Workers, 1), Filling: v.busy, Encoded: v.total.Encoded,
-		NotEnglish: v.total.NotEnglish, Dropped: v.total.Dropped}
+	st := &VectorsStatus{Encoders: max(v.opts.Workers, 1), Filling: v.busy, FillReport: v.total}
 	if v.err != nil {
 		st.Error = v.err.Error()
 	}
@@ -186,9 +184,7 @@ func (v *vectorFill) run() {
 		}
 		rep, err := vectors.Fill(ctx, v.e.store, v.d.Model(), v.opts)
 		v.mu.Lock()
-		v.total.Encoded += rep.Encoded
-		v.total.NotEnglish += rep.NotEnglish
-		v.total.Dropped += rep.Dropped
+		v.total.Add(rep)
 		if ctx.Err() == nil {
 			v.err = err
 		}

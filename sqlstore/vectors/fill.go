@@ -33,6 +33,13 @@ type FillReport struct {
 	Dropped    int64 `json:"dropped"`    // vectors of forgotten, superseded or purged text, or of another model
 }
 
+// Add adds what another fill did to r.
+func (r *FillReport) Add(o FillReport) {
+	r.Encoded += o.Encoded
+	r.NotEnglish += o.NotEnglish
+	r.Dropped += o.Dropped
+}
+
 // maxTextBytes is how much of a text is tokenized: the model reads its
 // first encoder.MaxPieces pieces, which English text fills within a
 // kilobyte or two; a 256 KiB tool result is not tokenized whole for them.
