@@ -190,7 +190,10 @@ func (t *fileTrack) summaryText(f *fold, ev *events.Envelope, shown int) ([]byte
 // it was, so the tops a call has read stay true: a remember changes only
 // its own entry, which summaryText places; the events of a conversation
 // change none. Any other type (a forget, memory ops, a scope's
-// lifecycle, a type added later) empties them.
+// lifecycle, a type added later) empties them. It has a second user:
+// FoldMade returns the rows its remembers inserted only when every event
+// of the fold keepsTops, so a type added here must also leave every
+// entry's row unchanged, or a remember answers with a stale entry.
 func keepsTops(typ string) bool {
 	switch typ {
 	case events.TypeMemoryRemember, events.TypeMemoryShown,
