@@ -346,7 +346,10 @@ func (d *Dense) Warm(ctx context.Context, s *sqlstore.Store, kinds, streams []st
 		return err
 	}
 	if streams != nil {
-		streams = slices.Sorted(slices.Values(streams))
+		// Sorted, and still non-nil when empty (an empty list is no
+		// stream, not every one; slices.Sorted of nothing is nil).
+		streams = slices.Clone(streams)
+		slices.Sort(streams)
 	}
 	for _, kind := range kinds {
 		i, gen := 0, st.EntryGen

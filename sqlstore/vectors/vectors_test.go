@@ -167,6 +167,11 @@ func TestWarmSubset(t *testing.T) {
 		assert.Len(t, hs, 5, "a query of %v over the subset of %s", other, stream(1))
 		assert.Equal(t, 400, d.Loaded(s, sqlstore.VectorEpisode), "a query of %v did not load the kind whole", other)
 	}
+	// An empty list of streams is no stream, not every one (slices.Sorted
+	// of it is nil, which would read them all).
+	d := vectors.NewDense(m)
+	require.NoError(t, d.Warm(ctx, s, []string{sqlstore.VectorEpisode}, []string{}))
+	assert.Zero(t, d.Loaded(s, sqlstore.VectorEpisode), "Warm of no stream loaded some")
 }
 
 // TestNearestKeepsToTheScopes: a query of a stream that holds fewer
