@@ -32,7 +32,7 @@ type Finding struct {
 
 // Set is the compiled rule set. It is safe for concurrent use.
 type Set struct {
-	rules  []compiled
+	rules  []*compiled
 	global allow
 	kw     *matcher
 	// byKeyword lists, for each keyword of kw, the rules it selects;
@@ -45,14 +45,46 @@ type Set struct {
 }
 
 type compiled struct {
-	id string
-	re *regexp.Regexp
-	// maxLen bounds the bytes of a match (-1: unbounded), so the rule
-	// runs only on windows around its keywords (see windows).
-	maxLen      int
+	id          string
 	entropy     float64
 	secretGroup int
-	allows      []allow
+	// regex and allowSrc are the rule's source; load compiles them on the
+	// rule's first use (a keyword of it in a text), so a process pays for
+	// the rules its texts touch, not for all 200 at its first write.
+	regex    string
+	allowSrc []Allowlist
+	once     sync.Once
+	err      error
+	re       *regexp.Regexp
+	// maxLen bounds the bytes of a match (-1: unbounded), so the rule
+	// runs only on windows around its keywords (see windows).
+	maxLen int
+	allows []allow
+}
+
+// load compiles the rule once; later calls return the first's error.
+func (c *compiled) load() error {
+	c.once.Do(func() { c.err = c.build() })
+	return c.err
+}
+
+func (c *compiled) build() error {
+	re, err := regexp.Compile(c.regex)
+	if err != nil {
+		return fmt.Errorf("rule %s: %w", c.id, err)
+	}
+	if c.secretGroup > re.NumSubexp() {
+		return fmt.Errorf("rule %s: secretGroup %d, but the regex has %d groups", c.id, c.secretGroup, re.NumSubexp())
+	}
+	for _, a := range c.allowSrc {
+		ca, err := compileAllow(a)
+		if err != nil {
+			return fmt.Errorf("rule %s: allowlist: %w", c.id, err)
+		}
+		c.allows = append(c.allows, ca)
+	}
+	c.re, c.maxLen = re, maxMatchLen(c.regex)
+	return nil
 }
 
 type allow struct {
@@ -67,9 +99,11 @@ var (
 	defaultErr  error
 )
 
-// Default returns the embedded rule set, compiled on first use (about
-// 200 regular expressions: a few milliseconds, paid once per process and
-// only by a process that redacts).
+// Default returns the embedded rule set, parsed on first use; each of its
+// about 200 regular expressions is compiled when a text first holds one
+// of its keywords (all of them took 23 ms, which a server's first write
+// paid). TestDefaultCompiles compiles every one, so a rule of the
+// embedded file never fails to load at run time.
 func Default() (*Set, error) {
 	defaultOnce.Do(func() {
 		cfg, err := Parse(gitleaksTOML)
@@ -77,13 +111,18 @@ func Default() (*Set, error) {
 			defaultErr = fmt.Errorf("secret rules (%s): %w", Source, err)
 			return
 		}
-		defaultSet, defaultErr = Compile(cfg)
+		defaultSet, defaultErr = compile(cfg, false)
 	})
 	return defaultSet, defaultErr
 }
 
-// Compile turns a parsed file into a Set.
-func Compile(cfg *Config) (*Set, error) {
+// Compile turns a parsed file into a Set, compiling every rule now, so
+// that a bad expression is an error here.
+func Compile(cfg *Config) (*Set, error) { return compile(cfg, true) }
+
+// compile builds the Set; with eager false a rule's expressions are
+// compiled on its first use instead (compiled.load).
+func compile(cfg *Config, eager bool) (*Set, error) {
 	s := &Set{Skipped: map[string]string{}}
 	var err error
 	if s.global, err = compileAllow(cfg.Global); err != nil {
@@ -103,14 +142,7 @@ func Compile(cfg *Config) (*Set, error) {
 		if len(r.Keywords) == 0 {
 			return nil, fmt.Errorf("rule %s: no keywords (every rule needs one, so that text without it is skipped)", r.ID)
 		}
-		re, err := regexp.Compile(r.Regex)
-		if err != nil {
-			return nil, fmt.Errorf("rule %s: %w", r.ID, err)
-		}
-		if r.SecretGroup > re.NumSubexp() {
-			return nil, fmt.Errorf("rule %s: secretGroup %d, but the regex has %d groups", r.ID, r.SecretGroup, re.NumSubexp())
-		}
-		c := compiled{id: r.ID, re: re, maxLen: maxMatchLen(r.Regex), entropy: r.Entropy, secretGroup: r.SecretGroup}
+		c := &compiled{id: r.ID, regex: r.Regex, entropy: r.Entropy, secretGroup: r.SecretGroup}
 		for _, a := range r.Allowlists {
 			if strings.EqualFold(a.Condition, "AND") && len(a.Paths) > 0 {
 				// Holds only together with a file path, which text has not.
@@ -119,11 +151,7 @@ func Compile(cfg *Config) (*Set, error) {
 			if len(a.Regexes) == 0 && len(a.Stopwords) == 0 {
 				continue // paths only
 			}
-			ca, err := compileAllow(a)
-			if err != nil {
-				return nil, fmt.Errorf("rule %s: allowlist: %w", r.ID, err)
-			}
-			c.allows = append(c.allows, ca)
+			c.allowSrc = append(c.allowSrc, a)
 		}
 		idx := len(s.rules)
 		s.rules = append(s.rules, c)
@@ -140,8 +168,23 @@ func Compile(cfg *Config) (*Set, error) {
 			s.byKeyword[ki] = append(s.byKeyword[ki], idx)
 		}
 	}
+	if eager {
+		if err := s.loadAll(); err != nil {
+			return nil, err
+		}
+	}
 	s.kw = newMatcher(keywords)
 	return s, nil
+}
+
+// loadAll compiles every rule, returning the first error.
+func (s *Set) loadAll() error {
+	for i := range s.rules {
+		if err := s.rules[i].load(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func compileAllow(a Allowlist) (allow, error) {
@@ -199,7 +242,12 @@ func (s *Set) Find(text, lower string) []Finding {
 		if !ok {
 			continue
 		}
-		r := &s.rules[ri]
+		r := s.rules[ri]
+		if err := r.load(); err != nil {
+			// Only Default loads lazily, and TestDefaultCompiles loads
+			// each of its rules: this is a broken build, not bad input.
+			panic("secretrules: " + err.Error())
+		}
 		seen := map[span]bool{}
 		for _, w := range windows(text, occ, r.maxLen) {
 			for _, loc := range r.re.FindAllStringSubmatchIndex(text[w.start:w.end], -1) {

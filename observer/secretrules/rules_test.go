@@ -19,6 +19,48 @@ func TestDefaultCompiles(t *testing.T) {
 	assert.Contains(t, s.Skipped, "generic-api-key")
 	assert.Contains(t, s.Skipped, "pkcs12-file")
 	assert.GreaterOrEqual(t, len(s.Rules()), 200)
+	// Default compiles a rule at its first use: every one of the
+	// embedded file's must compile, so that use never fails.
+	require.NoError(t, s.loadAll())
+}
+
+// A lazy set compiles only the rules whose keywords a text holds, and
+// finds what an eagerly compiled set finds.
+func TestLazyCompileFindsTheSame(t *testing.T) {
+	cfg, err := Parse(gitleaksTOML)
+	require.NoError(t, err)
+	lazy, err := compile(cfg, false)
+	require.NoError(t, err)
+	eager, err := Compile(cfg)
+	require.NoError(t, err)
+	loaded := func() (n int) {
+		for i := range lazy.rules {
+			if lazy.rules[i].re != nil {
+				n++
+			}
+		}
+		return n
+	}
+	require.Zero(t, loaded(), "nothing compiled before a text needs it")
+	assert.Empty(t, lazy.Find("plain words only", "plain words only"))
+	require.Zero(t, loaded())
+	texts := []string{
+		"token for ci: glpat-" + "AbCdEf0123456789xYzW and nothing else",
+		"stripe: sk_live_51AbCdEfGhIjKlMnOpQrStUv, also rk_live_51ZyXwVuTsRqPoNmLkJiHgFeDc",
+		"npm_" + pseudo(36, alnum) + " then pypi-AgEIcHlwaS5vcmc" + pseudo(60, alnum),
+	}
+	for _, text := range texts {
+		low := strings.ToLower(text)
+		want := eager.Find(text, low)
+		require.NotEmpty(t, want, "%q", text)
+		assert.Equal(t, want, lazy.Find(text, low), "%q", text)
+	}
+	n := loaded()
+	assert.Greater(t, n, 0)
+	assert.Less(t, n, len(lazy.rules)/4, "only the rules these texts' keywords select")
+	// A rule that does not compile is an error of Compile, not of Find.
+	_, err = Compile(&Config{Rules: []Rule{{ID: "bad", Regex: "a(", Keywords: []string{"a"}}}})
+	require.ErrorContains(t, err, "rule bad")
 }
 
 func TestParseErrors(t *testing.T) {
@@ -108,7 +150,7 @@ func BenchmarkFind(b *testing.B) {
 
 // findWhole is Find without windows: every selected rule over the whole
 // text. Windows must find the same.
-func findWhole(s *Set, text string) []Finding {
+func findWhole(t *testing.T, s *Set, text string) []Finding {
 	low := strings.ToLower(text)
 	sel := map[int]bool{}
 	s.kw.each(low, func(ki, _ int) {
@@ -121,8 +163,9 @@ func findWhole(s *Set, text string) []Finding {
 		if !sel[ri] {
 			continue
 		}
+		require.NoError(t, s.rules[ri].load())
 		for _, loc := range s.rules[ri].re.FindAllStringSubmatchIndex(text, -1) {
-			if f, ok := s.check(&s.rules[ri], text, loc); ok {
+			if f, ok := s.check(s.rules[ri], text, loc); ok {
 				out = append(out, f)
 			}
 		}
@@ -145,7 +188,7 @@ func TestWindowsFindWhatTheWholeTextHolds(t *testing.T) {
 	rules := map[string]bool{}
 	for _, text := range texts {
 		got := s.Find(text, strings.ToLower(text))
-		want := findWhole(s, text)
+		want := findWhole(t, s, text)
 		assert.ElementsMatch(t, want, got, "%q", text)
 		for _, f := range got {
 			rules[f.Rule] = true
