@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"dshmem/observer/secretrules"
@@ -31,18 +32,21 @@ func (r *Redactor) String(s string) (string, []string) {
 }
 
 func (r *Redactor) redact(s string, found map[string]bool) string {
+	idx := ruleHints()
 	for range maxPasses {
 		changed := false
 		low := lowerASCII(s) // once per pass, not once per rule
+		hinted := idx.of(low)
 		for _, late := range []bool{false, true} {
 			for i := range rules {
-				if rules[i].late != late {
+				if rules[i].late != late || !hinted.has(i) {
 					continue
 				}
 				var did bool
-				s, did = rules[i].apply(s, low, found)
+				s, did = rules[i].apply(s, found)
 				if did {
 					low = lowerASCII(s)
+					hinted = idx.of(low)
 				}
 				changed = changed || did
 			}
@@ -51,6 +55,7 @@ func (r *Redactor) redact(s string, found map[string]bool) string {
 				s, did = applyRuleSet(s, low, found)
 				if did {
 					low = lowerASCII(s)
+					hinted = idx.of(low)
 				}
 				changed = changed || did
 			}
@@ -62,13 +67,62 @@ func (r *Redactor) redact(s string, found map[string]bool) string {
 	return s
 }
 
-// apply replaces every match of the rule in s whose secret is not already
-// a placeholder, and reports whether it replaced any.
-// low is s with A–Z lower-cased.
-func (ru *rule) apply(s, low string, found map[string]bool) (string, bool) {
-	if !ru.hintedLower(low) {
-		return s, false
+// ruleMask is a set of indexes into rules.
+type ruleMask [2]uint64
+
+func (m *ruleMask) add(i int)     { m[i/64] |= 1 << (i % 64) }
+func (m ruleMask) has(i int) bool { return m[i/64]&(1<<(i%64)) != 0 }
+
+// hintIndex finds, in one pass over a lower-cased text, the rules one of
+// whose hints it holds (a rule without hints always runs); before it,
+// each of the rules' 60-odd hints was a substring search of its own.
+type hintIndex struct {
+	m       *secretrules.Matcher
+	rulesOf []ruleMask // keyword → the rules it hints
+	always  ruleMask
+}
+
+var ruleHints = sync.OnceValue(func() *hintIndex {
+	if len(rules) > len(ruleMask{})*64 {
+		panic("redact: more rules than ruleMask holds")
 	}
+	h := &hintIndex{}
+	var kws []string
+	at := map[string]int{}
+	for i := range rules {
+		if rules[i].hints == nil {
+			h.always.add(i)
+			continue
+		}
+		for _, k := range rules[i].hints {
+			ki, ok := at[k]
+			if !ok {
+				ki = len(kws)
+				at[k] = ki
+				kws = append(kws, k)
+				h.rulesOf = append(h.rulesOf, ruleMask{})
+			}
+			h.rulesOf[ki].add(i)
+		}
+	}
+	h.m = secretrules.NewMatcher(kws)
+	return h
+})
+
+// of returns the rules hinted in low.
+func (h *hintIndex) of(low string) ruleMask {
+	m := h.always
+	h.m.Each(low, func(ki, _ int) {
+		m[0] |= h.rulesOf[ki][0]
+		m[1] |= h.rulesOf[ki][1]
+	})
+	return m
+}
+
+// apply replaces every match of the rule in s whose secret is not already
+// a placeholder, and reports whether it replaced any. The caller has
+// found one of the rule's hints in s (hintIndex).
+func (ru *rule) apply(s string, found map[string]bool) (string, bool) {
 	if !ru.perLine {
 		return ru.replace(s, found)
 	}

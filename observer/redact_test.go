@@ -326,6 +326,7 @@ func FuzzRedact(f *testing.F) {
 	f.Add("password=[REDACTED:x]hunter2 https://u:[REDACTED:y]@h")
 	r := NewRedactor()
 	f.Fuzz(func(t *testing.T, s string) {
+		checkHintIndex(t, s)
 		once, _ := r.String(s)
 		if utf8.ValidString(s) && !utf8.ValidString(once) {
 			t.Fatalf("valid UTF-8 %q became invalid %q", s, once)
@@ -337,12 +338,62 @@ func FuzzRedact(f *testing.F) {
 	})
 }
 
+// checkHintIndex fails t unless ruleHints selects exactly the rules one of
+// whose hints a substring search finds in s lower-cased.
+func checkHintIndex(t *testing.T, s string) {
+	low := lowerASCII(s)
+	got := ruleHints().of(low)
+	for i := range rules {
+		if want := rules[i].hintedLower(low); got.has(i) != want {
+			t.Fatalf("rule %d (%s) hinted %v, its hints %q in %q say %v", i, rules[i].kind, got.has(i), rules[i].hints, s, want)
+		}
+	}
+}
+
+func TestHintIndexIsEveryHintsSearch(t *testing.T) {
+	texts := []string{"", "plain words", "Authorization: Bearer x", "密码：hunter2", "curl -u a:b https://h",
+		"SK-ant-x sk- eyJ", "mysql --password=x", "AKIA ASIA abia", "口令令牌授权码", "xoxapp-", "://--"}
+	for _, s := range readCorpus(t) {
+		texts = append(texts, s.Text)
+	}
+	texts = append(texts, readTexts(t, "near-misses.txt")...)
+	texts = append(texts, readTexts(t, "ordinary.txt")...)
+	hinted := 0
+	for _, s := range texts {
+		checkHintIndex(t, s)
+		m := ruleHints().of(lowerASCII(s))
+		for i := range rules {
+			if m.has(i) {
+				hinted++
+			}
+		}
+	}
+	assert.Greater(t, hinted, 300, "the texts hint rules: the check is not vacuous")
+}
+
 func BenchmarkRedactString(b *testing.B) {
 	text := strings.Join(readTexts(b, "ordinary.txt"), "\n")
 	r := NewRedactor()
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		r.String(text)
+	}
+}
+
+// BenchmarkRedactLines redacts each ordinary line on its own, as intake
+// redacts an event's strings one by one.
+func BenchmarkRedactLines(b *testing.B) {
+	lines := readTexts(b, "ordinary.txt")
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	r := NewRedactor()
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, l := range lines {
+			r.String(l)
+		}
 	}
 }
 

@@ -1,11 +1,11 @@
 package secretrules
 
-// matcher finds which of a fixed list of keywords occur in a text, in one
+// Matcher finds which of a fixed list of keywords occur in a text, in one
 // pass over its bytes (Aho–Corasick). Every rule names keywords, one of
 // which each of its matches contains, so a text is scanned once and only
 // the rules whose keywords it holds run their regular expressions. With
 // about 300 keywords that is far cheaper than 300 substring searches.
-type matcher struct {
+type Matcher struct {
 	// class maps a byte to its column; 0 is every byte no keyword holds.
 	class   [256]uint8
 	classes int
@@ -16,8 +16,8 @@ type matcher struct {
 	out [][]int32
 }
 
-func newMatcher(keywords []string) *matcher {
-	m := &matcher{classes: 1}
+func NewMatcher(keywords []string) *Matcher {
+	m := &Matcher{classes: 1}
 	for _, k := range keywords {
 		for i := 0; i < len(k); i++ {
 			if m.class[k[i]] == 0 {
@@ -79,9 +79,9 @@ func newMatcher(keywords []string) *matcher {
 	return m
 }
 
-// each calls fn for every occurrence of a keyword in text, with the
+// Each calls fn for every occurrence of a keyword in text, with the
 // offset just past it.
-func (m *matcher) each(text string, fn func(keyword, end int)) {
+func (m *Matcher) Each(text string, fn func(keyword, end int)) {
 	state := int32(0)
 	for i := 0; i < len(text); i++ {
 		c := m.class[text[i]]

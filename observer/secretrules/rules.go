@@ -34,7 +34,7 @@ type Finding struct {
 type Set struct {
 	rules  []*compiled
 	global allow
-	kw     *matcher
+	kw     *Matcher
 	// byKeyword lists, for each keyword of kw, the rules it selects;
 	// kwLen its length.
 	byKeyword [][]int
@@ -173,7 +173,7 @@ func compile(cfg *Config, eager bool) (*Set, error) {
 			return nil, err
 		}
 	}
-	s.kw = newMatcher(keywords)
+	s.kw = NewMatcher(keywords)
 	return s, nil
 }
 
@@ -225,7 +225,7 @@ func (s *Set) Rules() []string {
 // windows of text around those occurrences.
 func (s *Set) Find(text, lower string) []Finding {
 	var hits map[int][]span // rule → keyword occurrences
-	s.kw.each(lower, func(ki, end int) {
+	s.kw.Each(lower, func(ki, end int) {
 		if hits == nil {
 			hits = map[int][]span{}
 		}

@@ -102,10 +102,10 @@ func TestCompileErrors(t *testing.T) {
 
 func TestMatcherFindsEveryKeyword(t *testing.T) {
 	kws := []string{"he", "she", "his", "hers", "sk-", "ghp_", "a"}
-	m := newMatcher(kws)
+	m := NewMatcher(kws)
 	for _, text := range []string{"ushers", "his sk-x ghp_y", "", "zzz", "aaa", "shhe", "h-e"} {
 		got := map[int]bool{}
-		m.each(text, func(k, end int) {
+		m.Each(text, func(k, end int) {
 			got[k] = true
 			assert.Equal(t, kws[k], text[end-len(kws[k]):end])
 		})
@@ -153,7 +153,7 @@ func BenchmarkFind(b *testing.B) {
 func findWhole(t *testing.T, s *Set, text string) []Finding {
 	low := strings.ToLower(text)
 	sel := map[int]bool{}
-	s.kw.each(low, func(ki, _ int) {
+	s.kw.Each(low, func(ki, _ int) {
 		for _, ri := range s.byKeyword[ki] {
 			sel[ri] = true
 		}
