@@ -215,11 +215,15 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 		if raw[0] != '{' {
 			return fail("data", "must be a JSON object, got %s", jsonKind(raw))
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return fail("data", "not valid JSON: %v", err) // splitObject has checked it; kept for safety
+		if compact(raw) {
+			e.Data = bytes.Clone(raw) // raw is the caller's line
+		} else {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, raw); err != nil {
+				return fail("data", "not valid JSON: %v", err) // splitObject has checked it; kept for safety
+			}
+			e.Data = buf.Bytes()
 		}
-		e.Data = buf.Bytes()
 	}
 	if lerr := checkData(&e, lineNo); lerr != nil {
 		return e, lerr
@@ -232,6 +236,37 @@ func Validate(line []byte, lineNo int) (events.Envelope, *LineError) {
 // (encoding/json would silently keep the last one) and unknown fields (a
 // misspelt "Time" would otherwise vanish).
 func splitObject(line []byte, lineNo int) (map[string]json.RawMessage, *LineError) {
+	if json.Valid(line) && line[skipSpace(line, 0)] == '{' {
+		// The common case, without the decoder's tokens (jsonscan.go).
+		fields := make(map[string]json.RawMessage, len(envelopeFields))
+		var lerr *LineError
+		eachMember(line, func(key string, val []byte) bool {
+			lerr = checkField(fields, key, lineNo)
+			fields[key] = val
+			return lerr == nil
+		})
+		if lerr != nil {
+			return nil, lerr
+		}
+		return fields, nil
+	}
+	return splitObjectTokens(line, lineNo)
+}
+
+// checkField refuses a field of an envelope given twice or unknown.
+func checkField(fields map[string]json.RawMessage, key string, lineNo int) *LineError {
+	if _, dup := fields[key]; dup {
+		return &LineError{Line: lineNo, Field: key, Msg: "appears twice"}
+	}
+	if !known(key) {
+		return &LineError{Line: lineNo, Field: clipped(key), Msg: "unknown field; an envelope has " + strings.Join(envelopeFields, ", ")}
+	}
+	return nil
+}
+
+// splitObjectTokens is splitObject through json.Decoder's tokens: for a
+// line that is not a valid JSON object, whose error it names.
+func splitObjectTokens(line []byte, lineNo int) (map[string]json.RawMessage, *LineError) {
 	fail := func(field, format string, args ...any) (map[string]json.RawMessage, *LineError) {
 		return nil, &LineError{Line: lineNo, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -262,11 +297,8 @@ func splitObject(line []byte, lineNo int) (map[string]json.RawMessage, *LineErro
 		if err := dec.Decode(&raw); err != nil {
 			return notJSON(err)
 		}
-		if _, dup := fields[key]; dup {
-			return fail(key, "appears twice")
-		}
-		if !known(key) {
-			return fail(clipped(key), "unknown field; an envelope has %s", strings.Join(envelopeFields, ", "))
+		if lerr := checkField(fields, key, lineNo); lerr != nil {
+			return nil, lerr
 		}
 		fields[key] = raw
 	}
@@ -317,11 +349,9 @@ func decodeString(raw json.RawMessage) (string, error) {
 	if raw[0] != '"' {
 		return "", fmt.Errorf("must be a string, got %s", jsonKind(raw))
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("not a valid JSON string: %w", err)
-	}
-	return s, nil
+	// raw is a value of a line that splitObject found valid JSON, and
+	// valid UTF-8.
+	return validString(raw), nil
 }
 
 // jsonKind names the JSON type of a syntactically valid raw value.
@@ -415,9 +445,13 @@ func checkData(e *events.Envelope, lineNo int) *LineError {
 	}
 	var obj map[string]json.RawMessage
 	if len(e.Data) > 0 {
-		if err := json.Unmarshal(e.Data, &obj); err != nil {
-			return &LineError{Line: lineNo, Field: "data", Msg: fmt.Sprintf("not a valid JSON object: %v", err)}
-		}
+		// Valid and compact (Validate); a key given twice keeps its
+		// last value, as json.Unmarshal would.
+		obj = map[string]json.RawMessage{}
+		eachMember(e.Data, func(key string, val []byte) bool {
+			obj[key] = val
+			return true
+		})
 	}
 	for _, f := range dataRules[e.Type] {
 		raw, ok := present(obj, f.name)
@@ -450,14 +484,12 @@ func checkData(e *events.Envelope, lineNo int) *LineError {
 			}
 		}
 	case events.TypeMemoryRemember:
-		var content string
-		_ = json.Unmarshal(obj["content"], &content) // checked above
+		content := validString(obj["content"]) // a string: checked above
 		if OnlySecret(content) {
 			return fail("content", "is nothing but a credential; dshmem does not store secrets as memories (remember where the secret is kept instead)")
 		}
 	case events.TypeFileEdit:
-		var p string
-		_ = json.Unmarshal(obj["path"], &p) // checked above
+		p := validString(obj["path"]) // a string: checked above
 		if !rootRelative(p) {
 			return fail("path", "%s is not a path inside the memory root: give it relative to the root, with / and no .. (e.g. global.md or scopes/ws-…/memory_summary.md)", QuoteClip(p))
 		}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"dshmem/events"
 
@@ -278,6 +279,59 @@ func semanticJSON(t *testing.T, raw []byte) any {
 	return v
 }
 
+// checkScanIsDecoder fails t unless splitObject's scan (jsonscan.go)
+// finds what json.Decoder's tokens find in line, error included, and
+// eachMember what json.Unmarshal finds in a valid object.
+func checkScanIsDecoder(t *testing.T, line []byte) {
+	if !utf8.Valid(line) {
+		return // Validate refuses it before splitting
+	}
+	got, gerr := splitObject(line, 1)
+	want, werr := splitObjectTokens(line, 1)
+	if !reflect.DeepEqual(gerr, werr) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: scan %v %v, decoder %v %v", line, got, gerr, want, werr)
+	}
+	if !json.Valid(line) || line[skipSpace(line, 0)] != '{' {
+		return
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	members := map[string]json.RawMessage{}
+	eachMember(line, func(k string, v []byte) bool { members[k] = v; return true })
+	if !reflect.DeepEqual(members, obj) {
+		t.Fatalf("%q: eachMember %v, json.Unmarshal %v", line, members, obj)
+	}
+	for k, v := range members {
+		var c bytes.Buffer
+		if err := json.Compact(&c, v); err != nil {
+			t.Fatal(err)
+		}
+		if compact(v) != bytes.Equal(c.Bytes(), v) {
+			t.Fatalf("%q: compact(%s) is %v", line, v, compact(v))
+		}
+		if v[0] == '"' {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil || s != validString(v) {
+				t.Fatalf("%q: member %s: validString %q, json.Unmarshal %q %v", line, k, validString(v), s, err)
+			}
+		}
+	}
+}
+
+func TestScanIsDecoder(t *testing.T) {
+	lines := []string{``, ` `, `{}`, ` { } `, `[]`, `"x"`, `{"id":1,"id":2}`, `{"what":1}`, `{"id" : "a" , "type":"x"}`,
+		`{"id":"a\"b","data":{"text":"x\u00e9\n","n":-1.5e3,"a":[1,{"b":"}"}],"t":true,"z":null}}`,
+		`{"data":{ "text" : "a b" }}`, `{"data":{"k":"v","k":"w"}}`, `{"i\u0064":"x"}`, `{"id":"x"} trailing`, `{"id":`, "\t{\"v\":1}\n"}
+	for _, l := range validLines {
+		lines = append(lines, l)
+	}
+	for _, l := range lines {
+		checkScanIsDecoder(t, []byte(l))
+	}
+}
+
 func FuzzValidate(f *testing.F) {
 	for _, l := range validLines {
 		f.Add([]byte(l))
@@ -285,6 +339,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte(`{"id":"a","type":"session/end","time":"yesterday"}`))
 	f.Add([]byte(`{"id":"a","type":"memory/remember","time":"2026-08-18T10:00:00Z","data":{"content":"token=ghp_FAKE0123456789abcdefghijklmnopqrstuv"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		checkScanIsDecoder(t, line)
 		e, lerr := Validate(line, 1)
 		if lerr != nil {
 			if lerr.Line != 1 || lerr.Msg == "" {
