@@ -7,10 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"dshmem/events"
@@ -308,68 +306,12 @@ func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Ou
 // CPU-bound), then resolves, dedupes, appends and folds in order.
 // nums are the input line numbers; nil means 1, 2, 3, …. staged, if
 // set, is called under the intake lock once the call's place in the
-// order of calls is fixed (IngestStream keeps the input's order with it).
+// order of calls is fixed.
 func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int, staged func()) (IngestResult, []Outcome, error) {
 	if e.log == nil {
 		return IngestResult{}, nil, ErrReadOnly
 	}
-	lineNo := func(i int) int {
-		if nums != nil {
-			return nums[i]
-		}
-		return i + 1
-	}
-	envs := make([]events.Envelope, len(lines))
-	errs := make([]*LineError, len(lines))
-	parallel(len(lines), func(i int) {
-		envs[i], errs[i] = Validate(lines[i], lineNo(i))
-		if errs[i] == nil {
-			if _, err := e.red.Envelope(&envs[i]); err != nil {
-				errs[i] = &LineError{Line: lineNo(i), Field: "data", Msg: err.Error()}
-			}
-		}
-	})
-	items := make([]intakeItem, 0, len(lines))
-	out := make([]Outcome, len(lines))
-	for i := range lines {
-		out[i] = Outcome{Line: lineNo(i), ID: envs[i].ID}
-		if errs[i] != nil {
-			out[i].Status, out[i].Error = StatusRejected, errs[i]
-			continue
-		}
-		items = append(items, intakeItem{line: lineNo(i), env: envs[i], outcome: i})
-	}
-	return e.ingest(ctx, items, out, staged)
-}
-
-// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
-func parallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/64+1)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			fn(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	const chunk = 32
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				start := int(next.Add(chunk)) - chunk
-				if start >= n {
-					return
-				}
-				for i := start; i < min(start+chunk, n); i++ {
-					fn(i)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	return e.IngestPrepared(ctx, e.Prepare(lines, nums), staged)
 }
 
 type intakeItem struct {

@@ -231,8 +231,9 @@ func (e *Engine) IngestStream(ctx context.Context, r io.Reader, o StreamOptions)
 		go func() {
 			defer wg.Done()
 			defer signal()
-			<-wait // the call before holds the intake lock (or is done)
-			res, outs, err := e.ingestLines(ctx, c.Lines, c.Nums, signal)
+			p := e.Prepare(c.Lines, c.Nums) // beside the call before's append and fold
+			<-wait                          // the call before holds the intake lock (or is done)
+			res, outs, err := e.IngestPrepared(ctx, p, signal)
 			if err != nil {
 				failed.Do(func() { close(stop) })
 			}

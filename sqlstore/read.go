@@ -100,13 +100,21 @@ func (s *Store) ExistingEvents(ctx context.Context, stream string, ids []string)
 	if len(ids) == 0 {
 		return found, nil
 	}
-	arr, err := json.Marshal(ids)
-	if err != nil {
-		return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)
+	var rows *sql.Rows
+	var err error
+	if len(ids) == 1 {
+		// One id (a remember, a forget): the index, without json_each.
+		rows, err = s.preparedQuery(ctx,
+			`SELECT id, seq, type, time, session, coalesce(data, '') FROM events WHERE stream = ? AND id = ?`, stream, ids[0])
+	} else {
+		arr, merr := json.Marshal(ids)
+		if merr != nil {
+			return nil, fmt.Errorf("look up event ids of %s: %w", stream, merr)
+		}
+		rows, err = s.preparedQuery(ctx,
+			`SELECT id, seq, type, time, session, coalesce(data, '') FROM events WHERE stream = ? AND id IN (SELECT value FROM json_each(?))`,
+			stream, string(arr))
 	}
-	rows, err := s.preparedQuery(ctx,
-		`SELECT id, seq, type, time, session, coalesce(data, '') FROM events WHERE stream = ? AND id IN (SELECT value FROM json_each(?))`,
-		stream, string(arr))
 	if err != nil {
 		return nil, fmt.Errorf("look up event ids of %s: %w", stream, err)
 	}

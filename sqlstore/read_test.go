@@ -34,6 +34,16 @@ func TestExistingEvents(t *testing.T) {
 	if got, err := s.ExistingEvents(ctx, "ws-a", nil); err != nil || len(got) != 0 {
 		t.Errorf("no ids: got %v, %v", got, err)
 	}
+	// One id takes a query of its own: the same answer.
+	for _, id := range []string{"dsh:s1:3", "dsh:s2:5", "dsh:none"} {
+		one, err := s.ExistingEvents(ctx, "ws-a", []string{id})
+		require.NoError(t, err)
+		if ev, ok := got[id]; ok {
+			assert.Equal(t, map[string]sqlstore.StoredEvent{id: ev}, one, id)
+		} else {
+			assert.Empty(t, one, id)
+		}
+	}
 }
 
 func TestStatsAndCursors(t *testing.T) {

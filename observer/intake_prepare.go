@@ -1,0 +1,91 @@
+package observer
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"dshmem/events"
+)
+
+// Prepared is a call's lines validated and redacted (Prepare), waiting
+// to be appended and folded (IngestPrepared).
+type Prepared struct {
+	items []intakeItem
+	out   []Outcome
+}
+
+// Prepare validates and redacts lines in parallel, touching neither the
+// log nor the index, so a caller keeping its calls in order can prepare
+// the next while the one before is appended and folded. nums are the
+// input line numbers; nil means 1, 2, 3, ….
+func (e *Engine) Prepare(lines [][]byte, nums []int) *Prepared {
+	lineNo := func(i int) int {
+		if nums != nil {
+			return nums[i]
+		}
+		return i + 1
+	}
+	envs := make([]events.Envelope, len(lines))
+	errs := make([]*LineError, len(lines))
+	parallel(len(lines), func(i int) {
+		envs[i], errs[i] = Validate(lines[i], lineNo(i))
+		if errs[i] == nil {
+			if _, err := e.red.Envelope(&envs[i]); err != nil {
+				errs[i] = &LineError{Line: lineNo(i), Field: "data", Msg: err.Error()}
+			}
+		}
+	})
+	p := &Prepared{items: make([]intakeItem, 0, len(lines)), out: make([]Outcome, len(lines))}
+	for i := range lines {
+		p.out[i] = Outcome{Line: lineNo(i), ID: envs[i].ID}
+		if errs[i] != nil {
+			p.out[i].Status, p.out[i].Error = StatusRejected, errs[i]
+			continue
+		}
+		p.items = append(p.items, intakeItem{line: lineNo(i), env: envs[i], outcome: i})
+	}
+	return p
+}
+
+// IngestPrepared resolves, dedupes, appends and folds a prepared call,
+// as Ingest does after validation. staged, if set, is called under the
+// intake lock once the call's place in the order of calls is fixed: a
+// caller that starts its next call after it keeps the calls' order.
+func (e *Engine) IngestPrepared(ctx context.Context, p *Prepared, staged func()) (IngestResult, []Outcome, error) {
+	if e.log == nil {
+		return IngestResult{}, nil, ErrReadOnly
+	}
+	return e.ingest(ctx, p.items, p.out, staged)
+}
+
+// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/64+1)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	const chunk = 32
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := int(next.Add(chunk)) - chunk
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+chunk, n); i++ {
+					fn(i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
