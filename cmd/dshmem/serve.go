@@ -114,6 +114,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if *encoders < 1 || *encoders > maxEncoders {
 		return usageError{fmt.Sprintf("--encoders %d is out of range (1..%d): each encoder takes a core while text waits for a vector", *encoders, maxEncoders)}
 	}
+	if !*encode && flagSet(fs, "encoders") {
+		return usageError{"--encoders sets how many texts are given vectors at once, and --vectors=false gives none: drop one of the two"}
+	}
 	if *idleExit < 0 {
 		return usageError{fmt.Sprintf("--idle-exit %s is negative: give a duration such as 30m, or 0 to run until stopped", *idleExit)}
 	}

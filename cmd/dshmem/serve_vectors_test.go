@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,6 +31,13 @@ func TestServeEncoders(t *testing.T) {
 		code, _, errs := cli(t, "", "--root", t.TempDir(), "serve", "--no-watch", "--encoders", n)
 		assert.False(t, code != 2 || !strings.Contains(errs, "--encoders"), "--encoders %s: exit %d, stderr %q; want 2 naming the flag", n, code, errs)
 	}
+	// Encoders without vectors is a contradiction, named before anything
+	// starts (the root is not even created).
+	none := filepath.Join(t.TempDir(), "root")
+	code, _, errs := cli(t, "", "--root", none, "serve", "--no-watch", "--vectors=false", "--encoders", "2")
+	assert.Equal(t, 2, code, "stderr %q", errs)
+	assert.Contains(t, errs, "--vectors=false")
+	assert.NoDirExists(t, none)
 	_, src, _ := cli(t, "", "model", "status", "--json")
 	if !strings.Contains(src, `"installed":true`) {
 		require.NotEqualValues(t, "true", os.Getenv("CI"), "the model is needed in CI; status --json: %s", src)
