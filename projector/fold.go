@@ -190,6 +190,9 @@ func (p *Projector) fold(ctx context.Context, evs []events.Envelope, want bool) 
 		}
 		f.cursors[ev.Stream] = ev.Seq
 		f.advanced[ev.Stream] = true
+		if f.firstTime == "" || ev.Time < f.firstTime {
+			f.firstTime = ev.Time
+		}
 	}
 	if err := f.finish(); err != nil {
 		return nil, err
@@ -229,8 +232,10 @@ type fold struct {
 	tx       *sqlstore.FoldTx
 	cursors  map[string]uint64
 	advanced map[string]bool
-	sessions map[sessionKey]*sessionAcc
-	files    *fileTrack
+	// firstTime is the least time of the fold's events (event_span).
+	firstTime string
+	sessions  map[sessionKey]*sessionAcc
+	files     *fileTrack
 	// made are the entries the fold's remembers inserted, by id, while
 	// no event may have changed entries otherwise (FoldMade); nil after.
 	made map[string]sqlstore.Entry
@@ -293,6 +298,11 @@ func (f *fold) finish() error {
 	slices.Sort(streams)
 	for _, s := range streams {
 		if err := f.tx.SetCursor(s, f.cursors[s]); err != nil {
+			return fmt.Errorf("fold: %w", err)
+		}
+	}
+	if f.firstTime != "" {
+		if err := f.tx.NoteEventTime(f.firstTime); err != nil {
 			return fmt.Errorf("fold: %w", err)
 		}
 	}

@@ -38,6 +38,7 @@ var dumpTables = []dumpTable{
 	{"scopes", `SELECT stream, cwd, seq, time FROM scopes ORDER BY stream`},
 	{"archived_scopes", `SELECT stream, seq, time FROM archived_scopes ORDER BY stream`},
 	{"day_rotation", `SELECT before FROM day_rotation ORDER BY id`},
+	{"event_span", `SELECT first_time FROM event_span ORDER BY id`},
 	{"shown", `SELECT session, stream, entry_id, count, last_seq, last_time FROM shown ORDER BY session, stream, entry_id`},
 	{"aliases", `SELECT scope, alias_key, expansion_key, alias, expansion, quote, event_id, evidence, seq, time
 		FROM aliases ORDER BY scope, alias_key, expansion_key`},

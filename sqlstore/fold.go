@@ -208,6 +208,18 @@ func (t *FoldTx) SetCursor(stream string, seq uint64) error {
 	return nil
 }
 
+const noteEventTimeSQL = `INSERT INTO event_span (id, first_time) VALUES (1, ?)
+			ON CONFLICT (id) DO UPDATE SET first_time = min(first_time, excluded.first_time)`
+
+// NoteEventTime lowers the oldest event time on record (event_span) to t,
+// the least time of the fold's events.
+func (t *FoldTx) NoteEventTime(time string) error {
+	if _, err := t.exec(noteEventTimeSQL, time); err != nil {
+		return fmt.Errorf("write the oldest event time: %w", err)
+	}
+	return nil
+}
+
 // Event is one events row. Data is nil when the event has none.
 type Event struct {
 	Stream  string

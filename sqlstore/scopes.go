@@ -185,6 +185,10 @@ func (s *Store) PurgeStream(ctx context.Context, stream string) (PurgedRows, err
 			// Rowids of the deleted events may be given again: the
 			// episode cursor of the vectors goes back below them.
 			`UPDATE vector_state SET episodes_upto = min(episodes_upto, coalesce((SELECT max(n) FROM events), 0)) WHERE ?1 = ?1`,
+			// The oldest event may have been the scope's (a rare full
+			// read: purge is not on any hot path).
+			`DELETE FROM event_span WHERE ?1 = ?1`,
+			`INSERT INTO event_span (id, first_time) SELECT 1, min(time) FROM events WHERE ?1 = ?1 HAVING min(time) IS NOT NULL`,
 		} {
 			if _, err := tx.Exec(q, stream); err != nil {
 				return fmt.Errorf("%s: %w", strings.Fields(q)[2], err)

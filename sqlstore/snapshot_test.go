@@ -121,3 +121,50 @@ func TestRotationMigrationFillsFromEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2026-08-01", got)
 }
+
+// The oldest event time is kept by folds (event_span): lowered by an
+// older event in a later fold of another stream, taken again from the
+// events left by a purge, and filled by migration 00013 from the events
+// an index already held.
+func TestOldestEventTime(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "index.db")
+	s, err := sqlstore.Open(path)
+	require.NoError(t, err)
+	p := projector.New(s)
+	first := func() string {
+		t.Helper()
+		_, f, err := s.LastBackup(ctx)
+		require.NoError(t, err)
+		return f
+	}
+	assert.Empty(t, first(), "an empty index")
+	require.NoError(t, p.Fold(ctx, []events.Envelope{
+		{V: 1, Stream: qWS, Seq: 1, ID: "a", Type: events.TypeUserMessage, Time: "2026-08-18T10:00:00Z"},
+		{V: 1, Stream: qWS, Seq: 2, ID: "b", Type: events.TypeUserMessage, Time: "2026-08-17T10:00:00Z"},
+	}))
+	assert.Equal(t, "2026-08-17T10:00:00Z", first())
+	require.NoError(t, p.Fold(ctx, []events.Envelope{
+		{V: 1, Stream: qWS2, Seq: 1, ID: "c", Type: events.TypeUserMessage, Time: "2026-01-05T10:00:00Z"},
+	}))
+	assert.Equal(t, "2026-01-05T10:00:00Z", first(), "another stream's older event, folded later")
+	require.NoError(t, p.Fold(ctx, []events.Envelope{
+		{V: 1, Stream: qWS, Seq: 3, ID: "d", Type: events.TypeUserMessage, Time: "2026-09-01T10:00:00Z"},
+	}))
+	assert.Equal(t, "2026-01-05T10:00:00Z", first(), "a newer event changes nothing")
+	_, err = s.PurgeStream(ctx, qWS2)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-08-17T10:00:00Z", first(), "the purged stream held the oldest")
+
+	// An index from before migration 00013: the row comes from its events.
+	require.NoError(t, s.Close())
+	require.NoError(t, sqlstore.MigrateDownTo(path, 12))
+	require.NoError(t, sqlstore.MigrateUp(path))
+	s, err = sqlstore.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, "2026-08-17T10:00:00Z", first())
+	_, err = s.PurgeStream(ctx, qWS)
+	require.NoError(t, err)
+	assert.Empty(t, first(), "no events left")
+}
