@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"dshmem/observer/secretrules"
@@ -218,6 +219,14 @@ func (ru *rule) replace(s string, found map[string]bool) (string, bool) {
 	}
 	b.WriteString(s[last:])
 	return b.String(), true
+}
+
+// WarmRedaction builds what redaction needs on first use (every rule of
+// the maintained set compiled, the hint index) now: serve runs it in the
+// background at start, so its first writes do not wait for it.
+func WarmRedaction() {
+	ruleHints()
+	secretrules.Warm(time.Millisecond)
 }
 
 // ruleSet is the maintained rule set (observer/secretrules); it runs

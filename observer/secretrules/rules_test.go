@@ -230,3 +230,20 @@ func TestParseArrayAcrossLines(t *testing.T) {
 	assert.Equal(t, []string{"a]b", "c", "d"}, cfg.Rules[0].Keywords)
 	assert.Equal(t, 2.0, cfg.Rules[0].Entropy)
 }
+
+// Warm compiles every rule of Default, and Find beside it still finds
+// what it finds alone (each rule compiles once, whoever needs it first).
+func TestWarm(t *testing.T) {
+	s, err := Default()
+	require.NoError(t, err)
+	text := "token for ci: glpat-" + "AbCdEf0123456789xYzW and nothing else"
+	done := make(chan struct{})
+	go func() { Warm(0); close(done) }()
+	f := s.Find(text, strings.ToLower(text))
+	<-done
+	require.NotEmpty(t, f)
+	assert.Equal(t, "gitlab-pat", f[0].Rule)
+	for _, r := range s.rules {
+		assert.NotNil(t, r.re, "rule %s compiled", r.id)
+	}
+}
