@@ -190,8 +190,8 @@ func (p *Projector) fold(ctx context.Context, evs []events.Envelope, want bool) 
 		}
 		f.cursors[ev.Stream] = ev.Seq
 		f.advanced[ev.Stream] = true
-		if f.firstTime == "" || ev.Time < f.firstTime {
-			f.firstTime = ev.Time
+		if !f.timed || ev.Time < f.firstTime {
+			f.firstTime, f.timed = ev.Time, true
 		}
 	}
 	if err := f.finish(); err != nil {
@@ -232,8 +232,10 @@ type fold struct {
 	tx       *sqlstore.FoldTx
 	cursors  map[string]uint64
 	advanced map[string]bool
-	// firstTime is the least time of the fold's events (event_span).
+	// firstTime is the least time of the fold's events (event_span),
+	// once timed: "" included, as SQL's min(time) would have it.
 	firstTime string
+	timed     bool
 	sessions  map[sessionKey]*sessionAcc
 	files     *fileTrack
 	// made are the entries the fold's remembers inserted, by id, while
@@ -301,7 +303,7 @@ func (f *fold) finish() error {
 			return fmt.Errorf("fold: %w", err)
 		}
 	}
-	if f.firstTime != "" {
+	if f.timed {
 		if err := f.tx.NoteEventTime(f.firstTime); err != nil {
 			return fmt.Errorf("fold: %w", err)
 		}

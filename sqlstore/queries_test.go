@@ -176,13 +176,6 @@ func TestEventQueries(t *testing.T) {
 			t.Errorf("another stream: got %v, %v", ok, err)
 		}
 	})
-	t.Run("EventTimes", func(t *testing.T) {
-		got, err := s.EventTimes(ctx, events.TypeMaintenanceBackup)
-		assert.False(t, err != nil || got.LastOfType != evs[11].Time || got.First != evs[0].Time, "got %+v, %v", got, err)
-		if got, err := s.EventTimes(ctx, events.TypeScopeArchive); err != nil || got.LastOfType != "" || got.First != evs[0].Time {
-			t.Errorf("no such type: got %+v, %v", got, err)
-		}
-	})
 }
 
 func TestSessionQueries(t *testing.T) {

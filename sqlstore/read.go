@@ -247,26 +247,6 @@ func (s *Store) EventSeq(ctx context.Context, stream, id string) (seq uint64, ok
 	return uint64(n), true, nil
 }
 
-// EventTimes are the times of the newest event of a type and of the
-// oldest event of all ("" when there is none), as the events say them.
-type EventTimes struct {
-	LastOfType string
-	First      string
-}
-
-// EventTimes returns the time of the newest event of type typ and of the
-// oldest event in the index (times are compared as text: they are
-// RFC 3339 as written, in their own offsets).
-func (s *Store) EventTimes(ctx context.Context, typ string) (EventTimes, error) {
-	var last, first sql.NullString
-	err := s.db.QueryRowContext(ctx,
-		`SELECT (SELECT max(time) FROM events WHERE type = ?), (SELECT min(time) FROM events)`, typ).Scan(&last, &first)
-	if err != nil {
-		return EventTimes{}, fmt.Errorf("read event times: %w", err)
-	}
-	return EventTimes{LastOfType: last.String, First: first.String}, nil
-}
-
 // EpisodeText is a row of the episode_texts view (the text recall reads
 // of an episode, computed in SQL) with the data of its event.
 type EpisodeText struct {

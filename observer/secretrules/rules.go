@@ -125,10 +125,12 @@ func Default() (*Set, error) {
 // pause is the rest between two rules: the compiles are spread over a
 // quarter of a second or so instead of taking a core for 25 ms at once.
 func Warm(pause time.Duration) {
-	s, err := Default()
-	if err != nil {
-		return
+	if s, err := Default(); err == nil {
+		s.warm(pause)
 	}
+}
+
+func (s *Set) warm(pause time.Duration) {
 	for _, r := range s.rules {
 		_ = r.load() // TestDefaultCompiles: it cannot fail
 		if pause > 0 {
