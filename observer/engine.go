@@ -292,26 +292,25 @@ func (e *Engine) IngestReader(ctx context.Context, r io.Reader) (IngestResult, [
 	if err != nil {
 		return IngestResult{}, nil, err
 	}
-	return e.ingestLines(ctx, lines, nums, nil)
+	return e.ingestLines(ctx, lines, nums)
 }
 
 // Ingest takes lines already split, one envelope each, as the HTTP API
 // and the importers send them. Each is validated exactly like a line of
 // `dshmem ingest`; Line in the outcomes is the 1-based position in lines.
 func (e *Engine) Ingest(ctx context.Context, lines [][]byte) (IngestResult, []Outcome, error) {
-	return e.ingestLines(ctx, lines, nil, nil)
+	return e.ingestLines(ctx, lines, nil)
 }
 
 // ingestLines validates and redacts lines in parallel (both are pure and
 // CPU-bound), then resolves, dedupes, appends and folds in order.
-// nums are the input line numbers; nil means 1, 2, 3, …. staged, if
-// set, is called under the intake lock once the call's place in the
-// order of calls is fixed.
-func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int, staged func()) (IngestResult, []Outcome, error) {
+// nums are the input line numbers; nil means 1, 2, 3, ….
+func (e *Engine) ingestLines(ctx context.Context, lines [][]byte, nums []int) (IngestResult, []Outcome, error) {
 	if e.log == nil {
 		return IngestResult{}, nil, ErrReadOnly
 	}
-	return e.IngestPrepared(ctx, e.Prepare(lines, nums), staged)
+	p := e.prepare(lines, nums)
+	return e.ingest(ctx, p.items, p.out, nil)
 }
 
 type intakeItem struct {

@@ -1,7 +1,6 @@
 package observer
 
 import (
-	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -9,18 +8,18 @@ import (
 	"dshmem/events"
 )
 
-// Prepared is a call's lines validated and redacted (Prepare), waiting
-// to be appended and folded (IngestPrepared).
-type Prepared struct {
+// prepared is a call's lines validated and redacted (prepare), waiting
+// for ingest to append and fold them.
+type prepared struct {
 	items []intakeItem
 	out   []Outcome
 }
 
-// Prepare validates and redacts lines in parallel, touching neither the
-// log nor the index, so a caller keeping its calls in order can prepare
-// the next while the one before is appended and folded. nums are the
-// input line numbers; nil means 1, 2, 3, ….
-func (e *Engine) Prepare(lines [][]byte, nums []int) *Prepared {
+// prepare validates and redacts lines in parallel, touching neither the
+// log nor the index, so a caller keeping its calls in order
+// (IngestStream) can prepare the next while the one before is appended
+// and folded. nums are the input line numbers; nil means 1, 2, 3, ….
+func (e *Engine) prepare(lines [][]byte, nums []int) prepared {
 	lineNo := func(i int) int {
 		if nums != nil {
 			return nums[i]
@@ -37,7 +36,7 @@ func (e *Engine) Prepare(lines [][]byte, nums []int) *Prepared {
 			}
 		}
 	})
-	p := &Prepared{items: make([]intakeItem, 0, len(lines)), out: make([]Outcome, len(lines))}
+	p := prepared{items: make([]intakeItem, 0, len(lines)), out: make([]Outcome, len(lines))}
 	for i := range lines {
 		p.out[i] = Outcome{Line: lineNo(i), ID: envs[i].ID}
 		if errs[i] != nil {
@@ -47,17 +46,6 @@ func (e *Engine) Prepare(lines [][]byte, nums []int) *Prepared {
 		p.items = append(p.items, intakeItem{line: lineNo(i), env: envs[i], outcome: i})
 	}
 	return p
-}
-
-// IngestPrepared resolves, dedupes, appends and folds a prepared call,
-// as Ingest does after validation. staged, if set, is called under the
-// intake lock once the call's place in the order of calls is fixed: a
-// caller that starts its next call after it keeps the calls' order.
-func (e *Engine) IngestPrepared(ctx context.Context, p *Prepared, staged func()) (IngestResult, []Outcome, error) {
-	if e.log == nil {
-		return IngestResult{}, nil, ErrReadOnly
-	}
-	return e.ingest(ctx, p.items, p.out, staged)
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.

@@ -231,9 +231,9 @@ func (e *Engine) IngestStream(ctx context.Context, r io.Reader, o StreamOptions)
 		go func() {
 			defer wg.Done()
 			defer signal()
-			p := e.Prepare(c.Lines, c.Nums) // beside the call before's append and fold
+			p := e.prepare(c.Lines, c.Nums) // beside the call before's append and fold
 			<-wait                          // the call before holds the intake lock (or is done)
-			res, outs, err := e.IngestPrepared(ctx, p, signal)
+			res, outs, err := e.ingest(ctx, p.items, p.out, signal)
 			if err != nil {
 				failed.Do(func() { close(stop) })
 			}

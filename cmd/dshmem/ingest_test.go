@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +73,20 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 		}
 		distinct := len(ids)
 		assert.False(t, total != n-1 || distinct != n-1 || global != 0, "index holds %d events (%d ids, %d in global); want %d, each once, none in global", total, distinct, global, n-1)
+		// In input order: within a stream, seq follows the line number
+		// in the id (big:N), across the calls the input was cut into.
+		last := map[string][2]uint64{} // stream → seq, N of the event before
+		slices.SortFunc(evs, func(a, b sqlstore.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+		for _, e := range evs {
+			var num uint64
+			if _, err := fmt.Sscanf(e.ID, "big:%d", &num); err != nil {
+				continue // a scope/register the engine wrote
+			}
+			if prev, ok := last[e.Stream]; ok && num < prev[1] {
+				t.Fatalf("%s: %s at seq %d after big:%d at seq %d: not in input order", e.Stream, e.ID, e.Seq, prev[1], prev[0])
+			}
+			last[e.Stream] = [2]uint64{e.Seq, num}
+		}
 	}
 	t.Run("Local", func(t *testing.T) {
 		root := t.TempDir()
