@@ -120,22 +120,12 @@ func Default() (*Set, error) {
 // Warm compiles every rule of Default now, for a long-running process
 // that would rather pay it at its start than spread it over its first
 // texts (a rule compiles in up to a few milliseconds, which a write that
-// first met its keyword would wait for). Safe beside Find: each rule
-// compiles once, whoever comes first.
-// pause is the rest between two rules: the compiles are spread over a
-// quarter of a second or so instead of taking a core for 25 ms at once.
+// first met its keyword would wait for). pause is the rest between two
+// rules, so that the compiles (25 ms in all) do not take a core at once.
+// Safe beside Find: each rule compiles once, whoever comes first.
 func Warm(pause time.Duration) {
 	if s, err := Default(); err == nil {
-		s.warm(pause)
-	}
-}
-
-func (s *Set) warm(pause time.Duration) {
-	for _, r := range s.rules {
-		_ = r.load() // TestDefaultCompiles: it cannot fail
-		if pause > 0 {
-			time.Sleep(pause)
-		}
+		_ = s.loadAll(pause) // TestDefaultCompiles: it cannot fail
 	}
 }
 
@@ -192,7 +182,7 @@ func compile(cfg *Config, eager bool) (*Set, error) {
 		}
 	}
 	if eager {
-		if err := s.loadAll(); err != nil {
+		if err := s.loadAll(0); err != nil {
 			return nil, err
 		}
 	}
@@ -200,11 +190,15 @@ func compile(cfg *Config, eager bool) (*Set, error) {
 	return s, nil
 }
 
-// loadAll compiles every rule, returning the first error.
-func (s *Set) loadAll() error {
-	for i := range s.rules {
-		if err := s.rules[i].load(); err != nil {
+// loadAll compiles every rule, resting pause after each, and returns the
+// first error.
+func (s *Set) loadAll(pause time.Duration) error {
+	for _, r := range s.rules {
+		if err := r.load(); err != nil {
 			return err
+		}
+		if pause > 0 {
+			time.Sleep(pause)
 		}
 	}
 	return nil

@@ -21,7 +21,7 @@ func TestDefaultCompiles(t *testing.T) {
 	assert.GreaterOrEqual(t, len(s.Rules()), 200)
 	// Default compiles a rule at its first use: every one of the
 	// embedded file's must compile, so that use never fails.
-	require.NoError(t, s.loadAll())
+	require.NoError(t, s.loadAll(0))
 }
 
 // A lazy set compiles only the rules whose keywords a text holds, and
@@ -231,7 +231,7 @@ func TestParseArrayAcrossLines(t *testing.T) {
 	assert.Equal(t, 2.0, cfg.Rules[0].Entropy)
 }
 
-// warm compiles every rule of a lazy set, and Find beside it still finds
+// loadAll compiles every rule of a lazy set, and Find beside it still finds
 // what it finds alone (each rule compiles once, whoever needs it first).
 // A fresh set: Default's rules are compiled by TestDefaultCompiles.
 func TestWarm(t *testing.T) {
@@ -241,7 +241,7 @@ func TestWarm(t *testing.T) {
 	require.NoError(t, err)
 	text := "token for ci: glpat-" + "AbCdEf0123456789xYzW and nothing else"
 	done := make(chan struct{})
-	go func() { s.warm(0); close(done) }()
+	go func() { _ = s.loadAll(0); close(done) }()
 	f := s.Find(text, strings.ToLower(text))
 	<-done
 	require.NotEmpty(t, f)
