@@ -211,7 +211,7 @@ func (t *FoldTx) SetCursor(stream string, seq uint64) error {
 const noteEventTimeSQL = `INSERT INTO event_span (id, first_time) VALUES (1, ?)
 			ON CONFLICT (id) DO UPDATE SET first_time = min(first_time, excluded.first_time)`
 
-// NoteEventTime lowers the oldest event time on record (event_span) to t,
+// NoteEventTime lowers the oldest event time on record (event_span) to time,
 // the least time of the fold's events.
 func (t *FoldTx) NoteEventTime(time string) error {
 	if _, err := t.exec(noteEventTimeSQL, time); err != nil {
