@@ -135,14 +135,17 @@ func (e engine) sessionContext(ctx context.Context, req ContextRequest) (Session
 		if err != nil {
 			return sc, err
 		}
-		if text := strings.TrimSpace(string(b)); text != "" {
+		switch text := strings.TrimSpace(string(b)); {
+		case text == "":
+			sc.Notes = append(sc.Notes, "no memory summary for "+e.Scope(req.Cwd).String()+" yet")
+		case !holdsEntries(b):
+			sc.Notes = append(sc.Notes, "the memory summary of "+e.Scope(req.Cwd).String()+" shows no entries")
+		default:
 			cut, truncated := truncateBytes(text, SummaryBudgetBytes)
 			if truncated {
 				sc.Notes = append(sc.Notes, fmt.Sprintf("%s: cut to %d bytes", projector.SummaryPath(sc.Scope), SummaryBudgetBytes))
 			}
 			sc.Workspace = frame("workspace", cut)
-		} else {
-			sc.Notes = append(sc.Notes, "no memory summary for "+e.Scope(req.Cwd).String()+" yet")
 		}
 	}
 
@@ -191,6 +194,17 @@ func truncateBytes(s string, n int) (string, bool) {
 		sep = ""
 	}
 	return kept + sep + fmt.Sprintf(contextTruncateNote, utf8.RuneCountInString(s)), true
+}
+
+// holdsEntries reports whether a workspace summary shows any entry. A
+// workspace whose events were folded before it learned anything (or
+// whose entries were all forgotten) has a summary of its header only: it
+// tells the model nothing, and serving it would change the system prompt
+// once more when the first entry comes. A summary that does not parse is
+// served as it is.
+func holdsEntries(summary []byte) bool {
+	doc, err := markdown.Parse(summary)
+	return err != nil || len(doc.Blocks) > 0
 }
 
 // readProjection reads a projection file; a missing one is empty.

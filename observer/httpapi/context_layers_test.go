@@ -85,3 +85,37 @@ func withTime(ev map[string]any, t time.Time) map[string]any {
 	ev["time"] = t.UTC().Format(time.RFC3339)
 	return ev
 }
+
+// TestContextWithoutEntries: a workspace whose session events were folded
+// before it learned anything has a memory_summary.md of its header only;
+// its context carries no workspace layer (the system prompt would hold an
+// empty frame, and change again at the first entry). The layer comes with
+// the first entry and goes when the last one is forgotten.
+func TestContextWithoutEntries(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	const cwd = "/home/u/fresh"
+	ts.must(200, "POST", "/v1/events", []any{
+		event("fr:0", "session/start", "fr", cwd, map[string]any{"origin": "top"}),
+		event("fr:1", "user/message", "fr", "", map[string]any{"text": "hello, nothing to learn here"}),
+	}, nil)
+	var sc broker.SessionContext
+	ts.must(200, "GET", "/v1/context?cwd="+cwd+"&session=fr2", nil, &sc)
+	// The case is the one meant only if the header-only file is there.
+	sum, err := os.ReadFile(filepath.Join(ts.root, filepath.FromSlash(projector.SummaryPath(sc.Scope))))
+	require.NoError(t, err, "the workspace's summary was not written; the test no longer reaches its case")
+	require.Contains(t, string(sum), "# Workspace memory")
+	assert.Empty(t, sc.Workspace, "a summary with no entries is served")
+	assert.NotContains(t, sc.Section, "memory-reference", "the section holds a frame with nothing in it")
+	assert.Contains(t, strings.Join(sc.Notes, "\n"), "shows no entries")
+
+	var en struct{ ID string }
+	ts.must(200, "POST", "/v1/remember", map[string]any{"cwd": cwd, "content": "the fresh project builds with bazel"}, &en)
+	ts.must(200, "GET", "/v1/context?cwd="+cwd+"&session=fr3", nil, &sc)
+	assert.Contains(t, sc.Workspace, "builds with bazel")
+	assert.Contains(t, sc.Section, "builds with bazel")
+
+	ts.must(200, "POST", "/v1/forget", map[string]any{"id": en.ID, "reason": "test"}, nil)
+	ts.must(200, "GET", "/v1/context?cwd="+cwd+"&session=fr4", nil, &sc)
+	assert.Empty(t, sc.Workspace, "the workspace layer outlived its last entry")
+	assert.NotContains(t, sc.Section, "memory-reference")
+}
