@@ -70,7 +70,11 @@ func (t *FoldTx) Commit() error {
 		}
 	}
 	t.text = nil
-	return t.tx.Commit()
+	if err := t.tx.Commit(); err != nil {
+		return err
+	}
+	t.s.noteCommit()
+	return nil
 }
 
 // holdText queues an FTS5 write for Commit.

@@ -23,8 +23,10 @@ type Store struct {
 	readOnly bool
 
 	// The checkpointer of a read-write store (checkpoint.go).
-	ckptStop chan struct{}
-	ckptDone chan struct{}
+	ckptStop   chan struct{}
+	ckptDone   chan struct{}
+	commits    atomic.Int64 // fold commits (noteCommit)
+	lastCommit atomic.Int64 // unix nanoseconds of the last one
 
 	// The fold's statements prepared on the pool (fold.go).
 	foldMu    sync.Mutex
