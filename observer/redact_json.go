@@ -25,6 +25,10 @@ func (r *Redactor) Envelope(e *events.Envelope) ([]string, error) {
 		return nil, nil
 	}
 	found := map[string]bool{}
+	if scannable(e.Data) {
+		e.Data = r.redactValid(e.Data, found)
+		return sortedKinds(found), nil
+	}
 	out, err := r.redactJSON(e.Data, found)
 	if err != nil {
 		return nil, fmt.Errorf("redact data: %w", err)
@@ -46,7 +50,9 @@ type container struct {
 }
 
 // redactJSON walks one JSON value token by token, writing it back with
-// every string redacted.
+// every string redacted. Envelope takes it for data that is not valid
+// JSON of valid UTF-8, where the decoder's error (or its replacement of
+// bad bytes) is what it gives; redactValid does the rest.
 func (r *Redactor) redactJSON(data []byte, found map[string]bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

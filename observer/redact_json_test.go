@@ -2,6 +2,7 @@ package observer
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"dshmem/events"
@@ -107,6 +108,7 @@ func FuzzRedactEnvelope(f *testing.F) {
 	f.Add(`{"text":"token=ghp_FAKE0123456789abcdefghijklmnopqrstuv","credentials":{"a":[{"b":"c1d2e3"}]}}`)
 	f.Add(`{"\u00e9":"\u0000","k":"\ud83d\ude42"}`)
 	f.Fuzz(func(t *testing.T, data string) {
+		checkRedactScan(t, []byte(data))
 		var v map[string]any
 		if json.Unmarshal([]byte(data), &v) != nil {
 			return
@@ -124,4 +126,55 @@ func FuzzRedactEnvelope(f *testing.F) {
 			t.Fatalf("not idempotent: %s -> %s -> %s (%v)", data, e.Data, again.Data, err)
 		}
 	})
+}
+
+// checkRedactScan fails t unless redactValid writes what the token walk
+// writes, and finds the same kinds, for data it may take.
+func checkRedactScan(t *testing.T, data []byte) {
+	t.Helper()
+	if !scannable(data) {
+		return
+	}
+	r := NewRedactor()
+	fTok, fScan := map[string]bool{}, map[string]bool{}
+	want, err := r.redactJSON(data, fTok)
+	if err != nil {
+		t.Fatalf("the token walk refused valid %q: %v", data, err)
+	}
+	got := r.redactValid(data, fScan)
+	if string(got) != string(want) {
+		t.Fatalf("redact %q:\n scan   %q\n tokens %q", data, got, want)
+	}
+	if !reflect.DeepEqual(fTok, fScan) {
+		t.Fatalf("redact %q: scan found %v, tokens %v", data, fScan, fTok)
+	}
+}
+
+// TestRedactScanIsTokens: the scan and the token walk agree on escapes
+// in every form (the encoder's and others), white space, numbers as
+// written, nesting, secrets under keys at every depth, and values at the
+// top that are not objects.
+func TestRedactScanIsTokens(t *testing.T) {
+	for _, data := range []string{
+		`{}`, `[]`, `"x"`, `12`, `null`, ` { "a" : [ 1 , 2.50 , -0.1e+3 , true , false , null ] , "b" : { } } `,
+		`{"t":"line\nnext\ttab\r\b\f \" \\ \/ \u00e9 \u0041 \u001f \u001F \u0008 \u2028 \u2029 \ud83d\ude42 \ud83d \ufffd"}`,
+		"{\"t\":\"raw \u2028 and \u2029 and é and <&>\"}",
+		`{"password":"Fake-pw-12","pin":1234,"n":123,"token":true,"otp":[9876,"x1y2z3w4"],"ok":"none"}`,
+		`{"args":{"headers":{"X-Api-Key":"abc123def456","Accept":"*/*"}},"credentials":{"a":[{"b":"c1d2e3"}]}}`,
+		`{"text":"token=ghp_FAKE0123456789abcdefghijklmnopqrstuv and sk-ant-FAKEFAKEFAKEFAKEFAKE12","k\u0065y":"v"}`,
+		`{"ghp_FAKE0123456789abcdefghijklmnopqrstuv":"a key that is a secret"}`,
+		`[{"password":"[REDACTED:secret-field]"},{"password":"${{ secrets.X }}"},{"password":""}]`,
+		`{"a":{"b":{"c":{"d":[[["deep"]]]}}},"e":"last"}`,
+	} {
+		checkRedactScan(t, []byte(data))
+		if !scannable([]byte(data)) {
+			t.Errorf("%q is valid JSON of valid UTF-8 but not scannable", data)
+		}
+	}
+	// Not taken: invalid JSON, invalid UTF-8 (the decoder replaces it).
+	for _, data := range []string{`{"a":`, "{\"a\":\"\xff\"}", `{"a":1}x`} {
+		if scannable([]byte(data)) {
+			t.Errorf("%q is scannable", data)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"dshmem/events"
 	"dshmem/observer"
 	"dshmem/observer/bench"
 )
@@ -21,6 +22,32 @@ func BenchmarkValidate(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		if _, lerr := observer.Validate(lines[i%len(lines)], 1); lerr != nil {
 			b.Fatal(lerr)
+		}
+	}
+}
+
+// BenchmarkRedactEnvelope redacts the data of the events of a synthetic
+// ingest, as intake does for every event after validation: a message, a
+// tool call with nested arguments, a tool result with escapes.
+func BenchmarkRedactEnvelope(b *testing.B) {
+	synth := bench.NewSynth(7)
+	data := make([][]byte, 512)
+	for i := range data {
+		switch i % 3 {
+		case 0:
+			data[i] = fmt.Appendf(nil, `{"text":%q}`, synth.Text(300))
+		case 1:
+			data[i] = fmt.Appendf(nil, `{"tool":"bash","args":{"command":%q,"timeout":120,"env":{"HOME":"/home/u"}},"callId":"c%d"}`, synth.Text(80), i)
+		default:
+			data[i] = fmt.Appendf(nil, `{"callId":"c%d","output":%q,"exitCode":0}`, i, synth.Text(200)+"\n\tline two\n")
+		}
+	}
+	r := observer.NewRedactor()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		e := events.Envelope{Data: data[i%len(data)]}
+		if _, err := r.Envelope(&e); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
