@@ -89,6 +89,7 @@ type Engine struct {
 	// files writes the Markdown projections off the intake's path.
 	files   *fileWriter
 	vectors vectorState // the sentence encoder's vectors (vectors.go)
+	forgets forgetClock // when this process appended forgets (forgets.go)
 }
 
 // ErrReadOnly is returned by every write (intake, checkpoint, sync,
@@ -366,6 +367,7 @@ func (e *Engine) ingest(ctx context.Context, items []intakeItem, out []Outcome, 
 		res.Appended += len(own)
 		folded = append(folded, stamped...)
 	}
+	e.forgets.note(folded, time.Now())
 	made, ferr := e.foldInTurn(ctx, ticket, folded)
 	if ferr != nil && err == nil {
 		err = fmt.Errorf("index events (they are safe in the log; the index catches up with the next write, or the next open): %w", ferr)

@@ -171,6 +171,9 @@ type RememberRequest struct {
 	Importance *int     // 0–3; nil: the default (1)
 	// Time is the event time; zero means now.
 	Time time.Time
+	// Received is when the request was received (its server's clock,
+	// with its monotonic reading); zero means when Remember is called.
+	Received time.Time
 }
 
 // Remember writes a memory/remember event through intake (validation,
@@ -192,6 +195,11 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 	// cancel make the second wait until the first is folded, so the
 	// entry is there to be found.
 	id := rememberID(r.Cwd, r.Content)
+	received := r.Received
+	if received.IsZero() {
+		received = time.Now()
+	}
+	caller := ctx
 	mu := &rememberLocks[id[0]%byte(len(rememberLocks))]
 	mu.Lock()
 	defer mu.Unlock()
@@ -203,6 +211,14 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 		en, lerr := e.rememberedAs(ctx, o.Stream, env.ID)
 		if lerr != nil || en.Status != payload.StatusForgotten {
 			return en, lerr
+		}
+		// A remember received before the forget of the entry was
+		// appended is the first remember over again, only late (its
+		// client gave up, sent it again, and that answer was forgotten
+		// since); so is one whose caller has gone: the answer is the
+		// entry as it now is.
+		if e.forgets.since(en.ID, o.Stream, received) || caller.Err() != nil {
+			return en, nil
 		}
 		// The same text was remembered and then forgotten: this is a
 		// new entry, under an id of its own.

@@ -218,6 +218,63 @@ func TestRememberSentAgainIsOneEntry(t *testing.T) {
 	require.Len(t, es, 4, "got %d entries, want 4 (the text, -race, elsewhere, renewed): %+v", len(es), es)
 }
 
+// TestRememberLateAfterForget: a remember received before the forget of
+// the entry its text made, whose turn came only after the forget (its
+// client gave up, sent it again, and forgot the entry that answer
+// named), is that first remember, late: it answers the entry as it is
+// and makes no new one. So does a remember whose caller has gone. Sent
+// by a caller still waiting after the forget, the text is a new entry.
+func TestRememberLateAfterForget(t *testing.T) {
+	ctx := context.Background()
+	eng := openEngine(t, t.TempDir())
+	req := observer.RememberRequest{Cwd: "/home/u/late", Content: "Releases are tagged from main", Type: "decision"}
+	sent := time.Now() // the first attempt is received here, and waits
+	first, err := eng.Remember(ctx, req)
+	require.NoError(t, err)
+	_, err = eng.Forget(ctx, first.ID, "changed")
+	require.NoError(t, err)
+	late := req
+	late.Received = sent
+	got, err := eng.Remember(ctx, late)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, got.ID, "a remember received before the forget: got %+v", got)
+	require.Equal(t, payload.StatusForgotten, got.Status, "got %+v", got)
+
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	got, err = eng.Remember(gone, req)
+	require.NoError(t, err)
+	require.Equal(t, first.ID, got.ID, "a remember whose caller has gone: got %+v", got)
+
+	renewed, err := eng.Remember(ctx, req)
+	require.NoError(t, err)
+	require.NotEqual(t, first.ID, renewed.ID, "sent after the forget, the text is a new entry")
+	require.Equal(t, payload.StatusActive, renewed.Status, "got %+v", renewed)
+	// A forget of another entry after the remember was received does not
+	// hold the text back.
+	other, err := eng.Remember(ctx, observer.RememberRequest{Cwd: "/home/u/late", Content: "CI runs on every push"})
+	require.NoError(t, err)
+	_, err = eng.Forget(ctx, renewed.ID, "changed again")
+	require.NoError(t, err)
+	mark := time.Now()
+	_, err = eng.Forget(ctx, other.ID, "not true")
+	require.NoError(t, err)
+	late.Received = mark
+	third, err := eng.Remember(ctx, late)
+	require.NoError(t, err)
+	require.NotEqual(t, renewed.ID, third.ID, "received after its own forget, before another's: got %+v", third)
+	require.Equal(t, payload.StatusActive, third.Status, "got %+v", third)
+	es, err := eng.Entries(ctx, observer.EntryFilter{})
+	require.NoError(t, err)
+	n := 0
+	for _, en := range es {
+		if en.Content == req.Content {
+			n++
+		}
+	}
+	require.Equal(t, 3, n, "the text's entries: first, renewed, third: %+v", es)
+}
+
 // A remember returns its entry from the fold that made it, without
 // reading it back (projector.FoldMade): what it returns must equal what
 // the index holds, from concurrent callers (folds of several remembers)

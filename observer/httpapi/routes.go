@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +108,9 @@ func cleanPath(p string) string {
 
 // serve runs one route: token, method, concurrency slot, body cap.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
+	if rt.name == "remember" {
+		r = r.WithContext(context.WithValue(r.Context(), receivedKey{}, time.Now()))
+	}
 	code := 0
 	defer func() { s.metrics.Request(rt.name, code) }()
 	if !s.authorized(r) {
@@ -160,6 +164,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	if err != nil {
 		s.opts.Logf("%s %s: %v", r.Method, r.URL.Path, err)
 	}
+}
+
+// receivedKey holds when a remember request was received (received).
+type receivedKey struct{}
+
+// received is when serve received r, before its body was read and its
+// turn came; the zero time when it did not note it.
+func received(r *http.Request) time.Time {
+	t, _ := r.Context().Value(receivedKey{}).(time.Time)
+	return t
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) (int, error) {

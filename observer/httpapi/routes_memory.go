@@ -91,7 +91,7 @@ func (s *Server) handleRemember(w http.ResponseWriter, r *http.Request) (int, er
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("importance %d is out of range (0..3)", *req.Importance))
 	}
 	en, err := s.eng.Remember(r.Context(), observer.RememberRequest{Cwd: req.Cwd, Content: req.Content, Title: req.Title,
-		Type: req.Type, Tags: req.Tags, Importance: req.Importance, Time: s.opts.Now()})
+		Type: req.Type, Tags: req.Tags, Importance: req.Importance, Time: s.opts.Now(), Received: received(r)})
 	var refused *observer.RefusedError
 	switch {
 	case errors.As(err, &refused):
