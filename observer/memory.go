@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -204,29 +205,27 @@ func (e *Engine) Remember(ctx context.Context, r RememberRequest) (Entry, error)
 	mu.Lock()
 	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
-	env := events.Envelope{V: events.CurrentVersion, ID: "dshmem:remember:" + id, Type: events.TypeMemoryRemember,
+	base := "dshmem:remember:" + id
+	env := events.Envelope{V: events.CurrentVersion, ID: base, Type: events.TypeMemoryRemember,
 		Time: EventTime(r.Time), Cwd: r.Cwd, Data: raw}
 	o, err := e.appendOwn(ctx, env)
-	if err != nil && o.Status == StatusDuplicate {
+	// The same text remembered after its entry was forgotten is a new
+	// entry, under the id's next renewal (<id>:2, <id>:3, …): a renewal
+	// sent again is a duplicate of that one in turn.
+	for renewal := 2; err != nil && o.Status == StatusDuplicate; renewal++ {
 		en, lerr := e.rememberedAs(ctx, o.Stream, env.ID)
 		if lerr != nil || en.Status != payload.StatusForgotten {
 			return en, lerr
 		}
 		// A remember received before the forget of the entry was
-		// appended is the first remember over again, only late (its
-		// client gave up, sent it again, and that answer was forgotten
-		// since); so is one whose caller has gone: the answer is the
-		// entry as it now is.
-		if e.forgets.since(en.ID, o.Stream, received) || caller.Err() != nil {
+		// appended is the remember that made it over again, only late
+		// (its client gave up, sent it again, and that answer was
+		// forgotten since); so is one whose caller has gone: the answer
+		// is the entry as it now is.
+		if e.forgets.since(en.ID, received) || caller.Err() != nil {
 			return en, nil
 		}
-		// The same text was remembered and then forgotten: this is a
-		// new entry, under an id of its own.
-		rid, rerr := RandomHex()
-		if rerr != nil {
-			return Entry{}, rerr
-		}
-		env.ID += ":" + rid
+		env.ID = base + ":" + strconv.Itoa(renewal)
 		o, err = e.appendOwn(ctx, env)
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package observer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -223,7 +224,8 @@ func TestRememberSentAgainIsOneEntry(t *testing.T) {
 // client gave up, sent it again, and forgot the entry that answer
 // named), is that first remember, late: it answers the entry as it is
 // and makes no new one. So does a remember whose caller has gone. Sent
-// by a caller still waiting after the forget, the text is a new entry.
+// by a caller still waiting after the forget, the text is a new entry,
+// and sent again then, that entry.
 func TestRememberLateAfterForget(t *testing.T) {
 	ctx := context.Background()
 	eng := openEngine(t, t.TempDir())
@@ -250,6 +252,9 @@ func TestRememberLateAfterForget(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, first.ID, renewed.ID, "sent after the forget, the text is a new entry")
 	require.Equal(t, payload.StatusActive, renewed.Status, "got %+v", renewed)
+	again, err := eng.Remember(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, renewed.ID, again.ID, "the renewed text sent again is the renewed entry: got %+v", again)
 	// A forget of another entry after the remember was received does not
 	// hold the text back.
 	other, err := eng.Remember(ctx, observer.RememberRequest{Cwd: "/home/u/late", Content: "CI runs on every push"})
@@ -264,6 +269,21 @@ func TestRememberLateAfterForget(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, renewed.ID, third.ID, "received after its own forget, before another's: got %+v", third)
 	require.Equal(t, payload.StatusActive, third.Status, "got %+v", third)
+	// A forget op of memory/ops (the distiller's, a hand edit's) counts
+	// as the forget.
+	sent = time.Now()
+	line, err := json.Marshal(map[string]any{"id": "ops-late-1", "type": events.TypeMemoryOps, "time": "2026-08-18T10:00:00Z",
+		"cwd": "/home/u/late", "data": map[string]any{"checkpoint": "late-1", "distiller": "rules",
+			"ops": []map[string]any{{"op": payload.OpForget, "targetId": third.ID, "reason": "changed a third time"}}}})
+	require.NoError(t, err)
+	res, _, err := eng.Ingest(ctx, [][]byte{line})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Appended, "the ops event: %+v", res)
+	late.Received = sent
+	got, err = eng.Remember(ctx, late)
+	require.NoError(t, err)
+	require.Equal(t, third.ID, got.ID, "a remember received before a forget op: got %+v", got)
+	require.Equal(t, payload.StatusForgotten, got.Status, "got %+v", got)
 	es, err := eng.Entries(ctx, observer.EntryFilter{})
 	require.NoError(t, err)
 	n := 0
