@@ -31,7 +31,8 @@ import (
 // TestCrashMatrix kills real `dshmem serve` and `dshmem ingest` processes
 // with SIGKILL under a concurrent workload and checks the root after
 // each kill. A serve life runs two event pushers, a memory worker
-// (remember, retried remembers, forget, checkpoint) and a reader
+// (remember, retried remembers, forget, remembering a forgotten fact
+// again, checkpoint) and a reader
 // (recall, search, context, healthz) beside each other; one request in
 // four is cancelled by its client right after it was sent (the batch is
 // then waiting for its fsync) or cut off half-way through its body, and
@@ -48,8 +49,9 @@ import (
 // After each kill: the log has only torn tails (no other problem); the
 // root reopens (cutting them); every acknowledged event is in the log
 // exactly once and no event more than once; every acknowledged remember
-// is one entry (a retried one too), every acknowledged forget holds;
-// then `dshmem verify` is clean and `dshmem replay --verify` finds the
+// is one entry (a retried one too), and a fact remembered again after
+// its forget is at most one entry that is not forgotten; every
+// acknowledged forget holds; then `dshmem verify` is clean and `dshmem replay --verify` finds the
 // index and every Markdown file equal to a rebuild from the log. A
 // root takes 10 lives, then a new one starts (the rebuilds stay small).
 //
@@ -96,19 +98,23 @@ func TestCrashMatrix(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills (%d of serve, %d of ingest; %d ingests finished before their kill point), %d roots: "+
-		"%d events, %d remembers, %d forgets acknowledged; %d requests cancelled or cut off by their client; "+
+		"%d events, %d remembers, %d forgets, %d remembers of forgotten facts acknowledged; %d requests cancelled or cut off by their client; "+
 		"%d kills landed mid-write (they left a torn tail, or events durable but never answered), %d torn tails repaired",
-		kills, st.serveKills, st.ingestKills, st.ingestDone, st.roots, st.events, st.remembers, st.forgets, st.cancelled, st.midWrite, st.torn)
+		kills, st.serveKills, st.ingestKills, st.ingestDone, st.roots, st.events, st.remembers, st.forgets, st.renewals, st.cancelled, st.midWrite, st.torn)
 	require.Greater(t, st.events, 0, "no event was ever acknowledged: the workload never got going")
 	require.Greater(t, st.remembers, 0, "no remember was ever acknowledged")
 	require.Greater(t, st.midWrite, 0, "no kill landed during a write")
 	require.Greater(t, st.torn, 0, "no torn tail was repaired")
 	require.Greater(t, st.cancelled, 0, "no request was cancelled by its client")
+	if kills >= 200 {
+		require.Greater(t, st.renewals, 0, "no forgotten fact was remembered again")
+	}
 }
 
 type matrixStats struct {
 	roots, serveKills, ingestKills, ingestDone int
 	events, remembers, forgets, cancelled      int
+	renewals                                   int
 	midWrite, torn                             int
 }
 
@@ -126,13 +132,18 @@ type matrixRoot struct {
 	unsure  []int        // remembers whose answer never came
 	entries []string     // entry ids acknowledged, not forgotten
 	forgot  map[string]bool
-	gaveUp  map[int]bool // events of requests their client cancelled or cut off
-	seen    map[int]bool // events in the log at the last check
+	factOf  map[string]int // entry id acknowledged → its fact
+	gone    []int          // facts whose entry's forget was acknowledged: to remember again
+	renewed map[int]bool   // facts sent again after a forget of their entry
+	wrong   []string       // answers the workload found wrong
+	gaveUp  map[int]bool   // events of requests their client cancelled or cut off
+	seen    map[int]bool   // events in the log at the last check
 }
 
 func newMatrixRoot(t *testing.T, bin string) *matrixRoot {
 	return &matrixRoot{bin: bin, root: filepath.Join(t.TempDir(), "root"), acked: map[int]bool{},
-		told: map[int]bool{}, forgot: map[string]bool{}, gaveUp: map[int]bool{}, seen: map[int]bool{}}
+		told: map[int]bool{}, forgot: map[string]bool{}, gaveUp: map[int]bool{}, seen: map[int]bool{},
+		factOf: map[string]int{}, renewed: map[int]bool{}}
 }
 
 func matrixLine(n int) string {
@@ -341,6 +352,7 @@ func (m *matrixRoot) check(t *testing.T, k int, st *matrixStats) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	require.Empty(t, m.wrong, "kill %d: wrong answers", k)
 	// unanswered: the killed life made these durable and nobody was
 	// told (its client did not give up on them): the kill took the answer.
 	unanswered := false
@@ -360,9 +372,18 @@ func (m *matrixRoot) check(t *testing.T, k int, st *matrixStats) {
 	}
 	for f := range m.facts {
 		ens := byFact[matrixFact(f)]
-		require.LessOrEqual(t, len(ens), 1, "kill %d: fact %d is %d entries (a retried remember doubled): %+v", k, f, len(ens), ens)
+		live := 0
+		for _, en := range ens {
+			if en.Status != "forgotten" {
+				live++
+			}
+		}
+		require.LessOrEqual(t, live, 1, "kill %d: fact %d is %d entries not forgotten (a retried remember doubled): %+v", k, f, live, ens)
+		if !m.renewed[f] {
+			require.LessOrEqual(t, len(ens), 1, "kill %d: fact %d is %d entries (a retried remember doubled): %+v", k, f, len(ens), ens)
+		}
 		if m.told[f] {
-			require.Len(t, ens, 1, "kill %d: acknowledged fact %d is not an entry", k, f)
+			require.NotEmpty(t, ens, "kill %d: acknowledged fact %d is not an entry", k, f)
 		}
 	}
 	for id := range m.forgot {
@@ -480,6 +501,11 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 	switch rng.IntN(4) {
 	case 0, 1: // remember: a fact whose answer never came, or a new one
 		m.mu.Lock()
+		if len(m.gone) > 0 && rng.IntN(4) == 0 {
+			m.mu.Unlock()
+			c.renew(ctx, rng)
+			return
+		}
 		f := m.facts
 		// (A fact answered since is not sent again: once forgotten, the
 		// same text would rightly be a new entry.)
@@ -508,6 +534,7 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 		if !m.told[f] {
 			m.told[f] = true
 			m.entries = append(m.entries, en.ID)
+			m.factOf[en.ID] = f
 		}
 		c.st.remembers++
 		c.ack()
@@ -527,6 +554,9 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 			m.mu.Lock()
 			if !m.forgot[id] {
 				m.forgot[id] = true
+				if f, ok := m.factOf[id]; ok {
+					m.gone = append(m.gone, f)
+				}
 				c.st.forgets++
 				for j, e := range m.entries {
 					if e == id {
@@ -543,6 +573,45 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 		var res httpapi.CheckpointResponse
 		c.post(ctx, "/v1/checkpoint", string(body), false, &res)
 	}
+}
+
+// renew remembers again a fact whose entry's forget was acknowledged,
+// cancelled after it was sent one time in four: it makes a new entry,
+// and sent again (its answer lost) it is that entry, never a second
+// one beside it (check: one entry of a fact at most is not forgotten).
+func (c *matrixClient) renew(ctx context.Context, rng *rand.Rand) {
+	m := c.m
+	m.mu.Lock()
+	i := rng.IntN(len(m.gone))
+	f := m.gone[i]
+	m.renewed[f] = true
+	m.mu.Unlock()
+	body, _ := json.Marshal(httpapi.RememberAPIRequest{Content: matrixFact(f), Cwd: fmt.Sprintf("/mx/ws%d", f%3), Type: "decision"})
+	var en observer.Entry
+	cancelled := rng.IntN(4) == 0
+	code, err := c.post(ctx, "/v1/remember", string(body), cancelled, &en)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cancelled {
+		c.st.cancelled++
+	}
+	if err != nil || code != http.StatusOK {
+		return // sent again later, or not: either way at most one entry is live
+	}
+	if en.Status == "forgotten" && !cancelled {
+		// Sent after the forget was answered, by a caller that waited:
+		// the text is remembered anew, not answered with the forgotten.
+		m.wrong = append(m.wrong, fmt.Sprintf("renewed fact %d answered with forgotten entry %s", f, en.ID))
+		return
+	}
+	// Answered with a live entry: it can be forgotten, then renewed again.
+	m.gone = append(m.gone[:i:i], m.gone[i+1:]...)
+	if _, ok := m.factOf[en.ID]; !ok {
+		m.factOf[en.ID] = f
+		m.entries = append(m.entries, en.ID)
+	}
+	c.st.renewals++
+	c.ack()
 }
 
 // read asks what a host asks beside the writes; the answers are not
