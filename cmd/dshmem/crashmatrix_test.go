@@ -507,8 +507,8 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 			return
 		}
 		f := m.facts
-		// (A fact answered since is not sent again: once forgotten, the
-		// same text would rightly be a new entry.)
+		// (A fact answered since is not sent again here: once its entry
+		// is forgotten, renew sends it.)
 		for len(m.unsure) > 0 && m.told[m.unsure[0]] {
 			m.unsure = m.unsure[1:]
 		}
@@ -518,16 +518,10 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 			m.facts++
 		}
 		m.mu.Unlock()
-		body, _ := json.Marshal(httpapi.RememberAPIRequest{Content: matrixFact(f), Cwd: fmt.Sprintf("/mx/ws%d", f%3), Type: "decision"})
-		var en observer.Entry
-		cancelled := rng.IntN(4) == 0
-		code, err := c.post(ctx, "/v1/remember", string(body), cancelled, &en)
+		en, ok, _ := c.sendFact(ctx, rng, f)
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if cancelled {
-			c.st.cancelled++
-		}
-		if err != nil || code != http.StatusOK {
+		if !ok {
 			m.unsure = append(m.unsure, f)
 			return
 		}
@@ -575,6 +569,20 @@ func (c *matrixClient) memory(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
+// sendFact remembers fact f, cancelled right after it was sent one time
+// in four; ok is a 200 answer, en its entry.
+func (c *matrixClient) sendFact(ctx context.Context, rng *rand.Rand, f int) (en observer.Entry, ok, cancelled bool) {
+	body, _ := json.Marshal(httpapi.RememberAPIRequest{Content: matrixFact(f), Cwd: fmt.Sprintf("/mx/ws%d", f%3), Type: "decision"})
+	cancelled = rng.IntN(4) == 0
+	code, err := c.post(ctx, "/v1/remember", string(body), cancelled, &en)
+	if cancelled {
+		c.m.mu.Lock()
+		c.st.cancelled++
+		c.m.mu.Unlock()
+	}
+	return en, err == nil && code == http.StatusOK, cancelled
+}
+
 // renew remembers again a fact whose entry's forget was acknowledged,
 // cancelled after it was sent one time in four: it makes a new entry,
 // and sent again (its answer lost) it is that entry, never a second
@@ -586,16 +594,10 @@ func (c *matrixClient) renew(ctx context.Context, rng *rand.Rand) {
 	f := m.gone[i]
 	m.renewed[f] = true
 	m.mu.Unlock()
-	body, _ := json.Marshal(httpapi.RememberAPIRequest{Content: matrixFact(f), Cwd: fmt.Sprintf("/mx/ws%d", f%3), Type: "decision"})
-	var en observer.Entry
-	cancelled := rng.IntN(4) == 0
-	code, err := c.post(ctx, "/v1/remember", string(body), cancelled, &en)
+	en, ok, cancelled := c.sendFact(ctx, rng, f)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cancelled {
-		c.st.cancelled++
-	}
-	if err != nil || code != http.StatusOK {
+	if !ok {
 		return // sent again later, or not: either way at most one entry is live
 	}
 	if en.Status == "forgotten" && !cancelled {
