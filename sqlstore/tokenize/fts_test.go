@@ -180,10 +180,14 @@ func FuzzTokens(f *testing.F) {
 	db := openFTS(f)
 	rowid := 0
 	var sc Scanner // reused across inputs, as ranking reuses one
+	var j Joiner   // and the projector one Joiner
 	f.Fuzz(func(t *testing.T, s string) {
 		toks := Tokens(s)
 		if scanned := scanAll(&sc, s); !slices.Equal(scanned, toks) {
 			t.Fatalf("Scanner.Scan(%q) = %q, Tokens = %q", s, scanned, toks)
+		}
+		if joined, want := j.Terms(s), strings.Join(Terms(s), " "); joined != want {
+			t.Fatalf("Joiner.Terms(%q) = %q, want %q", s, joined, want)
 		}
 		for _, tok := range toks {
 			if tok == "" || !utf8.ValidString(tok) || len(tok) > maxToken {

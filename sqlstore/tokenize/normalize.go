@@ -83,5 +83,8 @@ func fold(r rune) rune {
 		}
 		return r
 	}
+	if 0x3040 <= r && r <= 0x9FFF || 0xAC00 <= r && r <= 0xD7A3 {
+		return r // kana, CJK ideographs, Hangul syllables: no case (TestFoldFastPath)
+	}
 	return unicode.ToLower(unicode.ToUpper(r))
 }

@@ -225,6 +225,19 @@ func (t *tokenizer) emitWord(all []rune, bounds []int) {
 func (t *tokenizer) emit(rs []rune, dropLong bool) {
 	t.b = t.b[:0]
 	for _, r := range rs {
+		if r < utf8.RuneSelf { // the common case, without RuneLen and AppendRune
+			if len(t.b) == maxToken {
+				if dropLong {
+					return
+				}
+				break
+			}
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			t.b = append(t.b, byte(r))
+			continue
+		}
 		r = fold(r)
 		if len(t.b)+utf8.RuneLen(r) > maxToken {
 			if dropLong {
@@ -253,13 +266,35 @@ func splitParts(cut []int, seg []rune) []int {
 	for j := 1; j < len(seg); j++ {
 		prev, cur := seg[j-1], seg[j]
 		switch {
-		case unicode.IsNumber(prev) != unicode.IsNumber(cur):
-		case unicode.IsLower(prev) && unicode.IsUpper(cur):
-		case unicode.IsUpper(prev) && unicode.IsUpper(cur) && j+1 < len(seg) && unicode.IsLower(seg[j+1]):
+		case isNumber(prev) != isNumber(cur):
+		case isLower(prev) && isUpper(cur):
+		case isUpper(prev) && isUpper(cur) && j+1 < len(seg) && isLower(seg[j+1]):
 		default:
 			continue
 		}
 		cut = append(cut, j)
 	}
 	return cut
+}
+
+// isNumber, isLower and isUpper are unicode's, with ASCII answered first.
+func isNumber(r rune) bool {
+	if r < utf8.RuneSelf {
+		return '0' <= r && r <= '9'
+	}
+	return unicode.IsNumber(r)
+}
+
+func isLower(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z'
+	}
+	return unicode.IsLower(r)
+}
+
+func isUpper(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'A' <= r && r <= 'Z'
+	}
+	return unicode.IsUpper(r)
 }

@@ -1,9 +1,12 @@
 package tokenize
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,4 +165,55 @@ func BenchmarkScanner(b *testing.B) {
 		sc.Scan(benchText, func(tok []byte) { n += len(tok) })
 	}
 	require.NotEqualValues(b, 0, n, "no tokens")
+}
+
+func TestJoinerIsJoinedTerms(t *testing.T) {
+	var j Joiner // reused across texts, as the projector reuses one
+	texts := []string{"", " ", "!!", "a", "a a A", benchText, strings.Repeat("x", 300),
+		strings.Repeat("word ", 2000) + "other", "parseHTTPRequest parse http request",
+		strings.Repeat("é", 200), "我们我们我们", "\xff\xfe a"}
+	// Many distinct tokens, so the set grows several times within one text.
+	var many strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&many, "t%d ", i%3000)
+	}
+	texts = append(texts, many.String(), "short after long")
+	for _, s := range texts {
+		assert.Equal(t, strings.Join(Terms(s), " "), j.Terms(s), "Joiner.Terms(%.40q)", s)
+	}
+}
+
+func BenchmarkTerms(b *testing.B) {
+	b.SetBytes(int64(len(benchText)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = strings.Join(Terms(benchText), " ")
+	}
+}
+
+func BenchmarkJoiner(b *testing.B) {
+	b.SetBytes(int64(len(benchText)))
+	b.ReportAllocs()
+	var j Joiner
+	for b.Loop() {
+		_ = j.Terms(benchText)
+	}
+}
+
+// TestFoldFastPath holds fold's shortcuts to the rule it shortcuts, over
+// every rune.
+func TestFoldFastPath(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if want := unicode.ToLower(unicode.ToUpper(r)); fold(r) != want {
+			t.Fatalf("fold(%U) = %U, want %U", r, fold(r), want)
+		}
+	}
+}
+
+func TestASCIIClassesAreUnicodes(t *testing.T) {
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		assert.Equal(t, unicode.IsNumber(r), isNumber(r), "isNumber(%q)", r)
+		assert.Equal(t, unicode.IsLower(r), isLower(r), "isLower(%q)", r)
+		assert.Equal(t, unicode.IsUpper(r), isUpper(r), "isUpper(%q)", r)
+	}
 }
