@@ -3,6 +3,7 @@ package projector
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"dshmem/events"
 	"dshmem/events/payload"
@@ -66,8 +67,13 @@ func prepareEvent(ev *events.Envelope) prepared {
 	}
 	// detail=none keeps no counts or positions, so a repeated term would
 	// only cost tokenizer and hash work inside FTS5.
-	return prepared{episode: true, text: text, injected: injected, terms: strings.Join(tokenize.Terms(text), " ")}
+	j := joiners.Get().(*tokenize.Joiner)
+	defer joiners.Put(j)
+	return prepared{episode: true, text: text, injected: injected, terms: j.Terms(text)}
 }
+
+// joiners hold the buffers of prepareEvent's term joins.
+var joiners = sync.Pool{New: func() any { return new(tokenize.Joiner) }}
 
 // episode indexes the text of event row n. Injected text stays searchable
 // (it is what the model saw) but is flagged, so recall can rank it down

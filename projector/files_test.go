@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,5 +190,14 @@ func TestFilesHistoryChunking(t *testing.T) {
 		for p, b := range want {
 			assert.Equal(t, b, tree[p], "split %s: %s differs", split, p)
 		}
+	}
+}
+
+func TestIsWorkspaceIsThePattern(t *testing.T) {
+	re := regexp.MustCompile(`^ws-[0-9a-f]{20}$`)
+	for _, s := range []string{"ws-0123456789abcdef0123", "ws-0123456789abcdef012", "ws-0123456789abcdef01234",
+		"ws-0123456789ABCDEF0123", "wx-0123456789abcdef0123", "ws-0123456789abcdeg0123", "global", "", "ws-",
+		"ws-0123456789abcdef012\n", "ws-ffffffffffffffffffff", "ws-00000000000000000000"} {
+		assert.Equal(t, re.MatchString(s), IsWorkspace(s), "IsWorkspace(%q)", s)
 	}
 }

@@ -72,7 +72,6 @@ type PathInfo struct {
 
 var (
 	dayRE     = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
-	wsRE      = regexp.MustCompile(`^ws-[0-9a-f]{20}$`)
 	historyRE = regexp.MustCompile(`^[0-9]{20}\.md$`)
 	topicRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*\.md$`)
 )
@@ -98,11 +97,11 @@ func ParsePath(rel string) (PathInfo, bool) {
 		return PathInfo{Kind: KindDay, Day: strings.TrimSuffix(parts[1], ".md")}, true
 	case len(parts) == 3 && parts[0] == SessionsDir && parts[1] == ArchiveDir && strings.HasSuffix(parts[2], ".md") && dayRE.MatchString(strings.TrimSuffix(parts[2], ".md")):
 		return PathInfo{Kind: KindDay, Day: strings.TrimSuffix(parts[2], ".md"), Archived: true}, true
-	case len(parts) == 3 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == SummaryFile:
+	case len(parts) == 3 && parts[0] == ScopesDir && IsWorkspace(parts[1]) && parts[2] == SummaryFile:
 		return PathInfo{Kind: KindSummary, Scope: parts[1]}, true
-	case len(parts) == 3 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == ScopeFile:
+	case len(parts) == 3 && parts[0] == ScopesDir && IsWorkspace(parts[1]) && parts[2] == ScopeFile:
 		return PathInfo{Kind: KindScope, Scope: parts[1]}, true
-	case len(parts) == 4 && parts[0] == ScopesDir && wsRE.MatchString(parts[1]) && parts[2] == HistoryDir && historyRE.MatchString(parts[3]):
+	case len(parts) == 4 && parts[0] == ScopesDir && IsWorkspace(parts[1]) && parts[2] == HistoryDir && historyRE.MatchString(parts[3]):
 		seq, err := strconv.ParseUint(strings.TrimSuffix(parts[3], ".md"), 10, 64)
 		if err != nil || seq == 0 {
 			return PathInfo{}, false
@@ -151,7 +150,18 @@ func ValidDay(s string) bool {
 
 // IsWorkspace reports whether stream is a workspace stream ("ws-" and 20
 // hex digits), the streams that get a scopes/ directory.
-func IsWorkspace(stream string) bool { return wsRE.MatchString(stream) }
+// The fold asks it of every event, so it is not a regular expression.
+func IsWorkspace(stream string) bool {
+	if len(stream) != 23 || stream[:3] != "ws-" {
+		return false
+	}
+	for _, c := range []byte(stream[3:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Rendered is one projection file as the index says it should read.
 type Rendered struct {
