@@ -125,14 +125,20 @@ func (h *hintIndex) of(low string) ruleMask {
 // found one of the rule's hints in s (hintIndex).
 func (ru *rule) apply(s string, found map[string]bool) (string, bool) {
 	if !ru.perLine {
+		if !ru.hasSep(s) {
+			return s, false
+		}
 		return ru.replace(s, found)
+	}
+	if !ru.hasSep(s) {
+		return s, false // no line holds one either
 	}
 	var b strings.Builder
 	changed := false
 	for rest := s; rest != ""; {
 		line, tail, nl := strings.Cut(rest, "\n")
 		rest = tail
-		if ru.hinted(line) {
+		if ru.hasSep(line) && ru.hinted(line) {
 			var did bool
 			line, did = ru.replace(line, found)
 			changed = changed || did
@@ -146,6 +152,12 @@ func (ru *rule) apply(s string, found map[string]bool) (string, bool) {
 		return s, false
 	}
 	return b.String(), true
+}
+
+// hasSep reports whether s holds one of the rule's separators (any s,
+// for a rule without them).
+func (ru *rule) hasSep(s string) bool {
+	return ru.seps == "" || strings.ContainsAny(s, ru.seps)
 }
 
 // hinted reports whether s, lower-cased, holds one of the rule's hints.

@@ -327,6 +327,7 @@ func FuzzRedact(f *testing.F) {
 	r := NewRedactor()
 	f.Fuzz(func(t *testing.T, s string) {
 		checkHintIndex(t, s)
+		checkSeps(t, s)
 		once, _ := r.String(s)
 		if utf8.ValidString(s) && !utf8.ValidString(once) {
 			t.Fatalf("valid UTF-8 %q became invalid %q", s, once)
@@ -348,6 +349,40 @@ func checkHintIndex(t *testing.T, s string) {
 			t.Fatalf("rule %d (%s) hinted %v, its hints %q in %q say %v", i, rules[i].kind, got.has(i), rules[i].hints, s, want)
 		}
 	}
+}
+
+// checkSeps fails t unless every match in s of a rule with separators
+// holds one of them, and returns how many such matches it saw.
+func checkSeps(t *testing.T, s string) int {
+	n := 0
+	for i := range rules {
+		ru := &rules[i]
+		if ru.seps == "" {
+			continue
+		}
+		for _, m := range ru.re.FindAllString(s, -1) {
+			n++
+			if !strings.ContainsAny(m, ru.seps) {
+				t.Fatalf("rule %d (%s) matched %q in %q, which holds none of its seps %q", i, ru.kind, m, s, ru.seps)
+			}
+		}
+	}
+	return n
+}
+
+func TestSepsInEveryMatch(t *testing.T) {
+	matches := 0
+	for _, s := range readCorpus(t) {
+		matches += checkSeps(t, s.Text)
+	}
+	for _, s := range readTexts(t, "near-misses.txt") {
+		matches += checkSeps(t, s)
+	}
+	assert.Greater(t, matches, 40, "the rules with seps match the corpus: the check is not vacuous")
+	// What the separators save: a text that names a credential without one.
+	out, kinds := NewRedactor().String("rotate the token and the api key before the release, then pass the secret on")
+	assert.Equal(t, "rotate the token and the api key before the release, then pass the secret on", out)
+	assert.Nil(t, kinds)
 }
 
 func TestHintIndexIsEveryHintsSearch(t *testing.T) {
