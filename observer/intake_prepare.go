@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -76,4 +77,30 @@ func parallel(n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// PreparedCall is one call's lines validated and redacted by
+// Engine.Prepare, waiting for Engine.IngestPrepared.
+type PreparedCall struct{ p prepared }
+
+// Prepare validates and redacts lines (numbered 1, 2, 3, …) as Ingest
+// does, touching neither the log nor the index: a caller that keeps its
+// calls in order (the server's intake) prepares the next call while the
+// one before it is appended and folded.
+func (e *Engine) Prepare(lines [][]byte) *PreparedCall {
+	return &PreparedCall{p: e.prepare(lines, nil)}
+}
+
+// IngestPrepared appends and folds a prepared call: Ingest after
+// Prepare. staged, when set, is called once the call's place in the log
+// order is fixed, so a call started after it cannot be appended before
+// it; it is called before IngestPrepared returns in every case.
+func (e *Engine) IngestPrepared(ctx context.Context, c *PreparedCall, staged func()) (IngestResult, []Outcome, error) {
+	if e.log == nil {
+		if staged != nil {
+			staged()
+		}
+		return IngestResult{}, nil, ErrReadOnly
+	}
+	return e.ingest(ctx, c.p.items, c.p.out, staged)
 }

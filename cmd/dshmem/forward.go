@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
@@ -52,9 +55,12 @@ func printJSON(env *cliEnv, v any) error {
 }
 
 // forwardIngest sends the input of `dshmem ingest` to the server as
-// JSONL, in calls under the server's cap, one after the other (so the
-// server sees them in input order). Line numbers in the errors are those
-// of the whole input.
+// JSONL, in calls under the server's cap, two in flight: each call names
+// its run and its number in it (httpapi.HeaderIngestRun), and the server
+// queues a run's calls in their order, so the log holds the input in
+// its order while the server validates one call and folds the other.
+// Answers are reported in input order; after a call fails no more are
+// sent. Line numbers in the errors are those of the whole input.
 func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader, name string, size int64) error {
 	cl, ok := httpapi.Serving(env.root, openErr)
 	if !ok {
@@ -62,32 +68,73 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 	}
 	fmt.Fprintf(env.stderr, "dshmem: sending to the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	m := newMeter(env, "ingest:", size)
-	var total observer.IngestResult
-	var warning string
-	err := observer.SplitCalls(in, 0, 0, func(c observer.Call) error {
-		var resp httpapi.EventsResponse
-		if err := cl.Post(ctx, "/v1/events", c.Body(), &resp); err != nil {
-			return err
-		}
-		for _, r := range resp.Results {
-			if r.Status == observer.StatusRejected {
-				line := r.Line
-				if line >= 1 && line <= len(c.Nums) {
-					line = c.Nums[line-1]
+	var (
+		total   observer.IngestResult
+		warning string
+		failed  error
+		run     = rand.Text()
+		slots   = make(chan struct{}, 2)
+		order   = make(chan chan forwarded, 2)
+		stop    = make(chan struct{})
+		stopped sync.Once
+		done    = make(chan struct{})
+	)
+	go func() { // the answers, in input order
+		defer close(done)
+		for ch := range order {
+			f := <-ch
+			<-slots
+			if f.err != nil {
+				if failed == nil {
+					failed = f.err
 				}
-				reportRejected(env, m, name, &observer.LineError{Line: line, Field: r.Field, Msg: r.Error})
+				stopped.Do(func() { close(stop) })
+				continue
 			}
+			for _, r := range f.resp.Results {
+				if r.Status == observer.StatusRejected {
+					line := r.Line
+					if line >= 1 && line <= len(f.call.Nums) {
+						line = f.call.Nums[line-1]
+					}
+					reportRejected(env, m, name, &observer.LineError{Line: line, Field: r.Field, Msg: r.Error})
+				}
+			}
+			total.Appended += f.resp.Appended
+			total.Duplicates += f.resp.Duplicates
+			total.Rejected += f.resp.Rejected
+			if f.resp.Warning != "" {
+				warning = f.resp.Warning
+			}
+			m.set(int64(total.Appended+total.Duplicates+total.Rejected), f.call.Read)
 		}
-		total.Appended += resp.Appended
-		total.Duplicates += resp.Duplicates
-		total.Rejected += resp.Rejected
-		if resp.Warning != "" {
-			warning = resp.Warning
+	}()
+	n := 0
+	err := observer.SplitCalls(in, 0, 0, func(c observer.Call) error {
+		select {
+		case slots <- struct{}{}:
+		case <-stop:
+			return errForwardStopped
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		m.set(int64(total.Appended+total.Duplicates+total.Rejected), c.Read)
+		n++
+		ch := make(chan forwarded, 1)
+		order <- ch
+		header := http.Header{httpapi.HeaderIngestRun: {run}, httpapi.HeaderIngestCall: {strconv.Itoa(n)}}
+		go func() {
+			f := forwarded{call: c}
+			f.err = cl.PostHeader(ctx, "/v1/events", c.Body(), header, &f.resp)
+			ch <- f
+		}()
 		return nil
 	})
+	close(order)
+	<-done
 	m.done()
+	if failed != nil || errors.Is(err, errForwardStopped) {
+		err = failed
+	}
 	if total != (observer.IngestResult{}) || err == nil {
 		b, _ := json.Marshal(total)
 		fmt.Fprintln(env.stdout, string(b))
@@ -103,6 +150,15 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 	}
 	return nil
 }
+
+// forwarded is one call of forwardIngest and the server's answer.
+type forwarded struct {
+	call observer.Call
+	resp httpapi.EventsResponse
+	err  error
+}
+
+var errForwardStopped = errors.New("ingest stopped after a failed call")
 
 // forwardRemember sends `dshmem remember` to the server.
 func forwardRemember(ctx context.Context, env *cliEnv, openErr error, req observer.RememberRequest, asJSON bool) error {

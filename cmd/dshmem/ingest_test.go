@@ -52,6 +52,7 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 	st, _ := os.Stat(path)
 	require.False(t, st.Size() <= observer.MaxIngestBytes, "input is %d bytes; the test needs more than %d", st.Size(), observer.MaxIngestBytes)
 	wantLine := bad + (bad-1)/5000 // the blank lines before it
+	var checkIndex func(t *testing.T, eng *observer.Engine)
 	check := func(t *testing.T, root string, code int, out, errs string, appended, dups int) {
 		t.Helper()
 		want := fmt.Sprintf(`{"appended":%d,"duplicates":%d,"rejected":1}`, appended, dups)
@@ -61,6 +62,10 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 		eng, err := observer.Open(context.Background(), root, observer.Options{ReadOnly: true})
 		require.NoError(t, err)
 		defer eng.Close()
+		checkIndex(t, eng)
+	}
+	checkIndex = func(t *testing.T, eng *observer.Engine) {
+		t.Helper()
 		evs, err := eng.Store().Events(context.Background(), sqlstore.EventFilter{})
 		require.NoError(t, err)
 		ids := map[string]bool{}
@@ -96,13 +101,16 @@ func TestIngestLargerThanOneCall(t *testing.T) {
 		check(t, root, code, out, errs, 0, n-1)
 	})
 	t.Run("Forwarded", func(t *testing.T) {
+		// Two calls in flight, on separate connections: the server keeps
+		// them in the input's order.
 		root := t.TempDir()
-		srv := startInProcess(t, root)
+		var eng *observer.Engine
+		startInProcess(t, root, func(e *observer.Engine) { eng = e })
 		code, out, errs := cli(t, "", "--root", root, "ingest", path)
 		require.EqualValues(t, 1, code, "exit %d, out %s, stderr %s", code, out, errs)
 		require.Contains(t, errs, fmt.Sprintf("line %d:", wantLine), "exit %d, out %s, stderr %s", code, out, errs)
 		require.Equal(t, fmt.Sprintf(`{"appended":%d,"duplicates":0,"rejected":1}`, n-1), strings.TrimSpace(out), "exit %d, out %s, stderr %s", code, out, errs)
-		_ = srv
+		checkIndex(t, eng)
 	})
 }
 

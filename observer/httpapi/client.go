@@ -71,10 +71,18 @@ func (e *RefusedError) Error() string {
 // Post sends body (JSON or JSONL) to path and decodes a 200 answer into
 // out. An API error comes back as a *RefusedError quoting the server.
 func (c *Client) Post(ctx context.Context, path string, body []byte, out any) error {
+	return c.PostHeader(ctx, path, body, nil, out)
+}
+
+// PostHeader is Post with header's fields added to the request.
+func (c *Client) PostHeader(ctx context.Context, path string, body []byte, header http.Header, out any) error {
 	info := c.Info
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+info.Addr+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("send to server %s: %w", info.Addr, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Authorization", "Bearer "+info.Token)
 	req.Header.Set("Content-Type", "application/json")

@@ -263,6 +263,19 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 	if err != nil {
 		return code, nil
 	}
+	// A call of a run waits for the calls before it (runs.go), after its
+	// body is read: it is read while they are appended.
+	var queued func()
+	if run, call, ok, herr := runCall(r); herr != nil {
+		return writeError(w, http.StatusBadRequest, CodeBadRequest, herr.Error())
+	} else if ok {
+		done, terr := s.runs.turn(r.Context(), run, call)
+		if terr != nil {
+			return writeError(w, http.StatusConflict, CodeConflict, terr.Error())
+		}
+		defer done() // a call refused below lets the next one go
+		queued = done
+	}
 	var lines [][]byte
 	var nums []int
 	trimmed := bytes.TrimSpace(body)
@@ -288,7 +301,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 	if len(lines) == 0 {
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, "no events: send a JSON array of envelopes or one envelope per line")
 	}
-	j := s.ingest(lines)
+	j := s.ingest(lines, queued)
 	res, outs, ierr := j.res, j.outs, j.err
 	if ierr != nil && outs == nil {
 		if errors.Is(ierr, observer.ErrIngestTooLarge) {
