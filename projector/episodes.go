@@ -68,8 +68,11 @@ func prepareEvent(ev *events.Envelope) prepared {
 	// detail=none keeps no counts or positions, so a repeated term would
 	// only cost tokenizer and hash work inside FTS5.
 	j := joiners.Get().(*tokenize.Joiner)
-	defer joiners.Put(j)
-	return prepared{episode: true, text: text, injected: injected, terms: j.Terms(text)}
+	terms := j.Terms(text)
+	if !j.Large() {
+		joiners.Put(j)
+	}
+	return prepared{episode: true, text: text, injected: injected, terms: terms}
 }
 
 // joiners hold the buffers of prepareEvent's term joins.

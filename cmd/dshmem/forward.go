@@ -68,6 +68,10 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 	}
 	fmt.Fprintf(env.stderr, "dshmem: sending to the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	m := newMeter(env, "ingest:", size)
+	// A failed call cancels the call in flight: the server would hold it
+	// waiting for the failed one's turn.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		total   observer.IngestResult
 		warning string
@@ -83,14 +87,16 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 		defer close(done)
 		for ch := range order {
 			f := <-ch
-			<-slots
 			if f.err != nil {
 				if failed == nil {
 					failed = f.err
 				}
-				stopped.Do(func() { close(stop) })
+				// Before the slot is given back, so no call follows.
+				stopped.Do(func() { close(stop); cancel() })
+				<-slots
 				continue
 			}
+			<-slots
 			for _, r := range f.resp.Results {
 				if r.Status == observer.StatusRejected {
 					line := r.Line
@@ -118,6 +124,11 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		select {
+		case <-stop: // the slot came free as a call failed
+			return errForwardStopped
+		default:
+		}
 		n++
 		ch := make(chan forwarded, 1)
 		order <- ch
@@ -132,9 +143,10 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 	close(order)
 	<-done
 	m.done()
-	if failed != nil || errors.Is(err, errForwardStopped) {
-		err = failed
+	if errors.Is(err, errForwardStopped) || errors.Is(err, context.Canceled) && failed != nil {
+		err = nil // the failure stopped the input
 	}
+	err = errors.Join(failed, err)
 	if total != (observer.IngestResult{}) || err == nil {
 		b, _ := json.Marshal(total)
 		fmt.Fprintln(env.stdout, string(b))

@@ -1,17 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"dshmem/observer"
+	"dshmem/observer/httpapi"
 	"dshmem/sqlstore"
 
 	"github.com/stretchr/testify/assert"
@@ -139,4 +146,59 @@ func TestSplitCalls(t *testing.T) {
 	assert.Equal(t, strings.Join(want, " "), strings.Join(got, " "), "got calls %v, want %v", got, want)
 	last := calls[len(calls)-1].Read
 	assert.Equal(t, int64(len(in)), last, "got %d bytes read, want %d", last, len(in))
+}
+
+// TestForwardIngestStopsAtAFailedCall: when a call of a forwarded ingest
+// fails, the call in flight behind it is cancelled (the server would
+// hold it waiting for the failed call's turn) and no further call is
+// sent. The server here answers call 1 with 503 once call 2 is waiting.
+func TestForwardIngestStopsAtAFailedCall(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	second := make(chan struct{})
+	cancelled := make(chan bool, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := r.Header.Get(httpapi.HeaderIngestCall)
+		mu.Lock()
+		calls[n]++
+		mu.Unlock()
+		switch n {
+		case "1":
+			select {
+			case <-second:
+			case <-time.After(30 * time.Second):
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":{"code":"unavailable","message":"the index broke"}}`)
+		case "2":
+			close(second)
+			select {
+			case <-r.Context().Done():
+				cancelled <- true
+			case <-time.After(30 * time.Second):
+				cancelled <- false
+			}
+			w.WriteHeader(http.StatusConflict)
+		default:
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	defer srv.Close()
+	root := t.TempDir()
+	require.NoError(t, httpapi.WriteServeFile(root, httpapi.ServeInfo{Addr: strings.TrimPrefix(srv.URL, "http://"), PID: os.Getpid(), Token: "t"}))
+	var in strings.Builder
+	for i := range 3*observer.DefaultCallLines + 1 { // four calls
+		fmt.Fprintf(&in, `{"id":"f:%d","type":"user/message","time":"2026-08-18T10:00:00Z","session":"s","cwd":"/w","data":{"text":"x"}}`+"\n", i)
+	}
+	var out, errb bytes.Buffer
+	env := &cliEnv{root: root, stdout: &out, stderr: &errb}
+	err := forwardIngest(context.Background(), env, &observer.LockedError{Root: root, PID: os.Getpid()}, strings.NewReader(in.String()), "input", 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the index broke")
+	assert.True(t, <-cancelled, "call 2 waited out its 30 s instead of being cancelled")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]int{"1": 1, "2": 1}, calls, "calls the server saw")
+	assert.Empty(t, out.String(), "nothing was appended, so no summary")
 }

@@ -111,16 +111,19 @@ func (s *Server) runIntake(c intakeCall) {
 		all = append(all, j.lines...)
 	}
 	t0 := time.Now()
-	// Not a request's context: the call serves several requests, and an
-	// intake is short and must not be cut in half by one client leaving.
 	prep := s.eng.Prepare(all)
+	waitFrom := time.Now()
 	<-c.afterStaged
+	wait := time.Since(waitFrom)
 	var once sync.Once
 	staged := func() { once.Do(func() { close(c.staged) }) }
+	// Not a request's context: the call serves several requests, and an
+	// intake is short and must not be cut in half by one client leaving.
 	_, outs, err := s.eng.IngestPrepared(context.Background(), prep, staged)
 	staged()
-	s.metrics.Ingest.Observe(time.Since(t0))
-	<-c.afterDone // the broker observes the calls' events in their order
+	s.metrics.Ingest.Observe(time.Since(t0) - wait) // not the wait for the call before
+	// The broker observes the calls' events in their order.
+	<-c.afterDone
 	s.metrics.IntakeCalls.Add(1)
 	off := 0
 	for _, j := range jobs {

@@ -269,8 +269,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (int, erro
 	if run, call, ok, herr := runCall(r); herr != nil {
 		return writeError(w, http.StatusBadRequest, CodeBadRequest, herr.Error())
 	} else if ok {
-		done, terr := s.runs.turn(r.Context(), run, call)
-		if terr != nil {
+		done, terr := s.runs.turn(r.Context(), s.quit, run, call)
+		if errors.Is(terr, errStopping) {
+			return writeError(w, http.StatusServiceUnavailable, CodeUnavailable, terr.Error())
+		} else if terr != nil {
 			return writeError(w, http.StatusConflict, CodeConflict, terr.Error())
 		}
 		defer done() // a call refused below lets the next one go

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -30,9 +31,12 @@ const runForget = 10 * time.Minute
 // ingestRuns holds, for each run, the number of the call whose turn it
 // is to be queued.
 type ingestRuns struct {
-	mu   sync.Mutex
-	runs map[string]*ingestRun
+	mu    sync.Mutex
+	runs  map[string]*ingestRun
+	swept time.Time // when runs nobody calls were last dropped
 }
+
+var errStopping = errors.New("the server is stopping: send the call again to the next one")
 
 type ingestRun struct {
 	next    int           // the call whose turn it is
@@ -61,7 +65,9 @@ func runCall(r *http.Request) (run string, call int, ok bool, err error) {
 // been. It returns done, which the caller calls once the call is queued
 // (or refused); from then on the next call's turn has come. A call whose
 // turn has already passed (sent again) goes at once.
-func (rs *ingestRuns) turn(ctx context.Context, run string, call int) (done func(), err error) {
+// It gives up when ctx ends or quit is closed (the server stops:
+// errStopping).
+func (rs *ingestRuns) turn(ctx context.Context, quit <-chan struct{}, run string, call int) (done func(), err error) {
 	timer := time.NewTimer(runTurnWait)
 	defer timer.Stop()
 	for {
@@ -77,6 +83,8 @@ func (rs *ingestRuns) turn(ctx context.Context, run string, call int) (done func
 		case <-ch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-quit:
+			return nil, errStopping
 		case <-timer.C:
 			return nil, fmt.Errorf("call %d of ingest run %q waited %s for call %d, which never came: send a run's calls in order, each after the one before it was sent", call, run, runTurnWait, next)
 		}
@@ -87,7 +95,7 @@ func (rs *ingestRuns) turn(ctx context.Context, run string, call int) (done func
 func (rs *ingestRuns) advance(run string, call int) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	r := rs.get(run)
+	r := rs.get(run) // keeps the run alive while its calls come
 	if r.next == call {
 		r.next = call + 1
 		close(r.changed)
@@ -95,8 +103,8 @@ func (rs *ingestRuns) advance(run string, call int) {
 	}
 }
 
-// get returns run's state, made at its first call; it drops runs
-// nobody called for runForget. Under mu.
+// get returns run's state, made at its first call; at most once a
+// minute it drops the runs nobody called for runForget. Under mu.
 func (rs *ingestRuns) get(run string) *ingestRun {
 	now := time.Now()
 	if r, ok := rs.runs[run]; ok {
@@ -106,9 +114,12 @@ func (rs *ingestRuns) get(run string) *ingestRun {
 	if rs.runs == nil {
 		rs.runs = map[string]*ingestRun{}
 	}
-	for k, r := range rs.runs {
-		if now.Sub(r.used) > runForget {
-			delete(rs.runs, k)
+	if now.Sub(rs.swept) > time.Minute {
+		rs.swept = now
+		for k, r := range rs.runs {
+			if now.Sub(r.used) > runForget {
+				delete(rs.runs, k)
+			}
 		}
 	}
 	r := &ingestRun{next: 1, changed: make(chan struct{}), used: now}

@@ -109,12 +109,13 @@ func TestIngestRunOrder(t *testing.T) {
 func TestIngestRunHeaders(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{})
 	body := runBody(t, "x", 1)
+	const badRun, badCall = HeaderIngestRun + " must be 1..64 characters", "must be the call's number in its run"
 	for _, tc := range []struct{ run, call, names string }{
-		{"r", "", HeaderIngestCall},
-		{"", "1", HeaderIngestRun},
-		{"r", "0", HeaderIngestCall},
-		{"r", "x", HeaderIngestCall},
-		{string(bytes.Repeat([]byte("r"), 65)), "1", HeaderIngestRun},
+		{"r", "", badCall},
+		{"", "1", badRun},
+		{"r", "0", badCall},
+		{"r", "x", badCall},
+		{string(bytes.Repeat([]byte("r"), 65)), "1", badRun},
 	} {
 		code, _, out := ts.postRun(tc.run, tc.call, body)
 		require.Equal(t, http.StatusBadRequest, code, "run %q call %q: %s", tc.run, tc.call, out)
@@ -183,4 +184,18 @@ func TestIntakeKeepsOrderAcrossCalls(t *testing.T) {
 	for _, o := range j2.outs {
 		require.Greater(t, o.Seq, last, "%s was appended before the call queued ahead of it", o.ID)
 	}
+}
+
+// TestIngestRunStopping: a call waiting for its turn gives up when the
+// server stops, so Shutdown does not wait for a call that never comes.
+func TestIngestRunStopping(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	answered := make(chan int, 1)
+	go func() {
+		code, _, _ := ts.postRun("r", "2", runBody(t, "x", 1))
+		answered <- code
+	}()
+	require.Eventually(t, func() bool { return ts.waiting("r", 1) }, 10*time.Second, time.Millisecond, "call 2 never reached the server")
+	ts.stop() // fails the test if Shutdown times out
+	assert.Equal(t, http.StatusServiceUnavailable, <-answered)
 }

@@ -18,13 +18,22 @@ type Joiner struct {
 	set  []uint64 // open addressing over buf: (start+1)<<8 | length, 0 = empty
 	n    int      // terms in set
 	seed maphash.Seed
-	init bool
+	addF func(tok []byte) // j.add, made once
+}
+
+// A set entry keeps a token's length in 8 bits.
+var _ = [255 - maxToken]struct{}{}
+
+// Large reports whether the Joiner holds buffers grown by a long text
+// (over 1 MiB of them), which a pool should not keep.
+func (j *Joiner) Large() bool {
+	return cap(j.buf)+8*cap(j.set)+4*cap(j.sc.t.rs) > 1<<20
 }
 
 // Terms returns the distinct tokens of s joined by single spaces.
 func (j *Joiner) Terms(s string) string {
-	if !j.init {
-		j.seed, j.init = maphash.MakeSeed(), true
+	if j.addF == nil {
+		j.seed, j.addF = maphash.MakeSeed(), j.add
 	}
 	j.buf = j.buf[:0]
 	// About one distinct token per 6 bytes of ordinary text; the set
@@ -40,7 +49,7 @@ func (j *Joiner) Terms(s string) string {
 		clear(j.set)
 	}
 	j.n = 0
-	j.sc.Scan(s, j.add)
+	j.sc.Scan(s, j.addF)
 	return string(j.buf)
 }
 
@@ -57,7 +66,7 @@ func (j *Joiner) add(tok []byte) {
 	}
 	start := len(j.buf)
 	j.buf = append(j.buf, tok...)
-	j.set[i] = uint64(start+1)<<8 | uint64(len(tok)) // tokens are at most maxToken (< 256) bytes
+	j.set[i] = uint64(start+1)<<8 | uint64(len(tok))
 	j.n++
 	if 2*j.n > len(j.set) {
 		j.grow()
