@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // FoldTx is the write transaction of one projector fold: the events, the
@@ -26,7 +27,8 @@ import (
 // events.
 //
 // The FTS5 writes (IndexEntry, ReindexEntry, InsertEpisode) wait in text
-// until Commit, which runs them, in order, after every other statement.
+// until Commit, which runs them, in order, after every other statement;
+// the episodes rows wait too, and are written 64 to a statement.
 // FTS5 keeps the terms of a transaction in memory and writes them as one
 // segment at the end, but flushes them early whenever a later statement
 // of the transaction opens a statement savepoint (an insert with a
@@ -40,7 +42,14 @@ type FoldTx struct {
 	stmts      map[string]*sql.Stmt
 	unprepared []string // queries to prepare on the pool once the transaction ends
 	text       []textWrite
+	episodes   []any // (n, injected) pairs of InsertEpisode, written at Commit
 }
+
+// episodeRows is how many episodes rows one statement of Commit writes:
+// a statement costs about as much as the row it writes.
+const episodeRows = 64
+
+var insertEpisodesSQL = `INSERT INTO episodes (n, injected) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, episodeRows-1)
 
 // textWrite is an FTS5 statement held until Commit; what names it in an
 // error.
@@ -63,6 +72,20 @@ func (s *Store) BeginFold(ctx context.Context) (*FoldTx, error) {
 
 // Commit runs the held FTS5 writes and commits the fold.
 func (t *FoldTx) Commit() error {
+	// The episodes rows first: nothing in a fold reads them, and a
+	// statement after the FTS5 writes would flush their terms early.
+	eps := t.episodes
+	for ; len(eps) >= 2*episodeRows; eps = eps[2*episodeRows:] {
+		if _, err := t.exec(insertEpisodesSQL, eps[:2*episodeRows]...); err != nil {
+			return fmt.Errorf("insert episodes: %w", err)
+		}
+	}
+	for ; len(eps) > 0; eps = eps[2:] {
+		if _, err := t.exec(`INSERT INTO episodes (n, injected) VALUES (?, ?)`, eps[0], eps[1]); err != nil {
+			return fmt.Errorf("insert episode %v: %w", eps[0], err)
+		}
+	}
+	t.episodes = nil
 	for i := range t.text {
 		w := &t.text[i]
 		if _, err := t.exec(w.query, w.args...); err != nil {
@@ -256,12 +279,11 @@ func (t *FoldTx) InsertEvent(ev *Event) (n int64, err error) {
 }
 
 // InsertEpisode indexes event row n as an episode: terms are its
-// distinct terms joined by spaces (episodes_fts, written at Commit),
+// distinct terms joined by spaces (its episodes and episodes_fts rows
+// are written at Commit),
 // injected flags text the host injected.
 func (t *FoldTx) InsertEpisode(n int64, injected bool, terms string) error {
-	if _, err := t.exec(`INSERT INTO episodes (n, injected) VALUES (?, ?)`, n, injected); err != nil {
-		return fmt.Errorf("insert episode: %w", err)
-	}
+	t.episodes = append(t.episodes, n, injected)
 	t.holdText(fmt.Sprintf("index episode %d", n), `INSERT INTO episodes_fts (rowid, bigrams) VALUES (?, ?)`, n, terms)
 	return nil
 }
