@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"dshmem/events"
+	"dshmem/projector"
 )
 
 // GlobalStream is the stream of events that carry no working directory.
@@ -91,20 +92,7 @@ func StreamForCwd(cwd string) string {
 // ValidStream reports whether s is a stream name: "global" or "ws-"
 // followed by exactly 20 lowercase hex digits.
 func ValidStream(s string) bool {
-	if s == GlobalStream {
-		return true
-	}
-	id, ok := strings.CutPrefix(s, "ws-")
-	if !ok || len(id) != streamIDHexLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return s == GlobalStream || projector.IsWorkspace(s)
 }
 
 // Scope is where the memory of a working directory lives: a directory

@@ -152,7 +152,7 @@ func ValidDay(s string) bool {
 // hex digits), the streams that get a scopes/ directory.
 // The fold asks it of every event, so it is not a regular expression.
 func IsWorkspace(stream string) bool {
-	if len(stream) != 23 || stream[:3] != "ws-" {
+	if len(stream) != len("ws-")+20 || stream[:3] != "ws-" {
 		return false
 	}
 	for _, c := range []byte(stream[3:]) {
