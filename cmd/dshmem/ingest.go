@@ -27,8 +27,11 @@ Each line: {"id":"…","type":"user/message","time":"2026-08-18T10:00:00Z",
 
 Input of any size is read as a stream and sent in calls of at most
 8 MiB and 5,000 lines (one fsync and one index commit each), in input
-order; on a terminal a progress line shows events done, events/s, bytes
-read and the time left.
+order, two in flight (one validated while the one before it is written);
+when 'dshmem serve' holds the root, the calls go to it, which keeps them
+in that order. On a terminal a progress line shows events done,
+events/s, bytes read and the time left. After a call fails, no more are
+sent.
 
 Each rejected line is reported on stderr with its line number in the
 whole input and its field. Prints {"appended":N,"duplicates":M,"rejected":K}
