@@ -122,6 +122,7 @@ func (s *Server) runIntake(c intakeCall) {
 	_, outs, err := s.eng.IngestPrepared(context.Background(), prep, staged)
 	staged()
 	s.metrics.Ingest.Observe(time.Since(t0) - wait) // not the wait for the call before
+	intakeIngested(c.jobs)
 	// The broker observes the calls' events in their order.
 	<-c.afterDone
 	s.metrics.IntakeCalls.Add(1)
@@ -157,7 +158,7 @@ func (s *Server) runIntake(c intakeCall) {
 			}
 		}
 		if len(j.observed) > 0 {
-			s.broker.Observe(j.observed)
+			intakeObserve(s, j.observed)
 			if s.opts.AutoCheckpoint > 0 && endsSession(j.observed) {
 				s.life.kick()
 			}
@@ -165,6 +166,14 @@ func (s *Server) runIntake(c intakeCall) {
 		close(j.done)
 	}
 }
+
+// Seams for tests: intakeIngested runs once an intake call's events are
+// appended and folded, before it waits for the call before it to report;
+// intakeObserve hands a job's appended events to the broker.
+var (
+	intakeIngested = func([]*intakeJob) {}
+	intakeObserve  = func(s *Server, evs []events.Envelope) { s.broker.Observe(evs) }
+)
 
 func (s *Server) finishShown(j *intakeJob) {
 	err := j.err

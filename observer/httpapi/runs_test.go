@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"dshmem/events"
 	"dshmem/observer"
 
 	"github.com/stretchr/testify/assert"
@@ -149,6 +151,52 @@ func TestIngestRunTurnTimeout(t *testing.T) {
 // it).
 func TestIntakeKeepsOrderAcrossCalls(t *testing.T) {
 	ts := startServer(t, t.TempDir(), ServerOptions{})
+	j1, j2 := twoIntakeJobs(t)
+	ts.srv.enqueue(j1)
+	ts.srv.enqueue(j2)
+	waitJobs(t, j1, j2)
+	last := j1.outs[len(j1.outs)-1].Seq
+	for _, o := range j2.outs {
+		require.Greater(t, o.Seq, last, "%s was appended before the call queued ahead of it", o.ID)
+	}
+}
+
+// TestIntakeObservesInOrder: the broker is given the events of two
+// intake calls in flight in their order, even when the earlier call is
+// slow to report after its fold (here held 100 ms), which lets the later
+// one finish first.
+func TestIntakeObservesInOrder(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	j1, j2 := twoIntakeJobs(t)
+	var (
+		mu       sync.Mutex
+		observed []string // the first id of each batch the broker is given
+	)
+	ingested, observe := intakeIngested, intakeObserve
+	t.Cleanup(func() { intakeIngested, intakeObserve = ingested, observe })
+	intakeIngested = func(jobs []*intakeJob) {
+		if jobs[0] == j1 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	intakeObserve = func(s *Server, evs []events.Envelope) {
+		mu.Lock()
+		observed = append(observed, evs[0].ID)
+		mu.Unlock()
+		observe(s, evs)
+	}
+	ts.srv.enqueue(j1)
+	ts.srv.enqueue(j2)
+	waitJobs(t, j1, j2)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{j1.outs[0].ID, j2.outs[0].ID}, observed)
+}
+
+// twoIntakeJobs builds two intake jobs of one session's messages that
+// cannot join one call: the first just under MaxIngestBytes, the second
+// 200 lines.
+func twoIntakeJobs(t *testing.T) (*intakeJob, *intakeJob) {
 	text := string(bytes.Repeat([]byte("word "), 320))
 	lines := func(prefix string, n int) [][]byte {
 		var out [][]byte
@@ -172,17 +220,16 @@ func TestIntakeKeepsOrderAcrossCalls(t *testing.T) {
 	require.Greater(t, size(big)+size(small), observer.MaxIngestBytes, "the two calls must not join")
 	j1 := &intakeJob{lines: big, size: size(big), done: make(chan struct{})}
 	j2 := &intakeJob{lines: small, size: size(small), done: make(chan struct{})}
-	ts.srv.enqueue(j1)
-	ts.srv.enqueue(j2)
-	<-j1.done
-	<-j2.done
-	require.NoError(t, j1.err)
-	require.NoError(t, j2.err)
-	require.Equal(t, len(big), j1.res.Appended)
-	require.Equal(t, len(small), j2.res.Appended)
-	last := j1.outs[len(j1.outs)-1].Seq
-	for _, o := range j2.outs {
-		require.Greater(t, o.Seq, last, "%s was appended before the call queued ahead of it", o.ID)
+	return j1, j2
+}
+
+// waitJobs waits for intake jobs and checks that each appended all its
+// lines.
+func waitJobs(t *testing.T, js ...*intakeJob) {
+	for _, j := range js {
+		<-j.done
+		require.NoError(t, j.err)
+		require.Equal(t, len(j.lines), j.res.Appended)
 	}
 }
 
