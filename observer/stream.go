@@ -173,87 +173,50 @@ func (e *Engine) IngestStream(ctx context.Context, r io.Reader, o StreamOptions)
 		res  IngestResult
 		outs []Outcome
 		read int64
-		err  error
 	}
 	var (
 		total   IngestResult
 		decided int64
-		firstE  error
-		slots   = make(chan struct{}, 2) // calls in flight
-		prev    = closedChan()           // staged signal of the call before
-		wg      sync.WaitGroup
+		prev    = closedChan() // staged signal of the call before
 	)
-	// Results are reported in order by a collector, as calls finish.
-	order := make(chan chan result, 4)
-	collected := make(chan struct{})
-	go func() {
-		defer close(collected)
-		for ch := range order {
-			r := <-ch
-			<-slots
-			total.Appended += r.res.Appended
-			total.Duplicates += r.res.Duplicates
-			total.Rejected += r.res.Rejected
-			decided += int64(r.res.Appended + r.res.Duplicates + r.res.Rejected)
-			if o.Rejected != nil {
-				for _, out := range r.outs {
-					if out.Status == StatusRejected {
-						o.Rejected(out)
-					}
+	q := NewInOrder(2, func(r result, _ error) {
+		total.Appended += r.res.Appended
+		total.Duplicates += r.res.Duplicates
+		total.Rejected += r.res.Rejected
+		decided += int64(r.res.Appended + r.res.Duplicates + r.res.Rejected)
+		if o.Rejected != nil {
+			for _, out := range r.outs {
+				if out.Status == StatusRejected {
+					o.Rejected(out)
 				}
 			}
-			if r.err != nil && firstE == nil {
-				firstE = r.err
-			}
-			if o.Progress != nil {
-				o.Progress(decided, r.read)
-			}
 		}
-	}()
-	var failed sync.Once
-	stop := make(chan struct{})
+		if o.Progress != nil {
+			o.Progress(decided, r.read)
+		}
+	}, nil)
 	splitErr := SplitCalls(r, o.MaxCallBytes, o.MaxCallLines, func(c Call) error {
-		select {
-		case slots <- struct{}{}:
-		case <-stop:
-			return errStreamStopped
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		ch := make(chan result, 1)
-		order <- ch
 		staged := make(chan struct{})
 		var once sync.Once
 		signal := func() { once.Do(func() { close(staged) }) }
 		wait := prev
 		prev = staged
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		return q.Go(ctx, func() (result, error) {
 			defer signal()
 			p := e.prepare(c.Lines, c.Nums) // beside the call before's append and fold
 			<-wait                          // the call before holds the intake lock (or is done)
 			res, outs, err := e.ingest(ctx, p.items, p.out, signal)
-			if err != nil {
-				failed.Do(func() { close(stop) })
-			}
-			ch <- result{res: res, outs: outs, read: c.Read, err: err}
-		}()
-		return nil
+			return result{res: res, outs: outs, read: c.Read}, err
+		})
 	})
-	wg.Wait()
-	close(order)
-	<-collected
-	if firstE != nil {
-		return total, firstE
+	if err := q.Wait(); err != nil {
+		return total, err
 	}
-	if splitErr != nil && !errors.Is(splitErr, errStreamStopped) {
+	if splitErr != nil && !errors.Is(splitErr, ErrInOrderStopped) {
 		return total, splitErr
 	}
 	return total, nil
 }
-
-var errStreamStopped = errors.New("observer: ingest stream stopped after a failed call")
 
 func closedChan() chan struct{} {
 	c := make(chan struct{})

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"dshmem/observer"
 	"dshmem/observer/httpapi"
@@ -68,82 +67,49 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 	}
 	fmt.Fprintf(env.stderr, "dshmem: sending to the server holding the root (pid %d, %s)\n", cl.Info.PID, cl.Info.Addr)
 	m := newMeter(env, "ingest:", size)
-	// A failed call cancels the call in flight: the server would hold it
-	// waiting for the failed one's turn.
+	// A failed call cancels the call in flight behind it: the server
+	// would hold it waiting for the failed one's turn.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		total   observer.IngestResult
 		warning string
-		failed  error
 		run     = rand.Text()
-		slots   = make(chan struct{}, 2)
-		order   = make(chan chan forwarded, 2)
-		stop    = make(chan struct{})
-		stopped sync.Once
-		done    = make(chan struct{})
 	)
-	go func() { // the answers, in input order
-		defer close(done)
-		for ch := range order {
-			f := <-ch
-			if f.err != nil {
-				if failed == nil {
-					failed = f.err
-				}
-				// Before the slot is given back, so no call follows.
-				stopped.Do(func() { close(stop); cancel() })
-				<-slots
-				continue
-			}
-			<-slots
-			for _, r := range f.resp.Results {
-				if r.Status == observer.StatusRejected {
-					line := r.Line
-					if line >= 1 && line <= len(f.call.Nums) {
-						line = f.call.Nums[line-1]
-					}
-					reportRejected(env, m, name, &observer.LineError{Line: line, Field: r.Field, Msg: r.Error})
-				}
-			}
-			total.Appended += f.resp.Appended
-			total.Duplicates += f.resp.Duplicates
-			total.Rejected += f.resp.Rejected
-			if f.resp.Warning != "" {
-				warning = f.resp.Warning
-			}
-			m.set(int64(total.Appended+total.Duplicates+total.Rejected), f.call.Read)
+	q := observer.NewInOrder(2, func(f forwarded, err error) { // the answers, in input order
+		if err != nil {
+			return
 		}
-	}()
+		for _, r := range f.resp.Results {
+			if r.Status == observer.StatusRejected {
+				line := r.Line
+				if line >= 1 && line <= len(f.call.Nums) {
+					line = f.call.Nums[line-1]
+				}
+				reportRejected(env, m, name, &observer.LineError{Line: line, Field: r.Field, Msg: r.Error})
+			}
+		}
+		total.Appended += f.resp.Appended
+		total.Duplicates += f.resp.Duplicates
+		total.Rejected += f.resp.Rejected
+		if f.resp.Warning != "" {
+			warning = f.resp.Warning
+		}
+		m.set(int64(total.Appended+total.Duplicates+total.Rejected), f.call.Read)
+	}, cancel)
 	n := 0
 	err := observer.SplitCalls(in, 0, 0, func(c observer.Call) error {
-		select {
-		case slots <- struct{}{}:
-		case <-stop:
-			return errForwardStopped
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		select {
-		case <-stop: // the slot came free as a call failed
-			return errForwardStopped
-		default:
-		}
 		n++
-		ch := make(chan forwarded, 1)
-		order <- ch
 		header := http.Header{httpapi.HeaderIngestRun: {run}, httpapi.HeaderIngestCall: {strconv.Itoa(n)}}
-		go func() {
+		return q.Go(ctx, func() (forwarded, error) {
 			f := forwarded{call: c}
-			f.err = cl.PostHeader(ctx, "/v1/events", c.Body(), header, &f.resp)
-			ch <- f
-		}()
-		return nil
+			err := cl.PostHeader(ctx, "/v1/events", c.Body(), header, &f.resp)
+			return f, err
+		})
 	})
-	close(order)
-	<-done
+	failed := q.Wait()
 	m.done()
-	if errors.Is(err, errForwardStopped) || errors.Is(err, context.Canceled) && failed != nil {
+	if errors.Is(err, observer.ErrInOrderStopped) || errors.Is(err, context.Canceled) && failed != nil {
 		err = nil // the failure stopped the input
 	}
 	err = errors.Join(failed, err)
@@ -167,10 +133,7 @@ func forwardIngest(ctx context.Context, env *cliEnv, openErr error, in io.Reader
 type forwarded struct {
 	call observer.Call
 	resp httpapi.EventsResponse
-	err  error
 }
-
-var errForwardStopped = errors.New("ingest stopped after a failed call")
 
 // forwardRemember sends `dshmem remember` to the server.
 func forwardRemember(ctx context.Context, env *cliEnv, openErr error, req observer.RememberRequest, asJSON bool) error {
