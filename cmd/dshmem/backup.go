@@ -37,8 +37,13 @@ context's "backup due" reminder counts 7 days from it, and 'dshmem
 serve' runs a backup itself when one is due.
 
 A directory that holds other files and no manifest is refused, and so
-is one inside the root. With a server holding the root the backup is
-run by it (the record is a write).
+is one inside the root, and one that holds another root's backup (two
+roots beside each other share the default directory; a root made anew
+at an old root's path is another root): bringing it up to this root
+would remove the other root's files. A backup is this root's when a
+stream both hold begins with the same event, so a moved root, or one
+restored from the backup, backs up into it as before. With a server
+holding the root the backup is run by it (the record is a write).
 
 'backup verify DIR' checks a backup: every file of the manifest is there
 with its size and sha256, the copied log verifies (frames, seqs, hash

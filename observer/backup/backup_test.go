@@ -2,6 +2,7 @@ package backup_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -333,5 +334,100 @@ func TestBackupDirRules(t *testing.T) {
 	t.Run("Env", func(t *testing.T) {
 		t.Setenv(backup.EnvDir, filepath.Join(base, "env-bk"))
 		assert.Equal(t, filepath.Join(base, "env-bk"), backup.DefaultDir(root))
+	})
+}
+
+// dirState lists every file under dir with its bytes' hash.
+func dirState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	st := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		st[p] = fmt.Sprintf("%x", sha256.Sum256(b))
+		return nil
+	}))
+	return st
+}
+
+// TestBackupOfAnotherRootRefused: a backup directory holding one root's
+// backup is not brought up to another root (which would remove the
+// first root's files from it): not for a new empty root, a root with
+// the same workspaces, or a root made anew at the first one's path.
+// The first root moved elsewhere, or a root restored from the backup,
+// is the same root and backs up into it.
+func TestBackupOfAnotherRootRefused(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	rootA := filepath.Join(base, "a")
+	engA := openRoot(t, rootA)
+	fill(t, engA, "a", 12)
+	dir := filepath.Join(base, "memory-backup")
+	_, err := backup.Run(ctx, engA, backup.Options{To: dir})
+	require.NoError(t, err)
+	require.NoError(t, engA.Close())
+	before := dirState(t, dir)
+
+	refused := func(t *testing.T, root, why string) {
+		t.Helper()
+		eng := openRoot(t, root)
+		_, err := backup.Run(ctx, eng, backup.Options{To: dir})
+		var de *backup.DirError
+		require.ErrorAs(t, err, &de, "backing %s up into another root's backup", root)
+		assert.Contains(t, err.Error(), "holds the backup of "+rootA)
+		assert.Contains(t, err.Error(), why)
+		assert.Contains(t, err.Error(), "--to")
+		require.NoError(t, eng.Close())
+		assert.Equal(t, before, dirState(t, dir), "the refused backup changed the directory")
+		vr, err := backup.Verify(ctx, dir)
+		require.NoError(t, err)
+		require.True(t, vr.OK(), "backup verify after a refused run: %v", vr.Problems)
+	}
+	t.Run("EmptyRoot", func(t *testing.T) {
+		refused(t, filepath.Join(base, "empty"), "holds none of this root's streams")
+	})
+	t.Run("SameWorkspaces", func(t *testing.T) {
+		root := filepath.Join(base, "twin")
+		eng := openRoot(t, root)
+		fill(t, eng, "b", 6)
+		require.NoError(t, eng.Close())
+		refused(t, root, "begin with other events")
+	})
+	t.Run("MadeAnewAtThePath", func(t *testing.T) {
+		moved := filepath.Join(base, "a-old")
+		require.NoError(t, os.Rename(rootA, moved))
+		t.Cleanup(func() {
+			require.NoError(t, os.RemoveAll(rootA))
+			require.NoError(t, os.Rename(moved, rootA))
+		})
+		eng := openRoot(t, rootA)
+		fill(t, eng, "c", 6)
+		require.NoError(t, eng.Close())
+		refused(t, rootA, "begin with other events")
+	})
+	t.Run("MovedRoot", func(t *testing.T) {
+		moved := filepath.Join(base, "a-moved")
+		require.NoError(t, os.Rename(rootA, moved))
+		t.Cleanup(func() { require.NoError(t, os.Rename(moved, rootA)) })
+		eng := openRoot(t, moved)
+		fill(t, eng, "d", 2)
+		rep, err := backup.Run(ctx, eng, backup.Options{To: dir})
+		require.NoError(t, err)
+		assert.NotEmpty(t, rep.Copied)
+		require.NoError(t, eng.Close())
+	})
+	t.Run("RestoredRoot", func(t *testing.T) {
+		root := filepath.Join(base, "restored")
+		_, err := backup.Restore(ctx, dir, root)
+		require.NoError(t, err)
+		eng := openRoot(t, root)
+		_, err = backup.Run(ctx, eng, backup.Options{To: dir})
+		require.NoError(t, err)
+		require.NoError(t, eng.Close())
 	})
 }
