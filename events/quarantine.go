@@ -194,3 +194,25 @@ func (l *Log) Lost(stream string, first, last uint64) bool {
 	}
 	return false
 }
+
+// RecordQuarantine records, in the log in dir, the quarantine of the
+// stream a damage problem (not Repairable) was found in, as a writable
+// Log's Quarantine does: every later open then quarantines the stream
+// until Salvage. It is for a reader that found the damage without
+// opening the log (`dshmem verify`); a process holding the log open
+// learns of it only when it opens the log again. A stream already
+// marked keeps its first damage: recorded is false.
+func RecordQuarantine(dir string, p Problem) (recorded bool, err error) {
+	if p.Repairable {
+		return false, fmt.Errorf("record quarantine of %s: %s is a torn tail, not damage", p.Stream, p.Segment)
+	}
+	sdir := filepath.Join(dir, p.Stream)
+	if _, ok, err := readQuarantine(OSFS{}, sdir); err != nil || ok {
+		return false, err
+	}
+	d := Damage{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset, Reason: p.Msg}
+	if err := writeQuarantine(OSFS{}, sdir, d); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -217,3 +217,44 @@ func TestQuarantineMarker(t *testing.T) {
 	require.True(t, ok, "a read-only open does not see the marker")
 	r.Close()
 }
+
+// TestRecordQuarantine: the package Verify's damage, recorded with
+// RecordQuarantine and no Log open, quarantines the stream at the next
+// open as Log.Verify's does; the first damage recorded stays, and a
+// torn tail is not damage.
+func TestRecordQuarantine(t *testing.T) {
+	dir, _ := writeBatches(t, Options{SegmentSize: 700}, 3, 3, 3, 3, 3, 3)
+	segs := segmentPaths(t, dir, "global")
+	require.GreaterOrEqual(t, len(segs), 2)
+	bs := readBatches(t, segs[0])
+	b, _ := os.ReadFile(segs[0])
+	b[bs[1].Offset+recordFrameSize+int64(bs[1].Header.Length)/2] ^= 1
+	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+
+	problems, err := Verify(dir)
+	require.NoError(t, err)
+	require.NotEmpty(t, problems)
+	p := problems[0]
+	require.False(t, p.Repairable)
+	rec, err := RecordQuarantine(dir, p)
+	require.NoError(t, err)
+	require.True(t, rec)
+	other := p
+	other.Offset, other.Msg = 1, "another damage"
+	rec, err = RecordQuarantine(dir, other)
+	require.NoError(t, err)
+	require.False(t, rec, "a second damage replaced the first")
+	torn := p
+	torn.Repairable = true
+	_, err = RecordQuarantine(dir, torn)
+	require.Error(t, err)
+
+	l := openLog(t, dir, Options{})
+	d, ok := l.QuarantinedStream("global")
+	require.True(t, ok, "the open after RecordQuarantine did not quarantine")
+	require.Equal(t, segs[0], d.Segment)
+	require.Equal(t, bs[1].Offset, d.Offset)
+	_, err = l.Append(context.Background(), "global", testEvents(900, 1))
+	require.ErrorIs(t, err, ErrQuarantined)
+	require.NoError(t, l.Close())
+}

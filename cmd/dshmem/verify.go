@@ -29,10 +29,15 @@ with 'dshmem repair'. Anything else is damage: the stream is quarantined
 STREAM' keeps every whole batch of it, reporting the seqs lost. Seqs a
 salvage lost are listed.
 
-It only reads: it takes no lock and changes nothing, so it runs beside a
-live 'dshmem serve'. Each segment is read as far as it was written when
-verify reached it; while a process holds the root, an incomplete last
-batch of a stream is the one it is writing, and is noted, not counted.
+It changes one thing only: a damaged stream's quarantine is recorded
+(log/STREAM/quarantine.json), so that every later open of the root
+refuses writes to the stream until the salvage. It takes no lock and
+runs beside a live 'dshmem serve', which finds damage by its own walk
+at start; one started before the damage came goes on writing to the
+stream until it is started again (verify says so). Each segment is read
+as far as it was written when verify reached it; while a process holds
+the root, an incomplete last batch of a stream is the one it is
+writing, and is noted, not counted.
 `,
 		run: runVerify,
 	})
@@ -94,9 +99,21 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	if len(problems) > 0 {
 		damaged := map[string]bool{}
 		for _, p := range problems {
-			if !p.Repairable && !damaged[p.Stream] {
-				damaged[p.Stream] = true
-				fmt.Fprintf(env.stderr, "dshmem verify: stream %s is damaged: it is quarantined (read-only, the other streams unaffected); 'dshmem salvage %s' keeps every whole batch and reports the seqs lost\n", p.Stream, p.Stream)
+			if p.Repairable || damaged[p.Stream] {
+				continue
+			}
+			damaged[p.Stream] = true
+			// Recorded, so that every later open refuses writes to it.
+			if _, err := events.RecordQuarantine(dir, p); err != nil {
+				fmt.Fprintf(env.stderr, "dshmem verify: stream %s is damaged, and its quarantine could not be recorded: %v\n", p.Stream, err)
+				continue
+			}
+			fmt.Fprintf(env.stderr, "dshmem verify: stream %s is damaged: it is quarantined (read-only, the other streams unaffected); 'dshmem salvage %s' keeps every whole batch and reports the seqs lost\n", p.Stream, p.Stream)
+			if pid == 0 {
+				pid = observer.HolderPID(env.root)
+			}
+			if pid != 0 {
+				fmt.Fprintf(env.stderr, "dshmem verify: process %d holds the root and writes to %s until it opens the root again: restart it ('dshmem serve') and it refuses them\n", pid, p.Stream)
 			}
 		}
 		fmt.Fprintf(env.stderr, "dshmem verify: %d problem(s) in %s\n", len(problems), dir)
