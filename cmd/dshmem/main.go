@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "dshmem %s: %s\n", c.name, ue.msg)
-		fmt.Fprintf(stderr, "usage: dshmem [--root DIR] %s\n", firstLine(c.usage))
+		fmt.Fprintf(stderr, "usage: dshmem [--root DIR] %s\n", usageLine(c, rest[1:]))
 		fmt.Fprintf(stderr, "Run 'dshmem %s --help' for details.\n", c.name)
 		return 2
 	default:
@@ -170,7 +170,11 @@ func (env *cliEnv) parseFlags(c *command, fs *flag.FlagSet, args []string) ([]st
 				printOptions(env.stdout, fs)
 				return nil, exitError{0}
 			}
-			return nil, usageError{err.Error()}
+			msg := err.Error()
+			if strings.HasSuffix(msg, "not defined: -root") {
+				msg += fmt.Sprintf(" (--root goes before the command: dshmem --root DIR %s …)", c.name)
+			}
+			return nil, usageError{msg}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -269,6 +273,25 @@ The root is --root, else $DSH_MEMORY_ROOT, else $DSH_HOME/memory, else ~/.dsh/me
 Run 'dshmem COMMAND --help' for a command's options. Start with 'dshmem demo'.
 'dshmem --version' prints the version.
 `)
+}
+
+// usageLine is the line of c's usage for a mistake in args: the line of
+// the subcommand args name first ('scopes purge', 'backup verify'), else
+// the first line.
+func usageLine(c *command, args []string) string {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		prefix := "dshmem " + c.name + " " + args[0] + " "
+		for _, l := range strings.Split(c.usage, "\n")[1:] {
+			l = strings.TrimSpace(l)
+			if l == "" {
+				break // the first paragraph holds the usage lines
+			}
+			if strings.HasPrefix(l+" ", prefix) {
+				return strings.TrimPrefix(l, "dshmem ")
+			}
+		}
+	}
+	return firstLine(c.usage)
 }
 
 func printCommandUsage(w io.Writer, c *command) {

@@ -214,6 +214,9 @@ func TestUsageMistakes(t *testing.T) {
 		{"NoEntryID", []string{"history"}, []string{"needs exactly one entry ID", "dshmem entries"}},
 		{"TwoEntryIDs", []string{"forget", "m-1", "m-2"}, []string{"needs exactly one entry ID"}},
 		{"NoText", []string{"remember", "--global"}, []string{"needs the TEXT to remember"}},
+		{"RootAfterCommand", []string{"recall", "--root", "/elsewhere", "nginx"}, []string{"-root", "--root goes before the command: dshmem --root DIR recall"}},
+		{"SubcommandUsage", []string{"scopes", "purge", "ws-00000000000000000000"}, []string{"--confirm", "usage: dshmem [--root DIR] scopes purge [--json] KEY --confirm KEY\n"}},
+		{"SubcommandUsageBackupVerify", []string{"backup", "verify"}, []string{"usage: dshmem [--root DIR] backup verify [--json] DIR\n"}},
 		{"RestoreAtFarFuture", []string{"restore", "global.md", "--at", "9999-12-31T00:00:00Z"}, []string{"outside the years 1970–2199", "leave --at out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
