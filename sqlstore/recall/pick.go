@@ -91,12 +91,21 @@ func (r *call) pick(all []scored) {
 		need := len(it.Title) + len(it.Text)
 		if need > budget {
 			room := budget - len(it.Title)
-			if room <= 0 {
+			if room <= 0 && len(r.res.Items) > 0 {
 				break
+			}
+			if room <= 0 {
+				// Not even the best one's title fits: it is cut too, so
+				// that a small budget still answers with the best match.
+				r.tooSmall = true
+				it.Title, it.Text, room = markdown.CutUTF8(it.Title, budget), "", 0
+				if it.Title == "" {
+					break
+				}
 			}
 			it.Text = markdown.CutUTF8(it.Text, room)
 			it.Flags = append(it.Flags, FlagTruncated)
-			need = budget
+			need = budget // a cut one is the last
 		}
 		budget -= need
 		r.res.Items = append(r.res.Items, it)
@@ -143,6 +152,10 @@ func (r *call) guidance(text string, kinds []string) string {
 		where = "scopes " + strings.Join(names, ", ")
 	}
 	var b strings.Builder
+	if r.tooSmall {
+		fmt.Fprintf(&b, "Entries in %s of %s match %q, but a byte budget of %d holds none of them: raise --bytes.", what, where, clip(text, 80), r.q.Bytes)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Nothing in %s of %s matches %q", what, where, clip(text, 80))
 	if len(r.res.Terms) > 0 {
 		fmt.Fprintf(&b, " (searched for %s; %d candidates scored)", strings.Join(r.res.Terms[:min(len(r.res.Terms), 8)], ", "), r.res.Candidates)

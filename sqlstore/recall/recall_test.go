@@ -306,6 +306,21 @@ func TestRecallBytes(t *testing.T) {
 			}
 		})
 	}
+	// A budget under the best match's title still answers with it, its
+	// title cut; one under its first character says so, not "nothing
+	// matches".
+	t.Run("UnderATitle", func(t *testing.T) {
+		res := f.recall(recall.Query{Text: "长文本", Bytes: 4})
+		require.Len(t, res.Items, 1, "got %+v", res.Items)
+		assert.Equal(t, "长", res.Items[0].Title)
+		assert.Empty(t, res.Items[0].Text)
+		assert.Contains(t, res.Items[0].Flags, recall.FlagTruncated)
+		assert.Empty(t, res.Guidance)
+		res = f.recall(recall.Query{Text: "长文本", Bytes: 2})
+		require.Empty(t, res.Items)
+		assert.Contains(t, res.Guidance, "a byte budget of 2 holds none of them: raise --bytes")
+		assert.NotContains(t, res.Guidance, "Nothing in")
+	})
 	t.Run("DefaultCaps", func(t *testing.T) {
 		for i := range 10 {
 			f.add(fmt.Sprintf("short%d", i), map[string]any{"content": fmt.Sprintf("quokka sighting number %d", i)})
