@@ -107,17 +107,17 @@ func printBackup(env *cliEnv, rep backup.Report) {
 	if rep.Unchanged {
 		fmt.Fprintln(w, "  nothing changed since the last backup: nothing copied")
 	} else {
-		fmt.Fprintf(w, "  copied %d files (%s)%s\n", len(rep.Copied), byteSize(rep.CopiedBytes), listTail(rep.Copied, 6))
+		fmt.Fprintf(w, "  copied %s (%s)%s\n", plural(len(rep.Copied), "file"), byteSize(rep.CopiedBytes), listTail(rep.Copied, 6))
 	}
 	if len(rep.Removed) > 0 {
-		fmt.Fprintf(w, "  removed %d files the root no longer has%s\n", len(rep.Removed), listTail(rep.Removed, 6))
+		fmt.Fprintf(w, "  removed %s the root no longer has%s\n", plural(len(rep.Removed), "file"), listTail(rep.Removed, 6))
 	}
 	var streams []string
 	for s, seq := range rep.Streams {
 		streams = append(streams, fmt.Sprintf("%s %d", s, seq))
 	}
 	sort.Strings(streams)
-	fmt.Fprintf(w, "  holds %d files (%s); streams up to: %s\n", rep.Files, byteSize(rep.Bytes), strings.Join(streams, ", "))
+	fmt.Fprintf(w, "  holds %s (%s); streams up to: %s\n", plural(rep.Files, "file"), byteSize(rep.Bytes), strings.Join(streams, ", "))
 	fmt.Fprintf(w, "  recorded as maintenance/backup, seq %d of the global stream\n", rep.EventSeq)
 }
 

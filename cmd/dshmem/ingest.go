@@ -60,6 +60,9 @@ func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("%w: pass a JSONL file, or - (or nothing) for standard input", err)
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return fmt.Errorf("%s is a directory: pass a JSONL file, or - (or nothing) for standard input; 'dshmem import dsh DIR' reads a tree of DSH session logs", pos[0])
+		}
 		in, name = f, pos[0]
 	}
 	if f, ok := in.(*os.File); ok {

@@ -63,6 +63,13 @@ not json at all
 		require.EqualValues(t, 0, code, "exit %d out %s err %s", code, out, errs)
 		require.Contains(t, out, `"appended":1`, "exit %d out %s err %s", code, out, errs)
 	})
+	t.Run("Directory", func(t *testing.T) {
+		d := t.TempDir()
+		code, out, errs := cli(t, "", "--root", root, "ingest", d)
+		require.EqualValues(t, 1, code, "exit %d, stderr %s", code, errs)
+		require.Empty(t, out)
+		assert.Equal(t, "dshmem ingest: "+d+" is a directory: pass a JSONL file, or - (or nothing) for standard input; 'dshmem import dsh DIR' reads a tree of DSH session logs\n", errs)
+	})
 	t.Run("MissingFile", func(t *testing.T) {
 		code, _, errs := cli(t, "", "--root", root, "ingest", "/nonexistent/x.jsonl")
 		require.EqualValues(t, 1, code, "exit %d, stderr %s", code, errs)

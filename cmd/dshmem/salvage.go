@@ -115,7 +115,7 @@ func runSalvage(ctx context.Context, env *cliEnv, args []string) error {
 		for _, r := range rep.Lost {
 			rs = append(rs, r.String())
 		}
-		fmt.Fprintf(w, "lost: %d events, seqs %s\n", rep.LostEvents, strings.Join(rs, ", "))
+		fmt.Fprintf(w, "lost: %s, seqs %s\n", plural(int(rep.LostEvents), "event"), strings.Join(rs, ", "))
 	}
 	if rep.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was changed")

@@ -174,7 +174,7 @@ func TestSalvageCommand(t *testing.T) {
 
 	code, out, errs = cli(t, "", "--root", root, "salvage", streams[0])
 	require.EqualValues(t, 0, code, "%s", errs)
-	require.Contains(t, out, fmt.Sprintf("lost: 1 events, seqs %d", lost.First))
+	require.Contains(t, out, fmt.Sprintf("lost: 1 event, seqs %d", lost.First))
 	require.Contains(t, out, "kept 3 whole batches")
 	code, out, errs = cli(t, "", "--root", root, "verify")
 	require.EqualValues(t, 0, code, "verify after salvage: %s %s", out, errs)

@@ -158,7 +158,11 @@ func (r *call) guidance(text string, kinds []string) string {
 	}
 	fmt.Fprintf(&b, "Nothing in %s of %s matches %q", what, where, clip(text, 80))
 	if len(r.res.Terms) > 0 {
-		fmt.Fprintf(&b, " (searched for %s; %d candidates scored)", strings.Join(r.res.Terms[:min(len(r.res.Terms), 8)], ", "), r.res.Candidates)
+		scored := fmt.Sprintf("%d candidates scored", r.res.Candidates)
+		if r.res.Candidates == 1 {
+			scored = "1 candidate scored"
+		}
+		fmt.Fprintf(&b, " (searched for %s; %s)", strings.Join(r.res.Terms[:min(len(r.res.Terms), 8)], ", "), scored)
 	} else {
 		b.WriteString(" (none of its words is in the index)")
 	}
