@@ -208,7 +208,7 @@ func repair(fsys FS, dir string) ([]Repaired, error) {
 		if err != nil {
 			var ce *CorruptError
 			if errors.As(err, &ce) {
-				err = fmt.Errorf("stream %s is corrupt, not repaired (%w); run `dshmem verify` to list every problem", name, err)
+				err = fmt.Errorf("stream %s is corrupt, not repaired (%w): repair cuts only a torn tail; run `dshmem verify` to list every problem and `dshmem salvage %s` to keep every whole batch", name, err, name)
 			}
 			errs = append(errs, err)
 		}

@@ -224,6 +224,7 @@ func TestUsageMistakes(t *testing.T) {
 		{"RootAfterCommand", []string{"recall", "--root", "/elsewhere", "nginx"}, []string{"-root", "--root goes before the command: dshmem --root DIR recall"}},
 		{"SubcommandUsage", []string{"scopes", "purge", "ws-00000000000000000000"}, []string{"--confirm", "usage: dshmem [--root DIR] scopes purge [--json] KEY --confirm KEY\n"}},
 		{"SubcommandUsageBackupVerify", []string{"backup", "verify"}, []string{"usage: dshmem [--root DIR] backup verify [--json] DIR\n"}},
+		{"KeepWithoutVerify", []string{"replay", "--keep"}, []string{"--keep goes with --verify"}},
 		{"RestoreAtFarFuture", []string{"restore", "global.md", "--at", "9999-12-31T00:00:00Z"}, []string{"outside the years 1970–2199", "leave --at out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

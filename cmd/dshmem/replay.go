@@ -16,7 +16,7 @@ func init() {
 	register(&command{
 		name:    "replay",
 		summary: "rebuild index.db and every Markdown file from the log; --verify compares",
-		usage: `replay [--out DIR] | replay --verify [--keep]   [--vectors=false]
+		usage: `replay [--out DIR] | replay --verify [--keep] [--vectors=false]
 
 Folds every event of every stream, from the log alone, into a new
 index.db and writes every projection (global.md, index.md, knowledge/,
@@ -62,6 +62,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *verify && *out != "" {
 		return usageError{"--out and --verify do not go together: --verify rebuilds into a temporary directory (add --keep to keep it)"}
+	}
+	if *keep && !*verify {
+		return usageError{"--keep goes with --verify (it keeps the root --verify rebuilds); --out DIR keeps a rebuild anyway"}
 	}
 	r, err := openRead(ctx, env)
 	if err != nil {

@@ -146,7 +146,7 @@ func runRepair(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	repaired, err := events.Repair(dir)
 	if err != nil {
-		return fmt.Errorf("repair %s: %w", dir, err)
+		return err // it names the log
 	}
 	if len(repaired) == 0 {
 		fmt.Fprintln(env.stdout, "nothing to repair")
