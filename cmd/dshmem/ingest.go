@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		name:    "ingest",
 		summary: "append JSONL events to the log and index them",
-		usage: `ingest [FILE|-]
+		usage: `ingest [--json] [FILE|-]
 
 Reads one JSON envelope per line (from FILE, or standard input when FILE
 is - or absent), validates each, redacts credential-shaped text, resolves
@@ -35,7 +35,7 @@ sent.
 
 Each rejected line is reported on stderr with its line number in the
 whole input and its field. Prints {"appended":N,"duplicates":M,"rejected":K}
-on stdout; exits 1 when any line was rejected.
+on stdout, with or without --json; exits 1 when any line was rejected.
 `,
 		run: runIngest,
 	})
@@ -44,6 +44,7 @@ on stdout; exits 1 when any line was rejected.
 func runIngest(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["ingest"]
 	fs := newFlags(c)
+	fs.Bool("json", false, "the summary is JSON in any case; accepted like every command's --json")
 	pos, err := env.parseFlags(c, fs, args)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"dshmem/events"
 	"dshmem/observer"
@@ -15,7 +16,7 @@ func init() {
 	register(&command{
 		name:    "verify",
 		summary: "check every log segment; exit 1 on any problem",
-		usage: `verify
+		usage: `verify [--json]
 
 Reads every segment of every stream and checks each zstd frame's checksum,
 the batch headers (first seq, count, length, checksum), the hash chain
@@ -68,9 +69,38 @@ func logDir(env *cliEnv) (string, error) {
 	return dir, nil
 }
 
+// verifyReport is what `dshmem verify --json` prints.
+type verifyReport struct {
+	OK          bool            `json:"ok"`
+	Streams     int             `json:"streams"`
+	Segments    int             `json:"segments"`
+	Events      uint64          `json:"events"`
+	Problems    []verifyProblem `json:"problems"`
+	Quarantined []string        `json:"quarantined"` // streams with damage, their quarantine recorded
+	Lost        []verifyRange   `json:"lost"`        // seqs a salvage could not keep
+	Scrubbed    []verifyRange   `json:"scrubbed"`    // seqs in batches 'dshmem scrub' rewrote
+	Notes       []string        `json:"notes"`
+}
+
+type verifyProblem struct {
+	Stream     string `json:"stream"`
+	Segment    string `json:"segment"`
+	Offset     int64  `json:"offset"`
+	Problem    string `json:"problem"`
+	Repairable bool   `json:"repairable"` // a torn tail: 'dshmem repair' cuts it
+}
+
+type verifyRange struct {
+	Stream string `json:"stream"`
+	First  uint64 `json:"first"`
+	Last   uint64 `json:"last"`
+}
+
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["verify"]
-	if err := env.parseNoArgs(c, newFlags(c), args); err != nil {
+	fs := newFlags(c)
+	asJSON := fs.Bool("json", false, "print the report as JSON (exit 1 all the same when anything is wrong)")
+	if err := env.parseNoArgs(c, fs, args); err != nil {
 		return err
 	}
 	dir, err := logDir(env)
@@ -81,7 +111,16 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", dir, err)
 	}
-	var problems []events.Problem
+	rep := verifyReport{Streams: checked.Streams, Segments: checked.Segments, Events: checked.Events,
+		Problems: []verifyProblem{}, Quarantined: []string{}, Lost: []verifyRange{}, Scrubbed: []verifyRange{}, Notes: []string{}}
+	var damage []events.Problem
+	note := func(format string, a ...any) {
+		msg := fmt.Sprintf(format, a...)
+		rep.Notes = append(rep.Notes, msg)
+		if !*asJSON {
+			fmt.Fprintf(env.stderr, "dshmem verify: %s\n", msg)
+		}
+	}
 	pid := 0
 	for _, p := range all {
 		// A writer that holds the root cut any torn tail off when it
@@ -90,33 +129,58 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 			pid = observer.HolderPID(env.root)
 		}
 		if p.Repairable && pid != 0 {
-			fmt.Fprintf(env.stderr, "dshmem verify: %s ends in a batch that process %d, which holds the root, was writing (not a problem)\n", p.Segment, pid)
+			note("%s ends in a batch that process %d, which holds the root, was writing (not a problem)", p.Segment, pid)
 			continue
 		}
-		problems = append(problems, p)
-		fmt.Fprintln(env.stdout, p)
-	}
-	if len(problems) > 0 {
-		damaged := map[string]bool{}
-		for _, p := range problems {
-			if p.Repairable || damaged[p.Stream] {
-				continue
-			}
-			damaged[p.Stream] = true
-			// Recorded, so that every later open refuses writes to it.
-			if _, err := events.RecordQuarantine(dir, p); err != nil {
-				fmt.Fprintf(env.stderr, "dshmem verify: stream %s is damaged, and its quarantine could not be recorded: %v\n", p.Stream, err)
-				continue
-			}
-			fmt.Fprintf(env.stderr, "dshmem verify: stream %s is damaged: it is quarantined (read-only, the other streams unaffected); 'dshmem salvage %s' keeps every whole batch and reports the seqs lost\n", p.Stream, p.Stream)
-			if pid == 0 {
-				pid = observer.HolderPID(env.root)
-			}
-			if pid != 0 {
-				fmt.Fprintf(env.stderr, "dshmem verify: process %d holds the root and writes to %s until it opens the root again: restart it ('dshmem serve') and it refuses them\n", pid, p.Stream)
-			}
+		damage = append(damage, p)
+		rep.Problems = append(rep.Problems, verifyProblem{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset, Problem: p.Msg, Repairable: p.Repairable})
+		if !*asJSON {
+			fmt.Fprintln(env.stdout, p)
 		}
-		fmt.Fprintf(env.stderr, "dshmem verify: %d problem(s) in %s\n", len(problems), dir)
+	}
+	for _, p := range damage {
+		if p.Repairable || slices.Contains(rep.Quarantined, p.Stream) {
+			continue
+		}
+		// Recorded, so that every later open refuses writes to it.
+		if _, err := events.RecordQuarantine(dir, p); err != nil {
+			note("stream %s is damaged, and its quarantine could not be recorded: %v", p.Stream, err)
+			continue
+		}
+		rep.Quarantined = append(rep.Quarantined, p.Stream)
+		note("stream %s is damaged: it is quarantined (read-only, the other streams unaffected); 'dshmem salvage %s' keeps every whole batch and reports the seqs lost", p.Stream, p.Stream)
+		if pid == 0 {
+			pid = observer.HolderPID(env.root)
+		}
+		if pid != 0 {
+			note("process %d holds the root and writes to %s until it opens the root again: restart it ('dshmem serve') and it refuses them", pid, p.Stream)
+		}
+	}
+	for _, r := range checked.Lost {
+		rep.Lost = append(rep.Lost, verifyRange{r.Stream, r.First, r.Last})
+	}
+	for _, r := range checked.Scrubbed {
+		rep.Scrubbed = append(rep.Scrubbed, verifyRange{r.Stream, r.First, r.Last})
+	}
+	rep.OK = len(rep.Problems) == 0
+	scrubNote := ""
+	if _, err := os.Stat(filepath.Join(env.root, scrub.JournalFile)); err == nil && rep.OK {
+		scrubNote = fmt.Sprintf("a scrub was interrupted (%s is there); run 'dshmem scrub' to finish it", scrub.JournalFile)
+	}
+	if *asJSON {
+		if scrubNote != "" {
+			rep.Notes = append(rep.Notes, scrubNote)
+		}
+		if err := printJSON(env, rep); err != nil {
+			return err
+		}
+		if !rep.OK {
+			return exitError{1}
+		}
+		return nil
+	}
+	if !rep.OK {
+		fmt.Fprintf(env.stderr, "dshmem verify: %d problem(s) in %s\n", len(rep.Problems), dir)
 		return exitError{1}
 	}
 	fmt.Fprintf(env.stdout, "ok: %d stream(s), %d segment(s), %d event(s) verified\n", checked.Streams, checked.Segments, checked.Events)
@@ -126,8 +190,8 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 	for _, r := range checked.Scrubbed {
 		fmt.Fprintf(env.stdout, "%s ('dshmem scrub' rewrote them; their place in the hash chain is checked, their first bytes are gone)\n", r)
 	}
-	if _, err := os.Stat(filepath.Join(env.root, scrub.JournalFile)); err == nil {
-		fmt.Fprintf(env.stderr, "dshmem verify: a scrub was interrupted (%s is there); run 'dshmem scrub' to finish it\n", scrub.JournalFile)
+	if scrubNote != "" {
+		fmt.Fprintf(env.stderr, "dshmem verify: %s\n", scrubNote)
 	}
 	return nil
 }

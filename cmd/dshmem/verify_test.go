@@ -19,6 +19,12 @@ func TestVerifyRecordsQuarantine(t *testing.T) {
 	root := t.TempDir()
 	code, _, errs := cli(t, goodLines, "--root", root, "ingest")
 	require.EqualValues(t, 0, code, "ingest: %s", errs)
+	code, out, errs := cli(t, "", "--root", root, "verify", "--json")
+	require.EqualValues(t, 0, code, "verify --json: %s", errs)
+	var vr verifyReport
+	require.NoError(t, json.Unmarshal([]byte(out), &vr), out)
+	assert.Equal(t, verifyReport{OK: true, Streams: 1, Segments: 1, Events: 3, Problems: []verifyProblem{}, Quarantined: []string{},
+		Lost: []verifyRange{}, Scrubbed: []verifyRange{}, Notes: []string{}}, vr)
 	segs, _ := filepath.Glob(filepath.Join(root, "log", "ws-*", "*.jsonl.zst"))
 	require.Len(t, segs, 1)
 	stream := filepath.Base(filepath.Dir(segs[0]))
@@ -37,7 +43,7 @@ func TestVerifyRecordsQuarantine(t *testing.T) {
 	assert.Contains(t, errs, "stream "+stream+" is damaged: it is quarantined")
 	require.FileExists(t, filepath.Join(root, "log", stream, "quarantine.json"))
 
-	code, out, errs := cli(t, "", "--root", root, "stats", "--json")
+	code, out, errs = cli(t, "", "--root", root, "stats", "--json")
 	require.EqualValues(t, 0, code, "stats: %s", errs)
 	var st rootStats
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
@@ -52,9 +58,15 @@ func TestVerifyRecordsQuarantine(t *testing.T) {
 	assert.Equal(t, b, after, "the refused write changed the damaged segment")
 
 	// A second verify keeps the first damage recorded and says the same.
-	code, _, errs = cli(t, "", "--root", root, "verify")
-	require.EqualValues(t, 1, code, "verify: %s", errs)
-	assert.Contains(t, errs, "is quarantined")
+	code, out, errs = cli(t, "", "--root", root, "verify", "--json")
+	require.EqualValues(t, 1, code, "verify --json: %s", errs)
+	vr = verifyReport{}
+	require.NoError(t, json.Unmarshal([]byte(out), &vr), out)
+	assert.False(t, vr.OK)
+	require.Len(t, vr.Problems, 1, out)
+	assert.Equal(t, segs[0], vr.Problems[0].Segment)
+	assert.False(t, vr.Problems[0].Repairable)
+	assert.Equal(t, []string{stream}, vr.Quarantined)
 
 	code, _, errs = cli(t, "", "--root", root, "salvage", stream)
 	require.EqualValues(t, 0, code, "salvage: %s", errs)
