@@ -265,8 +265,12 @@ Commands:
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprint(w, `
 The root is --root, else $DSH_MEMORY_ROOT, else $DSH_HOME/memory, else ~/.dsh/memory.
