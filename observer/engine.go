@@ -94,7 +94,7 @@ type Engine struct {
 
 // ErrReadOnly is returned by every write (intake, checkpoint, sync,
 // remember, forget) of an engine opened with Options.ReadOnly.
-var ErrReadOnly = errors.New("observer: engine is read-only")
+var ErrReadOnly = errors.New("engine is read-only")
 
 // Paths inside a root. Part of the on-disk layout (ARCHITECTURE §2).
 const LogDir = "log"

@@ -14,7 +14,7 @@ import (
 const LockFile = "writer.lock"
 
 // ErrLocked says another process holds the root's writer lock.
-var ErrLocked = errors.New("observer: root is locked by another writer")
+var ErrLocked = errors.New("root is locked by another writer")
 
 // LockedError names the process that holds the root.
 type LockedError struct {

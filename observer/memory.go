@@ -24,10 +24,10 @@ import (
 var (
 	// ErrUnknownEntry is returned (wrapped, with the id) for an entry id
 	// the index does not hold.
-	ErrUnknownEntry = errors.New("observer: no such entry")
+	ErrUnknownEntry = errors.New("no such entry")
 	// ErrEntryForgotten is returned (wrapped, with the id) when forgetting
 	// an entry that is already forgotten.
-	ErrEntryForgotten = errors.New("observer: entry already forgotten")
+	ErrEntryForgotten = errors.New("entry already forgotten")
 )
 
 // RefusedError is an explicit memory write that intake refused (content

@@ -18,10 +18,10 @@ const ProvenanceUI = "ui"
 
 // ErrEntrySuperseded is returned (wrapped, with the id) when revising an
 // entry that a newer one replaced: revise the newer one.
-var ErrEntrySuperseded = errors.New("observer: entry superseded")
+var ErrEntrySuperseded = errors.New("entry superseded")
 
 // ErrNoChange is returned (wrapped) by a revise that would change nothing.
-var ErrNoChange = errors.New("observer: nothing to change")
+var ErrNoChange = errors.New("nothing to change")
 
 // ReviseRequest is a person's edit of one entry. A field left zero (""
 // or nil) keeps the entry's value; Description and Tags, when non-nil,

@@ -29,15 +29,15 @@ import (
 // Errors of the scope lifecycle; each is returned wrapped, with the key.
 var (
 	// ErrUnknownScope: the key or directory names no scope of the root.
-	ErrUnknownScope = errors.New("observer: no such scope")
+	ErrUnknownScope = errors.New("no such scope")
 	// ErrGlobalScope: the global scope cannot be archived or purged.
-	ErrGlobalScope = errors.New("observer: the global scope cannot be archived or purged")
+	ErrGlobalScope = errors.New("the global scope cannot be archived or purged")
 	// ErrScopeArchived: archiving a scope that is archived already.
-	ErrScopeArchived = errors.New("observer: scope already archived")
+	ErrScopeArchived = errors.New("scope already archived")
 	// ErrScopeNotArchived: restoring a scope that is not archived.
-	ErrScopeNotArchived = errors.New("observer: scope not archived")
+	ErrScopeNotArchived = errors.New("scope not archived")
 	// ErrPurgeUnconfirmed: a purge whose confirmation is not the key.
-	ErrPurgeUnconfirmed = errors.New("observer: purge not confirmed")
+	ErrPurgeUnconfirmed = errors.New("purge not confirmed")
 )
 
 // Entry statuses a ScopeInfo counts, in the order people read them.

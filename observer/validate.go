@@ -31,7 +31,7 @@ const (
 
 // ErrIngestTooLarge is returned by SplitLines when one call carries more
 // than MaxIngestBytes. No line of such a call has been handed on.
-var ErrIngestTooLarge = errors.New("observer: ingest larger than 8 MiB")
+var ErrIngestTooLarge = errors.New("ingest larger than 8 MiB")
 
 // LineError says which input line was rejected, which field is at fault
 // ("" for the line as a whole, "data.text" for a field inside data) and

@@ -102,7 +102,7 @@ func runImport(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("encode report: %w", jerr)
 		}
 		fmt.Fprintln(env.stdout, string(b))
-	} else {
+	} else if !errors.Is(err, importer.ErrNothingToImport) { // the error says it all
 		printImportReport(env.stdout, &rep)
 	}
 	if err != nil {

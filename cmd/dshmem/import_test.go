@@ -3,6 +3,7 @@ package main
 import (
 	"dshmem/observer/importer"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -102,6 +103,19 @@ func TestImportUsage(t *testing.T) {
 			require.Contains(t, errs, "usage: dshmem [--root DIR] import", "exit %d, stderr %s; want 2 and %q", code, errs, tc.want)
 		})
 	}
+	// A directory that holds nothing to import is one error line: no
+	// summary of zero files on stdout.
+	t.Run("NothingToImport", func(t *testing.T) {
+		d := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(d, "a.txt"), []byte("hi"), 0o600))
+		for _, kind := range []string{"dsh", "legacy"} {
+			code, out, errs := cli(t, "", "--root", root, "import", kind, d)
+			require.EqualValues(t, 1, code, "%s: exit %d, stderr %s", kind, code, errs)
+			assert.Empty(t, out, kind)
+			assert.Equal(t, 1, strings.Count(errs, "\n"), "%s: %s", kind, errs)
+			assert.Contains(t, errs, "dshmem import: import "+kind+" "+d+": nothing to import: ")
+		}
+	})
 	t.Run("Help", func(t *testing.T) {
 		code, out, _ := cli(t, "", "import", "--help")
 		require.EqualValues(t, 0, code, "exit %d, out %s", code, out)

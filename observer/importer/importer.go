@@ -19,10 +19,10 @@ import (
 var (
 	// ErrNothingToImport is returned when a path holds no file the
 	// importer recognises.
-	ErrNothingToImport = errors.New("observer: nothing to import")
+	ErrNothingToImport = errors.New("nothing to import")
 	// ErrNothingRead is returned when there were source files but not
 	// one of them could be read.
-	ErrNothingRead = errors.New("observer: no source file could be read")
+	ErrNothingRead = errors.New("no source file could be read")
 )
 
 // DefaultImportBatch is how many envelopes one intake call of an import
