@@ -144,8 +144,11 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	rate := float64(st.Events) / max(st.Elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(env.stdout, "rebuilt %d events of %d streams into %s: index.db and %d projection files in %s (%.0f events/s)\n",
+	rate := ""
+	if st.Elapsed >= time.Second { // a rate over less is the start's cost, not a rate
+		rate = fmt.Sprintf(" (%.0f events/s)", float64(st.Events)/st.Elapsed.Seconds())
+	}
+	fmt.Fprintf(env.stdout, "rebuilt %d events of %d streams into %s: index.db and %d projection files in %s%s\n",
 		st.Events, st.Streams, dir, st.Files, st.Elapsed.Round(time.Millisecond), rate)
 	if opts.Vectors != nil {
 		fmt.Fprintf(env.stdout, "and %d vectors of English text (the sentence encoder)\n", st.Vectors)

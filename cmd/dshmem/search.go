@@ -90,7 +90,7 @@ func runSearch(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	where := "every stream"
+	where := "any stream"
 	var scopes []string
 	if dir != "" {
 		sc := eng.Scope(dir)
