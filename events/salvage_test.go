@@ -184,14 +184,23 @@ func FuzzSalvageRecords(f *testing.F) {
 // sealed segment, trusted by its seal) is found by Log.Verify, which
 // quarantines the stream and records it, so the next open — for writing
 // or read-only — knows it without reading the frame.
-func TestQuarantineMarker(t *testing.T) {
-	dir, _ := writeBatches(t, Options{SegmentSize: 700}, 3, 3, 3, 3, 3, 3)
-	segs := segmentPaths(t, dir, "global")
+// damagedSealed writes six batches of the global stream over sealed
+// segments and flips a byte in the frame of the first segment's second
+// batch, which open trusts by the seal.
+func damagedSealed(t *testing.T) (dir string, segs []string, bs []Batch) {
+	t.Helper()
+	dir, _ = writeBatches(t, Options{SegmentSize: 700}, 3, 3, 3, 3, 3, 3)
+	segs = segmentPaths(t, dir, "global")
 	require.GreaterOrEqual(t, len(segs), 2)
-	bs := readBatches(t, segs[0])
+	bs = readBatches(t, segs[0])
 	b, _ := os.ReadFile(segs[0])
 	b[bs[1].Offset+recordFrameSize+int64(bs[1].Header.Length)/2] ^= 1
 	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+	return dir, segs, bs
+}
+
+func TestQuarantineMarker(t *testing.T) {
+	dir, segs, bs := damagedSealed(t)
 
 	l := openLog(t, dir, Options{})
 	_, ok := l.QuarantinedStream("global")
@@ -223,13 +232,7 @@ func TestQuarantineMarker(t *testing.T) {
 // open as Log.Verify's does; the first damage recorded stays, and a
 // torn tail is not damage.
 func TestRecordQuarantine(t *testing.T) {
-	dir, _ := writeBatches(t, Options{SegmentSize: 700}, 3, 3, 3, 3, 3, 3)
-	segs := segmentPaths(t, dir, "global")
-	require.GreaterOrEqual(t, len(segs), 2)
-	bs := readBatches(t, segs[0])
-	b, _ := os.ReadFile(segs[0])
-	b[bs[1].Offset+recordFrameSize+int64(bs[1].Header.Length)/2] ^= 1
-	require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+	dir, segs, bs := damagedSealed(t)
 
 	problems, err := Verify(dir)
 	require.NoError(t, err)
