@@ -156,7 +156,7 @@ func runRecall(ctx context.Context, env *cliEnv, args []string) error {
 	if *session != "" && !served {
 		var ids []string
 		for _, it := range res.Items {
-			if it.Kind == recall.KindSemantic {
+			if it.ShownEntry() {
 				ids = append(ids, it.ID)
 			}
 		}

@@ -14,7 +14,9 @@ import (
 	"dshmem/observer"
 	"dshmem/observer/broker"
 	"dshmem/sqlstore"
+	"dshmem/sqlstore/recall"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -207,4 +209,32 @@ func TestPacketBudgetOption(t *testing.T) {
 	require.NotNil(t, p, "no packet (%s)", why)
 	require.NotEmpty(t, p.Text, "a %s packet has no text", p.Mode)
 	require.LessOrEqual(t, len(p.Text), 250, "packet text %d bytes over the 250-byte budget: %q", len(p.Text), p.Text)
+}
+
+// TestRecallShownOnlyWhatWasGiven: a recall for a session records the
+// entries it gave as shown, but not one a tiny byte budget cut down to
+// a part of its title.
+func TestRecallShownOnlyWhatWasGiven(t *testing.T) {
+	ts := startServer(t, t.TempDir(), ServerOptions{})
+	var en observer.Entry
+	ts.must(200, "POST", "/v1/remember", map[string]any{"content": "The staging cache is redis 7 on port 6380", "cwd": "/w/r"}, &en)
+	shown := func(session string) []string {
+		ts.srv.intakeWG.Wait()
+		evs, err := ts.eng.Store().Events(t.Context(), sqlstore.EventFilter{Type: events.TypeMemoryShown, Session: session})
+		require.NoError(t, err)
+		var ids []string
+		for _, ev := range evs {
+			var sh payload.Shown
+			require.NoError(t, payload.Unmarshal(ev.Data, &sh))
+			ids = append(ids, sh.Entries...)
+		}
+		return ids
+	}
+	var res recall.Result
+	ts.must(200, "POST", "/v1/recall", map[string]any{"query": "redis", "cwd": "/w/r", "session": "tiny", "bytes": 5}, &res)
+	require.Len(t, res.Items, 1, "the match, its title cut")
+	assert.Empty(t, shown("tiny"), "a sliver of a title recorded as shown")
+	ts.must(200, "POST", "/v1/recall", map[string]any{"query": "redis", "cwd": "/w/r", "session": "full"}, &res)
+	require.Len(t, res.Items, 1)
+	assert.Equal(t, []string{en.ID}, shown("full"))
 }

@@ -148,7 +148,7 @@ func (s *Server) handleRecall(w http.ResponseWriter, r *http.Request) (int, erro
 	if req.Session != "" {
 		var ids []string
 		for _, it := range res.Items {
-			if it.Kind == recall.KindSemantic {
+			if it.ShownEntry() {
 				ids = append(ids, it.ID)
 			}
 		}

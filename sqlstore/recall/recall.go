@@ -113,6 +113,13 @@ type Item struct {
 	Confidence float64 `json:"confidence,omitempty"`
 }
 
+// ShownEntry reports whether it is a memory entry given to the caller
+// enough to count as shown (memory/shown): not one a byte budget cut
+// down to its title or a part of it.
+func (it Item) ShownEntry() bool {
+	return it.Kind == KindSemantic && (it.Text != "" || !slices.Contains(it.Flags, FlagTruncated))
+}
+
 // Flags an item may carry.
 const (
 	FlagConflict  = "conflict"  // a conflicting entry: check before relying on it
