@@ -40,9 +40,12 @@ A directory that holds other files and no manifest is refused, and so
 is one inside the root, and one that holds another root's backup (two
 roots beside each other share the default directory; a root made anew
 at an old root's path is another root): bringing it up to this root
-would remove the other root's files. A backup is this root's when a
-stream both hold begins with the same event, so a moved root, or one
-restored from the backup, backs up into it as before. With a server
+would remove the other root's files. A backup is this root's when
+each stream it holds is this root's as it was: the same first event and
+the same event at the backup's last seq (id and time), or a stream
+purged here since. A moved root, or one restored from the backup, backs
+up into it as before; a root that no longer holds events the backup
+does (a salvage cut them) is refused too. With a server
 holding the root the backup is run by it (the record is a write).
 
 'backup verify DIR' checks a backup: every file of the manifest is there

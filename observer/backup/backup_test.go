@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -371,10 +372,10 @@ func TestBackupOfAnotherRootRefused(t *testing.T) {
 	_, err := backup.Run(ctx, engA, backup.Options{To: dir})
 	require.NoError(t, err)
 	require.NoError(t, engA.Close())
-	before := dirState(t, dir)
 
 	refused := func(t *testing.T, root, why string) {
 		t.Helper()
+		before := dirState(t, dir)
 		eng := openRoot(t, root)
 		_, err := backup.Run(ctx, eng, backup.Options{To: dir})
 		var de *backup.DirError
@@ -389,14 +390,46 @@ func TestBackupOfAnotherRootRefused(t *testing.T) {
 		require.True(t, vr.OK(), "backup verify after a refused run: %v", vr.Problems)
 	}
 	t.Run("EmptyRoot", func(t *testing.T) {
-		refused(t, filepath.Join(base, "empty"), "holds none of this root's streams")
+		refused(t, filepath.Join(base, "empty"), "it holds streams this root never had, nor purged")
 	})
 	t.Run("SameWorkspaces", func(t *testing.T) {
 		root := filepath.Join(base, "twin")
 		eng := openRoot(t, root)
 		fill(t, eng, "b", 6)
 		require.NoError(t, eng.Close())
-		refused(t, root, "begin with other events")
+		refused(t, root, "its streams hold other events than this root's")
+	})
+	// Ids and times can agree across roots (an import's do): a root that
+	// holds the first part of the same events is not the backup's root
+	// either, and its backup would drop the rest.
+	t.Run("SameEventsFewer", func(t *testing.T) {
+		root := filepath.Join(base, "subset")
+		eng := openRoot(t, root)
+		fill(t, eng, "a", 4)
+		require.NoError(t, eng.Close())
+		refused(t, root, "it holds events this root does not (ws-")
+	})
+	t.Run("UnreadableBackup", func(t *testing.T) {
+		m, err := backup.ReadManifest(dir)
+		require.NoError(t, err)
+		p := filepath.Join(dir, filepath.FromSlash(m.Files[0].Path))
+		good, err := os.ReadFile(p)
+		require.NoError(t, err)
+		bad := slices.Clone(good)
+		bad[len(bad)/2] ^= 1
+		require.NoError(t, os.WriteFile(p, bad, 0o600))
+		t.Cleanup(func() { require.NoError(t, os.WriteFile(p, good, 0o600)) })
+		eng := openRoot(t, rootA) // the backup's own root
+		_, err = backup.Run(ctx, eng, backup.Options{To: dir})
+		require.NoError(t, eng.Close())
+		var de *backup.DirError
+		require.ErrorAs(t, err, &de)
+		assert.Contains(t, err.Error(), "whose it is cannot be told: events of "+m.Files[0].Path[len("log/"):strings.LastIndex(m.Files[0].Path, "/")])
+		assert.NotContains(t, err.Error(), "other events")
+		assert.Contains(t, err.Error(), "backup verify")
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, bad, b, "the refused backup rewrote the damaged copy")
 	})
 	t.Run("MadeAnewAtThePath", func(t *testing.T) {
 		moved := filepath.Join(base, "a-old")
@@ -408,7 +441,7 @@ func TestBackupOfAnotherRootRefused(t *testing.T) {
 		eng := openRoot(t, rootA)
 		fill(t, eng, "c", 6)
 		require.NoError(t, eng.Close())
-		refused(t, rootA, "begin with other events")
+		refused(t, rootA, "its streams hold other events than this root's")
 	})
 	t.Run("MovedRoot", func(t *testing.T) {
 		moved := filepath.Join(base, "a-moved")
@@ -419,6 +452,18 @@ func TestBackupOfAnotherRootRefused(t *testing.T) {
 		rep, err := backup.Run(ctx, eng, backup.Options{To: dir})
 		require.NoError(t, err)
 		assert.NotEmpty(t, rep.Copied)
+		require.NoError(t, eng.Close())
+	})
+	// A stream the backup holds and this root purged since is this
+	// root's: the purge is recorded, and the backup drops the stream.
+	t.Run("PurgedSince", func(t *testing.T) {
+		eng := openRoot(t, rootA)
+		key := observer.StreamForCwd("/w/beta")
+		_, err := eng.PurgeScope(ctx, key, key)
+		require.NoError(t, err)
+		rep, err := backup.Run(ctx, eng, backup.Options{To: dir})
+		require.NoError(t, err)
+		assert.NotEmpty(t, rep.Removed, "the purged stream's copies stay in the backup")
 		require.NoError(t, eng.Close())
 	})
 	t.Run("RestoredRoot", func(t *testing.T) {
