@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,13 +196,21 @@ func (l *Log) Lost(stream string, first, last uint64) bool {
 	return false
 }
 
+// ErrDamageNotConfirmed is RecordQuarantine's error when a second read
+// of the stream does not meet the damage again.
+var ErrDamageNotConfirmed = errors.New("events: the damage was not found again")
+
 // RecordQuarantine records, in the log in dir, the quarantine of the
 // stream a damage problem (not Repairable) was found in, as a writable
 // Log's Quarantine does: every later open then quarantines the stream
 // until Salvage. It is for a reader that found the damage without
-// opening the log (`dshmem verify`); a process holding the log open
-// learns of it only when it opens the log again. A stream already
-// marked keeps its first damage: recorded is false.
+// opening the log (`dshmem verify`), so beside a writer that may have
+// replaced the segment meanwhile (a scrub's rewrite, a salvage): the
+// stream is read again first, and only the same damage (segment and
+// offset) met again is recorded; else the error wraps
+// ErrDamageNotConfirmed. A process holding the log open learns of the
+// record only when it opens the log again. A stream already marked
+// keeps its first damage: recorded is false.
 func RecordQuarantine(dir string, p Problem) (recorded bool, err error) {
 	if p.Repairable {
 		return false, fmt.Errorf("record quarantine of %s: %s is a torn tail, not damage", p.Stream, p.Segment)
@@ -209,6 +218,17 @@ func RecordQuarantine(dir string, p Problem) (recorded bool, err error) {
 	sdir := filepath.Join(dir, p.Stream)
 	if _, ok, err := readQuarantine(OSFS{}, sdir); err != nil || ok {
 		return false, err
+	}
+	again, _, err := verifyStreams(context.Background(), OSFS{}, dir, []string{p.Stream}, func(name string) ([]segRef, error) {
+		return listSegments(OSFS{}, filepath.Join(dir, name))
+	})
+	if err != nil {
+		return false, fmt.Errorf("record quarantine of %s: read it again: %w", p.Stream, err)
+	}
+	if !slices.ContainsFunc(again, func(q Problem) bool {
+		return !q.Repairable && q.Segment == p.Segment && q.Offset == p.Offset
+	}) {
+		return false, fmt.Errorf("record quarantine of %s: %w at offset %d of %s", p.Stream, ErrDamageNotConfirmed, p.Offset, p.Segment)
 	}
 	d := Damage{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset, Reason: p.Msg}
 	if err := writeQuarantine(OSFS{}, sdir, d); err != nil {

@@ -239,6 +239,18 @@ func TestRecordQuarantine(t *testing.T) {
 	require.NotEmpty(t, problems)
 	p := problems[0]
 	require.False(t, p.Repairable)
+	// Mended before the record (a writer replaced the segment): not
+	// met again, not recorded.
+	flip := func() {
+		b, _ := os.ReadFile(segs[0])
+		b[bs[1].Offset+recordFrameSize+int64(bs[1].Header.Length)/2] ^= 1
+		require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+	}
+	flip()
+	_, err = RecordQuarantine(dir, p)
+	require.ErrorIs(t, err, ErrDamageNotConfirmed)
+	require.NoFileExists(t, filepath.Join(dir, "global", quarantineFile))
+	flip()
 	rec, err := RecordQuarantine(dir, p)
 	require.NoError(t, err)
 	require.True(t, rec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,7 +77,7 @@ type verifyReport struct {
 	Segments    int             `json:"segments"`
 	Events      uint64          `json:"events"`
 	Problems    []verifyProblem `json:"problems"`
-	Quarantined []string        `json:"quarantined"` // streams with damage, their quarantine recorded
+	Quarantined []string        `json:"quarantined"` // damaged streams, quarantined (recorded now or by an earlier run)
 	Lost        []verifyRange   `json:"lost"`        // seqs a salvage could not keep
 	Scrubbed    []verifyRange   `json:"scrubbed"`    // seqs in batches 'dshmem scrub' rewrote
 	Notes       []string        `json:"notes"`
@@ -143,7 +144,10 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 			continue
 		}
 		// Recorded, so that every later open refuses writes to it.
-		if _, err := events.RecordQuarantine(dir, p); err != nil {
+		if _, err := events.RecordQuarantine(dir, p); errors.Is(err, events.ErrDamageNotConfirmed) {
+			note("stream %s: a second read did not meet the damage again (a scrub or salvage beside verify may have replaced the segment): not quarantined; run 'dshmem verify' again", p.Stream)
+			continue
+		} else if err != nil {
 			note("stream %s is damaged, and its quarantine could not be recorded: %v", p.Stream, err)
 			continue
 		}
