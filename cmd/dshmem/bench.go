@@ -19,10 +19,10 @@ func init() {
 		name:    "bench",
 		summary: "measure ingest, recall and serve speed on this machine",
 		usage: `bench ingest [--events N] [--size B] [--json]
-       bench recall [--records N] [--queries Q] [--vectors] [--json]
-       bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
-       bench remember [--entries N] [--callers C] (see 'dshmem bench remember --help')
-       bench backup [--records N] [--restore] [--json]
+       dshmem bench recall [--records N] [--queries Q] [--vectors] [--json]
+       dshmem bench serve [--sessions N] [--seconds S] (see 'dshmem bench serve --help')
+       dshmem bench remember [--entries N] [--callers C] (see 'dshmem bench remember --help')
+       dshmem bench backup [--records N] [--restore] [--json]
 
 ingest  Writes N synthetic events of about B bytes (mixed English, Chinese
         and code identifiers, fixed seed) twice, each time into a fresh
