@@ -41,6 +41,11 @@
 //     run records the rest. (Only a segment the root rewrote, a scrub's,
 //     caught between its rename and the manifest, no longer matches:
 //     Verify reports it until the next run.)
+//   - A directory holds one root's backup: a run refuses one whose
+//     streams are not this root's as they were (the same first event and
+//     the same event at the backup's last seq, or a purge of the stream
+//     recorded here), since bringing it up to this root would remove
+//     what only it holds (checkOwner).
 //   - Each backup appends a maintenance/backup event to the global
 //     stream saying what it copied; its time is when the backup was
 //     made, and "backup due" counts from it. When nothing but those
