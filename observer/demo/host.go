@@ -80,7 +80,7 @@ func hostAndMemory(ctx context.Context, w io.Writer, say func(string, ...any), e
 	}
 	narrateCheckpoint(w, results)
 
-	say("Recall: entries of the workspace and global scope, ranked; superseded facts never come back.")
+	say("Recall: entries of the workspace and global scope, ranked; the entry the correction superseded does not come back.")
 	scopes := []string{observer.StreamForCwd("/home/dev/shop-api"), observer.GlobalStream}
 	for _, q := range []string{"which database does the shop use", "pnpm 依赖"} {
 		res, err := eng.Recall(ctx, recall.Query{Text: q, Scopes: scopes, Limit: 3, Now: at.Add(4 * time.Minute)})
