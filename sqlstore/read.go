@@ -247,6 +247,19 @@ func (s *Store) EventSeq(ctx context.Context, stream, id string) (seq uint64, ok
 	return uint64(n), true, nil
 }
 
+// EventAt returns the id and time of the event at seq of stream; ok is
+// false when the index has no such event.
+func (s *Store) EventAt(ctx context.Context, stream string, seq uint64) (id, at string, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT id, time FROM events WHERE stream = ? AND seq = ?`, stream, int64(seq)).Scan(&id, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("look up seq %d of %s: %w", seq, stream, err)
+	}
+	return id, at, true, nil
+}
+
 // EpisodeText is a row of the episode_texts view (the text recall reads
 // of an episode, computed in SQL) with the data of its event.
 type EpisodeText struct {

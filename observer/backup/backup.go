@@ -100,7 +100,7 @@ func Run(ctx context.Context, eng *observer.Engine, o Options) (Report, error) {
 		}
 	} else if err != nil {
 		return rep, err
-	} else if err := checkOwner(eng, dir, old); err != nil {
+	} else if err := checkOwner(ctx, eng, dir, old); err != nil {
 		return rep, err
 	}
 	if err := removeTemps(dir); err != nil {

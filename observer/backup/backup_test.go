@@ -1,6 +1,7 @@
 package backup_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -419,6 +420,13 @@ func TestBackupOfAnotherRootRefused(t *testing.T) {
 		bad[len(bad)/2] ^= 1
 		require.NoError(t, os.WriteFile(p, bad, 0o600))
 		t.Cleanup(func() { require.NoError(t, os.WriteFile(p, good, 0o600)) })
+		// The index snapshot, which answers first, is unreadable too, so
+		// the damaged copy of the log is what is read.
+		ip := filepath.Join(dir, m.Index.Path)
+		goodIdx, err := os.ReadFile(ip)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(ip, bytes.Repeat([]byte("not a database "), 300), 0o600))
+		t.Cleanup(func() { require.NoError(t, os.WriteFile(ip, goodIdx, 0o600)) })
 		eng := openRoot(t, rootA) // the backup's own root
 		_, err = backup.Run(ctx, eng, backup.Options{To: dir})
 		require.NoError(t, eng.Close())

@@ -1,16 +1,18 @@
 package backup
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"dshmem/events"
 	"dshmem/events/payload"
 	"dshmem/observer"
+	"dshmem/sqlstore"
 )
 
 // checkOwner refuses a backup directory that holds another root's
@@ -29,8 +31,11 @@ import (
 //     records each purge).
 //
 // A moved root, or one restored from the backup, passes; a stream whose
-// events cannot be read on either side fails, as nobody can tell.
-func checkOwner(eng *observer.Engine, dir string, m *Manifest) error {
+// events cannot be read on either side fails, as nobody can tell. The
+// event compared at the end is the one at the seq the backup's index
+// snapshot reflects (its last seq when the snapshot reflects them all,
+// as it does when nothing was written during that backup).
+func checkOwner(ctx context.Context, eng *observer.Engine, dir string, m *Manifest) error {
 	streams := make([]string, 0, len(m.Streams))
 	for s := range m.Streams {
 		streams = append(streams, s)
@@ -39,23 +44,40 @@ func checkOwner(eng *observer.Engine, dir string, m *Manifest) error {
 	if len(streams) == 0 {
 		return nil // nothing of another root to lose
 	}
-	// The manifest's seqs are trusted, as Restore trusts them after its
-	// hashes: only the events compared are read.
-	bl, err := events.OpenLogReadOnly(filepath.Join(dir, LogDir), events.Options{Trusted: m.Streams})
-	if err != nil {
-		return fmt.Errorf("backup: read the backup in %s to tell whose it is: %w (run 'dshmem backup verify %s')", dir, err, dir)
+	// Both sides answer from their indexes, two look-ups a stream: the
+	// root's, and the backup's snapshot, which reflects each stream up to
+	// its cursor, so the event compared at the end is the one there. A
+	// seq an index lacks is read from its log, which walks the segment.
+	mine := ownerSide{idx: eng.Store(), log: func() (*events.Log, error) { return eng.Log(), nil }}
+	var backupLog *events.Log
+	theirs := ownerSide{log: sync.OnceValues(func() (*events.Log, error) {
+		// The manifest's seqs are trusted, as Restore trusts them after
+		// its hashes: only the events compared are read.
+		l, err := events.OpenLogReadOnly(filepath.Join(dir, LogDir), events.Options{Trusted: m.Streams})
+		backupLog = l
+		return l, err
+	})}
+	if m.Index != nil {
+		if snap, err := sqlstore.OpenReadOnly(filepath.Join(dir, m.Index.Path)); err == nil {
+			defer snap.Close()
+			theirs.idx = snap
+		}
 	}
-	defer bl.Close()
-	mine := eng.Log()
+	defer func() {
+		if backupLog != nil {
+			backupLog.Close()
+		}
+	}()
 	var (
 		purged                      map[string]bool
 		differ, lacks, behind, lost []string
+		err                         error
 	)
 	for _, s := range streams {
-		last, held := m.Streams[s], mine.LastSeq(s)
+		last, held := m.Streams[s], eng.Log().LastSeq(s)
 		if held == 0 {
 			if purged == nil {
-				if purged, err = purgedStreams(mine); err != nil {
+				if purged, err = purgedStreams(ctx, eng.Store()); err != nil {
 					return fmt.Errorf("backup: read this root's purges to tell whose backup %s is: %w", dir, err)
 				}
 			}
@@ -68,7 +90,11 @@ func checkOwner(eng *observer.Engine, dir string, m *Manifest) error {
 			behind = append(behind, fmt.Sprintf("%s up to seq %d, this root up to %d", s, last, held))
 			continue
 		}
-		same, gone, err := sameEvents(mine, bl, s, 1, last)
+		end := last
+		if c := m.cursor(s); c > 0 {
+			end = c
+		}
+		same, gone, err := sameEvents(ctx, mine, theirs, s, 1, end)
 		switch {
 		case err != nil:
 			lost = append(lost, fmt.Sprintf("%s (%v)", s, err))
@@ -105,23 +131,55 @@ func checkOwner(eng *observer.Engine, dir string, m *Manifest) error {
 		dir, from, m.Created, eng.Root(), strings.Join(why, "; "), EnvDir, dir)}
 }
 
-// sameEvents reports whether two logs, mine and the backup's, hold the
-// same events (id and time) at seqs a and b of stream; gone is a seq
-// the backup holds and mine lost (a salvage's gap).
-func sameEvents(mine, backup *events.Log, stream string, a, b uint64) (same bool, gone uint64, err error) {
+// cursor is the seq up to which the backup's index snapshot reflects
+// stream; 0 without one.
+func (m *Manifest) cursor(stream string) uint64 {
+	if m.Index == nil {
+		return 0
+	}
+	return min(m.Index.Cursors[stream], m.Streams[stream])
+}
+
+// ownerSide reads the event at a seq of a stream: from the index when it
+// holds it, else from the log.
+type ownerSide struct {
+	idx *sqlstore.Store
+	log func() (*events.Log, error)
+}
+
+// at returns the id and time of the event at seq of stream; a seq a
+// salvage lost has an empty id.
+func (o ownerSide) at(ctx context.Context, stream string, seq uint64) (id, at string, err error) {
+	if o.idx != nil {
+		if id, at, ok, err := o.idx.EventAt(ctx, stream, seq); err == nil && ok {
+			return id, at, nil
+		}
+	}
+	l, err := o.log()
+	if err != nil {
+		return "", "", err
+	}
+	ev, err := eventAt(l, stream, seq)
+	return ev.ID, ev.Time, err
+}
+
+// sameEvents reports whether the root (mine) and the backup (theirs)
+// hold the same events (id and time) at seqs a and b of stream; gone is
+// a seq the backup holds and the root lost (a salvage's gap).
+func sameEvents(ctx context.Context, mine, theirs ownerSide, stream string, a, b uint64) (same bool, gone uint64, err error) {
 	for _, seq := range []uint64{a, b} {
-		em, err := eventAt(mine, stream, seq)
+		idM, atM, err := mine.at(ctx, stream, seq)
 		if err != nil {
 			return false, 0, err
 		}
-		eb, err := eventAt(backup, stream, seq)
+		idT, atT, err := theirs.at(ctx, stream, seq)
 		if err != nil {
 			return false, 0, err
 		}
-		if em.ID == "" && eb.ID != "" {
+		if idM == "" && idT != "" {
 			return false, seq, nil
 		}
-		if em.ID != eb.ID || em.Time != eb.Time {
+		if idM != idT || atM != atT {
 			return false, 0, nil
 		}
 	}
@@ -130,8 +188,8 @@ func sameEvents(mine, backup *events.Log, stream string, a, b uint64) (same bool
 
 var errFound = errors.New("event found")
 
-// eventAt reads the event at seq of stream; a seq a salvage lost (or
-// none) is an event of its own: an empty envelope.
+// eventAt reads the event at seq of stream from a log; a seq a salvage
+// lost (or none) is an empty envelope.
 func eventAt(l *events.Log, stream string, seq uint64) (events.Envelope, error) {
 	var at events.Envelope
 	err := l.Scan(stream, seq, func(ev events.Envelope) error {
@@ -146,22 +204,20 @@ func eventAt(l *events.Log, stream string, seq uint64) (events.Envelope, error) 
 	return at, nil
 }
 
-// purgedStreams lists the workspace streams whose purge the log's
+// purgedStreams lists the workspace streams whose purge the root's
 // global stream records.
-func purgedStreams(l *events.Log) (map[string]bool, error) {
+func purgedStreams(ctx context.Context, st *sqlstore.Store) (map[string]bool, error) {
+	evs, err := st.Events(ctx, sqlstore.EventFilter{Stream: observer.GlobalStream, Type: events.TypeScopePurge})
+	if err != nil {
+		return nil, err
+	}
 	purged := map[string]bool{}
-	marker := []byte(`"` + events.TypeScopePurge + `"`)
-	err := l.ScanFiltered(observer.GlobalStream, 1, func(line []byte) bool { return bytes.Contains(line, marker) },
-		func(ev events.Envelope) error {
-			if ev.Type != events.TypeScopePurge {
-				return nil
-			}
-			var p payload.ScopePurge
-			if err := payload.Unmarshal(ev.Data, &p); err != nil {
-				return fmt.Errorf("scope/purge %s: %w", ev.ID, err)
-			}
-			purged[p.Key] = true
-			return nil
-		})
-	return purged, err
+	for _, ev := range evs {
+		var p payload.ScopePurge
+		if err := payload.Unmarshal(ev.Data, &p); err != nil {
+			return nil, fmt.Errorf("scope/purge %s: %w", ev.ID, err)
+		}
+		purged[p.Key] = true
+	}
+	return purged, nil
 }
