@@ -42,7 +42,8 @@ roots beside each other share the default directory; a root made anew
 at an old root's path is another root): bringing it up to this root
 would remove the other root's files. A backup is this root's when
 each stream it holds is this root's as it was: the same first event and
-the same event at the backup's last seq (id and time), or a stream
+the same event at the last seq the backup's index snapshot reflects
+(id and time) and at least the backup's last seq, or a stream
 purged here since. A moved root, or one restored from the backup, backs
 up into it as before; a root that no longer holds events the backup
 does (a salvage cut them) is refused too. With a server

@@ -43,7 +43,8 @@
 //     Verify reports it until the next run.)
 //   - A directory holds one root's backup: a run refuses one whose
 //     streams are not this root's as they were (the same first event and
-//     the same event at the backup's last seq, or a purge of the stream
+//     the same event at the seq its index snapshot reflects, and at
+//     least its last seq; or a purge of the stream
 //     recorded here), since bringing it up to this root would remove
 //     what only it holds (checkOwner).
 //   - Each backup appends a maintenance/backup event to the global

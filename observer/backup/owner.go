@@ -24,9 +24,9 @@ import (
 //
 // Every stream the backup holds must be this root's, as it was then:
 //   - a stream this root holds holds the backup's events: the same
-//     first event and the same event at the backup's last seq (id and
-//     time; ids alone can agree across roots, as an import's do), and it
-//     reaches that seq;
+//     first event and the same event at the end (id and time; ids alone
+//     can agree across roots, as an import's do), and it reaches the
+//     backup's last seq;
 //   - a stream this root lacks was purged here (the global stream
 //     records each purge).
 //
