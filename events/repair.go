@@ -8,15 +8,16 @@ import (
 	"sort"
 )
 
-// Problem is one finding of Verify.
+// Problem is one finding of Verify. Its JSON form is what `dshmem
+// verify --json` prints.
 type Problem struct {
-	Stream  string
-	Segment string // path of the segment
-	Offset  int64  // byte offset in the segment
-	Msg     string
+	Stream  string `json:"stream"`
+	Segment string `json:"segment"` // path of the segment
+	Offset  int64  `json:"offset"`  // byte offset in the segment
+	Msg     string `json:"problem"`
 	// Repairable is set for a torn tail of a stream's last segment, the
 	// one kind of damage Repair (and OpenLog) fixes.
-	Repairable bool
+	Repairable bool `json:"repairable"`
 }
 
 func (p Problem) String() string {
@@ -54,8 +55,9 @@ type Checked struct {
 
 // ScrubbedRange is a run of seqs of a stream in scrubbed batches.
 type ScrubbedRange struct {
-	Stream      string
-	First, Last uint64
+	Stream string `json:"stream"`
+	First  uint64 `json:"first"`
+	Last   uint64 `json:"last"`
 }
 
 func (r ScrubbedRange) String() string {

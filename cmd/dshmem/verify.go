@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"dshmem/events"
 	"dshmem/observer"
@@ -72,29 +71,15 @@ func logDir(env *cliEnv) (string, error) {
 
 // verifyReport is what `dshmem verify --json` prints.
 type verifyReport struct {
-	OK          bool            `json:"ok"`
-	Streams     int             `json:"streams"`
-	Segments    int             `json:"segments"`
-	Events      uint64          `json:"events"`
-	Problems    []verifyProblem `json:"problems"`
-	Quarantined []string        `json:"quarantined"` // damaged streams, quarantined (recorded now or by an earlier run)
-	Lost        []verifyRange   `json:"lost"`        // seqs a salvage could not keep
-	Scrubbed    []verifyRange   `json:"scrubbed"`    // seqs in batches 'dshmem scrub' rewrote
-	Notes       []string        `json:"notes"`
-}
-
-type verifyProblem struct {
-	Stream     string `json:"stream"`
-	Segment    string `json:"segment"`
-	Offset     int64  `json:"offset"`
-	Problem    string `json:"problem"`
-	Repairable bool   `json:"repairable"` // a torn tail: 'dshmem repair' cuts it
-}
-
-type verifyRange struct {
-	Stream string `json:"stream"`
-	First  uint64 `json:"first"`
-	Last   uint64 `json:"last"`
+	OK          bool                   `json:"ok"`
+	Streams     int                    `json:"streams"`
+	Segments    int                    `json:"segments"`
+	Events      uint64                 `json:"events"`
+	Problems    []events.Problem       `json:"problems"`
+	Quarantined []string               `json:"quarantined"` // damaged streams, quarantined (recorded now or by an earlier run)
+	Lost        []events.ScrubbedRange `json:"lost"`        // seqs a salvage could not keep
+	Scrubbed    []events.ScrubbedRange `json:"scrubbed"`    // seqs in batches 'dshmem scrub' rewrote
+	Notes       []string               `json:"notes"`
 }
 
 func runVerify(ctx context.Context, env *cliEnv, args []string) error {
@@ -113,8 +98,8 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("verify %s: %w", dir, err)
 	}
 	rep := verifyReport{Streams: checked.Streams, Segments: checked.Segments, Events: checked.Events,
-		Problems: []verifyProblem{}, Quarantined: []string{}, Lost: []verifyRange{}, Scrubbed: []verifyRange{}, Notes: []string{}}
-	var damage []events.Problem
+		Problems: []events.Problem{}, Quarantined: []string{}, Lost: append([]events.ScrubbedRange{}, checked.Lost...),
+		Scrubbed: append([]events.ScrubbedRange{}, checked.Scrubbed...), Notes: []string{}}
 	note := func(format string, a ...any) {
 		msg := fmt.Sprintf(format, a...)
 		rep.Notes = append(rep.Notes, msg)
@@ -133,16 +118,17 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 			note("%s ends in a batch that process %d, which holds the root, was writing (not a problem)", p.Segment, pid)
 			continue
 		}
-		damage = append(damage, p)
-		rep.Problems = append(rep.Problems, verifyProblem{Stream: p.Stream, Segment: p.Segment, Offset: p.Offset, Problem: p.Msg, Repairable: p.Repairable})
+		rep.Problems = append(rep.Problems, p)
 		if !*asJSON {
 			fmt.Fprintln(env.stdout, p)
 		}
 	}
-	for _, p := range damage {
-		if p.Repairable || slices.Contains(rep.Quarantined, p.Stream) {
+	tried := map[string]bool{} // a stream's first damage is the one recorded
+	for _, p := range rep.Problems {
+		if p.Repairable || tried[p.Stream] {
 			continue
 		}
+		tried[p.Stream] = true
 		// Recorded, so that every later open refuses writes to it.
 		if _, err := events.RecordQuarantine(dir, p); errors.Is(err, events.ErrDamageNotConfirmed) {
 			note("stream %s: a second read did not meet the damage again (a scrub or salvage beside verify may have replaced the segment): not quarantined; run 'dshmem verify' again", p.Stream)
@@ -159,12 +145,6 @@ func runVerify(ctx context.Context, env *cliEnv, args []string) error {
 		if pid != 0 {
 			note("process %d holds the root and writes to %s until it opens the root again: restart it ('dshmem serve') and it refuses them", pid, p.Stream)
 		}
-	}
-	for _, r := range checked.Lost {
-		rep.Lost = append(rep.Lost, verifyRange{r.Stream, r.First, r.Last})
-	}
-	for _, r := range checked.Scrubbed {
-		rep.Scrubbed = append(rep.Scrubbed, verifyRange{r.Stream, r.First, r.Last})
 	}
 	rep.OK = len(rep.Problems) == 0
 	scrubNote := ""

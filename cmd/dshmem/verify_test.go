@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"dshmem/events"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,8 +25,8 @@ func TestVerifyRecordsQuarantine(t *testing.T) {
 	require.EqualValues(t, 0, code, "verify --json: %s", errs)
 	var vr verifyReport
 	require.NoError(t, json.Unmarshal([]byte(out), &vr), out)
-	assert.Equal(t, verifyReport{OK: true, Streams: 1, Segments: 1, Events: 3, Problems: []verifyProblem{}, Quarantined: []string{},
-		Lost: []verifyRange{}, Scrubbed: []verifyRange{}, Notes: []string{}}, vr)
+	assert.Equal(t, verifyReport{OK: true, Streams: 1, Segments: 1, Events: 3, Problems: []events.Problem{}, Quarantined: []string{},
+		Lost: []events.ScrubbedRange{}, Scrubbed: []events.ScrubbedRange{}, Notes: []string{}}, vr)
 	segs, _ := filepath.Glob(filepath.Join(root, "log", "ws-*", "*.jsonl.zst"))
 	require.Len(t, segs, 1)
 	stream := filepath.Base(filepath.Dir(segs[0]))
