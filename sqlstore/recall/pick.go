@@ -94,12 +94,11 @@ func (r *call) pick(all []scored) {
 			if room <= 0 && len(r.res.Items) > 0 {
 				break
 			}
-			if room <= 0 {
-				// Not even the best one's title fits: it is cut too, so
-				// that a small budget still answers with the best match.
-				r.tooSmall = true
-				it.Title, it.Text, room = markdown.CutUTF8(it.Title, budget), "", 0
-				if it.Title == "" {
+			if room < 0 {
+				// Not even the best match's title fits: it is cut too, so
+				// that a small budget still answers with it.
+				if it.Title, room = markdown.CutUTF8(it.Title, budget), 0; it.Title == "" {
+					r.tooSmall = true // under its first character
 					break
 				}
 			}

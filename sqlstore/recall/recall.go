@@ -272,7 +272,7 @@ func Find(ctx context.Context, s *sqlstore.Store, q Query) (*Result, error) {
 
 // call is the state of one Find call.
 type call struct {
-	tooSmall bool // the budget held not even the best match's title
+	tooSmall bool // the budget held not even the first character of the best match's title
 	s        *sqlstore.Store
 	q        Query
 	w        *Weights
