@@ -15,9 +15,9 @@ import (
 //
 // The first job that fails stops the run: no job starts after its
 // error is known (Go returns ErrInOrderStopped), and once its result
-// reaches the collector, in order, onFail runs (once), before the
-// failed job's slot is given back. Jobs started before it are collected as usual;
-// onFail is where a caller cancels the jobs behind it.
+// reaches the collector, in order, onFail runs (once), before the failed
+// job's slot is given back. Every job that started is collected;
+// onFail is where a caller cancels the jobs behind the failed one.
 type InOrder[R any] struct {
 	slots   chan struct{}
 	order   chan chan inOrderResult[R]
