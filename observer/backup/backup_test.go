@@ -360,9 +360,10 @@ func dirState(t *testing.T, dir string) map[string]string {
 // TestBackupOfAnotherRootRefused: a backup directory holding one root's
 // backup is not brought up to another root (which would remove the
 // first root's files from it): not for a new empty root, a root with
-// the same workspaces, or a root made anew at the first one's path.
-// The first root moved elsewhere, or a root restored from the backup,
-// is the same root and backs up into it.
+// the same workspaces, one holding the first part of the same events, or
+// a root made anew at the first one's path; nor when the backup cannot
+// be read. The first root moved elsewhere, after a purge, or a root
+// restored from the backup, is the same root and backs up into it.
 func TestBackupOfAnotherRootRefused(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
@@ -393,40 +394,42 @@ func TestBackupOfAnotherRootRefused(t *testing.T) {
 	t.Run("EmptyRoot", func(t *testing.T) {
 		refused(t, filepath.Join(base, "empty"), "it holds streams this root never had, nor purged")
 	})
-	t.Run("SameWorkspaces", func(t *testing.T) {
-		root := filepath.Join(base, "twin")
+	// filled is a new closed root under base with n rounds of tag.
+	filled := func(t *testing.T, name, tag string, n int) string {
+		root := filepath.Join(base, name)
 		eng := openRoot(t, root)
-		fill(t, eng, "b", 6)
+		fill(t, eng, tag, n)
 		require.NoError(t, eng.Close())
-		refused(t, root, "its streams hold other events than this root's")
+		return root
+	}
+	t.Run("SameWorkspaces", func(t *testing.T) {
+		refused(t, filled(t, "twin", "b", 6), "its streams hold other events than this root's")
 	})
 	// Ids and times can agree across roots (an import's do): a root that
 	// holds the first part of the same events is not the backup's root
 	// either, and its backup would drop the rest.
 	t.Run("SameEventsFewer", func(t *testing.T) {
-		root := filepath.Join(base, "subset")
-		eng := openRoot(t, root)
-		fill(t, eng, "a", 4)
-		require.NoError(t, eng.Close())
-		refused(t, root, "it holds events this root does not (ws-")
+		refused(t, filled(t, "subset", "a", 4), "it holds events this root does not (ws-")
 	})
 	t.Run("UnreadableBackup", func(t *testing.T) {
 		m, err := backup.ReadManifest(dir)
 		require.NoError(t, err)
+		// spoil writes spoilt(its bytes) over a file of the backup until
+		// the test ends.
+		spoil := func(rel string, spoilt func([]byte) []byte) []byte {
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			good, err := os.ReadFile(p)
+			require.NoError(t, err)
+			bad := spoilt(slices.Clone(good))
+			require.NoError(t, os.WriteFile(p, bad, 0o600))
+			t.Cleanup(func() { require.NoError(t, os.WriteFile(p, good, 0o600)) })
+			return bad
+		}
 		p := filepath.Join(dir, filepath.FromSlash(m.Files[0].Path))
-		good, err := os.ReadFile(p)
-		require.NoError(t, err)
-		bad := slices.Clone(good)
-		bad[len(bad)/2] ^= 1
-		require.NoError(t, os.WriteFile(p, bad, 0o600))
-		t.Cleanup(func() { require.NoError(t, os.WriteFile(p, good, 0o600)) })
+		bad := spoil(m.Files[0].Path, func(b []byte) []byte { b[len(b)/2] ^= 1; return b })
 		// The index snapshot, which answers first, is unreadable too, so
 		// the damaged copy of the log is what is read.
-		ip := filepath.Join(dir, m.Index.Path)
-		goodIdx, err := os.ReadFile(ip)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(ip, bytes.Repeat([]byte("not a database "), 300), 0o600))
-		t.Cleanup(func() { require.NoError(t, os.WriteFile(ip, goodIdx, 0o600)) })
+		spoil(m.Index.Path, func([]byte) []byte { return bytes.Repeat([]byte("not a database "), 300) })
 		eng := openRoot(t, rootA) // the backup's own root
 		_, err = backup.Run(ctx, eng, backup.Options{To: dir})
 		require.NoError(t, eng.Close())
