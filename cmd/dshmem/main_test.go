@@ -39,7 +39,7 @@ func TestIngest(t *testing.T) {
 		require.Equal(t, want, got, "got %s, want %s", got, want)
 	})
 	t.Run("Duplicates", func(t *testing.T) {
-		code, out, _ := cli(t, goodLines, "--root", root, "ingest", "-")
+		code, out, _ := cli(t, goodLines, "--root", root, "ingest", "--json", "-")
 		require.EqualValues(t, 0, code, "exit %d, out %s", code, out)
 		require.EqualValues(t, `{"appended":0,"duplicates":3,"rejected":0}`, strings.TrimSpace(out), "exit %d, out %s", code, out)
 	})

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"dshmem/events"
+	"dshmem/observer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,6 +71,16 @@ func TestVerifyRecordsQuarantine(t *testing.T) {
 	assert.Equal(t, segs[0], vr.Problems[0].Segment)
 	assert.False(t, vr.Problems[0].Repairable)
 	assert.Equal(t, []string{stream}, vr.Quarantined)
+
+	// A process holding the root is named: it writes on until it opens
+	// the root again. (The marker is there already: verify says the
+	// same, as its marker says.)
+	release, err := observer.LockRoot(root)
+	require.NoError(t, err)
+	code, _, errs = cli(t, "", "--root", root, "verify")
+	release()
+	require.EqualValues(t, 1, code, "verify: %s", errs)
+	assert.Contains(t, errs, fmt.Sprintf("process %d holds the root and writes to %s until it opens the root again", os.Getpid(), stream))
 
 	code, _, errs = cli(t, "", "--root", root, "salvage", stream)
 	require.EqualValues(t, 0, code, "salvage: %s", errs)
