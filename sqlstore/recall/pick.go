@@ -152,7 +152,7 @@ func (r *call) guidance(text string, kinds []string) string {
 	}
 	var b strings.Builder
 	if r.tooSmall {
-		fmt.Fprintf(&b, "Entries in %s of %s match %q, but a byte budget of %d holds none of them: raise --bytes.", what, where, clip(text, 80), r.q.Bytes)
+		fmt.Fprintf(&b, "%s%s of %s match %q, but a byte budget of %d holds none of them: raise --bytes.", strings.ToUpper(what[:1]), what[1:], where, clip(text, 80), r.q.Bytes)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Nothing in %s of %s matches %q", what, where, clip(text, 80))
